@@ -1,0 +1,111 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Glob is a compiled deny pattern. Patterns use '/' separated segments; a
+// segment is a path.Match pattern ('*', '?', '[...]') and the segment "**"
+// matches zero or more whole segments. A pattern that starts with '/' is
+// matched against absolute paths; any other pattern is matched against the
+// path relative to its root. A glob that matches a directory denies
+// everything below it.
+type Glob struct {
+	src  string
+	abs  bool
+	segs []string
+}
+
+// CompileGlob checks and compiles a deny pattern.
+func CompileGlob(src string) (Glob, error) {
+	if strings.TrimSpace(src) == "" {
+		return Glob{}, fmt.Errorf("empty deny pattern")
+	}
+	if strings.ContainsRune(src, 0) {
+		return Glob{}, fmt.Errorf("deny pattern %q contains NUL", src)
+	}
+	g := Glob{src: src, abs: strings.HasPrefix(src, "/")}
+	for _, s := range strings.Split(strings.Trim(src, "/"), "/") {
+		if s == "" || s == "." || s == ".." {
+			return Glob{}, fmt.Errorf("deny pattern %q: empty, '.' or '..' segment", src)
+		}
+		if s != "**" {
+			if strings.Contains(s, "**") {
+				return Glob{}, fmt.Errorf("deny pattern %q: '**' must be a whole segment", src)
+			}
+			if _, err := path.Match(s, ""); err != nil {
+				return Glob{}, fmt.Errorf("deny pattern %q: bad segment %q: %v", src, s, err)
+			}
+		}
+		// Collapse runs of "**": they match the same set and a run would
+		// make matching exponential.
+		if s == "**" && len(g.segs) > 0 && g.segs[len(g.segs)-1] == "**" {
+			continue
+		}
+		g.segs = append(g.segs, s)
+	}
+	return g, nil
+}
+
+// UnmarshalText lets the TOML decoder compile patterns, so that a bad
+// pattern is reported with its line.
+func (g *Glob) UnmarshalText(b []byte) error {
+	c, err := CompileGlob(string(b))
+	if err != nil {
+		return err
+	}
+	*g = c
+	return nil
+}
+
+func (g Glob) String() string { return g.src }
+
+// Absolute reports whether the pattern is matched against absolute paths.
+func (g Glob) Absolute() bool { return g.abs }
+
+// Match reports whether the pattern matches p or one of its ancestors. p is
+// a cleaned '/' separated path: absolute for absolute patterns, relative to
+// the root (no leading '/', "." for the root itself) otherwise.
+func (g Glob) Match(p string) bool {
+	p = strings.Trim(p, "/")
+	if p == "" || p == "." {
+		return false
+	}
+	segs := strings.Split(p, "/")
+	for k := 1; k <= len(segs); k++ {
+		if matchSegs(g.segs, segs[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchSegs matches pattern segments against path segments in full. "**"
+// runs were collapsed at compile time, so the recursion is bounded by
+// len(pat) * len(name).
+func matchSegs(pat, name []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			rest := pat[1:]
+			if len(rest) == 0 {
+				return true
+			}
+			for i := 0; i <= len(name); i++ {
+				if matchSegs(rest, name[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(name) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], name[0]); !ok {
+			return false
+		}
+		pat, name = pat[1:], name[1:]
+	}
+	return len(name) == 0
+}

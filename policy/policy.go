@@ -1,0 +1,437 @@
+// Package policy owns fsguard's configuration: the policy.toml format, its
+// defaults (the embedded default policy), and validation that rejects a bad
+// file with the key and line at fault before anything runs.
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// DefaultDeny is the deny list every policy starts from unless it sets
+// deny.use_defaults = false.
+var DefaultDeny = []string{
+	"**/.env",
+	"**/.env.*",
+	"**/*.pem",
+	"**/*.key",
+	"**/id_rsa*",
+	"**/id_ed25519*",
+	"**/id_ecdsa*",
+	"**/id_dsa*",
+	"**/.ssh/**",
+	"**/.aws/**",
+	"**/.gnupg/**",
+	"**/.netrc",
+}
+
+// Policy is a loaded, validated policy.
+type Policy struct {
+	Roots   []Root
+	Deny    Deny
+	Limits  Limits
+	Sniff   Sniff
+	Journal Journal
+	Mount   Mount
+	Control Control
+
+	// Source is the file the policy came from, or "embedded default".
+	Source string
+}
+
+// Root is one allowed directory. Path is absolute and clean as configured;
+// Real is its symlink-free form, which is what resolution works from.
+type Root struct {
+	Path string `toml:"path"`
+	Name string `toml:"name"`
+	Real string `toml:"-"`
+}
+
+// Deny holds the deny rules: absolute subtrees and globs.
+type Deny struct {
+	UseDefaults *bool    `toml:"use_defaults"`
+	Paths       []string `toml:"paths"`
+	Globs       []Glob   `toml:"globs"`
+}
+
+// Limits bound what one read may show and scan.
+type Limits struct {
+	MaxLines      int   `toml:"max_lines"`
+	MaxLineChars  int   `toml:"max_line_chars"`
+	MaxBytes      int   `toml:"max_bytes"`
+	MaxScanBytes  int64 `toml:"max_scan_bytes"`
+	SampleBytes   int   `toml:"sample_bytes"`
+	MaxMediaBytes int64 `toml:"max_media_bytes"`
+}
+
+// Sniff lists the content classes that are refused outright: by `fsguard
+// read`, and at OPEN through the mount.
+type Sniff struct {
+	Refuse []string `toml:"refuse"`
+}
+
+// Journal says where the journal lives.
+type Journal struct {
+	Path string `toml:"path"`
+}
+
+// Mount tunes the FUSE view.
+type Mount struct {
+	// Denied is "hide" (ENOENT, the default) or "eacces".
+	Denied string `toml:"denied"`
+	// EntryTimeout and AttrTimeout are how long the kernel may cache names
+	// and attributes. Longer is faster; the cost is that a change in the
+	// backing tree (including a new deny match by rename) shows up late.
+	EntryTimeout Duration `toml:"entry_timeout"`
+	AttrTimeout  Duration `toml:"attr_timeout"`
+	// PassthroughMinBytes: files at least this large are read through FUSE
+	// passthrough; smaller ones are served from the page cache.
+	PassthroughMinBytes int64 `toml:"passthrough_min_bytes"`
+}
+
+// Control configures the daemon's control socket.
+type Control struct {
+	Socket string `toml:"socket"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration struct{ time.Duration }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Known sniff classes that a policy may refuse.
+var SniffClasses = []string{"private-key", "binary", "image"}
+
+func defaults() Policy {
+	return Policy{
+		Limits: Limits{
+			MaxLines:      2000,
+			MaxLineChars:  2000,
+			MaxBytes:      50 * 1024,
+			MaxScanBytes:  1 << 30,
+			SampleBytes:   8192,
+			MaxMediaBytes: 5 << 20,
+		},
+		Sniff: Sniff{Refuse: []string{"private-key"}},
+		Mount: Mount{
+			Denied:              "hide",
+			EntryTimeout:        Duration{60 * time.Second},
+			AttrTimeout:         Duration{60 * time.Second},
+			PassthroughMinBytes: 64 * 1024,
+		},
+	}
+}
+
+// Default returns the embedded default policy: dir as the only root, the
+// default deny list and limits.
+func Default(dir string) (*Policy, error) {
+	p := defaults()
+	p.Source = "embedded default"
+	p.Roots = []Root{{Path: dir}}
+	if err := p.finish(nil); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Load reads and validates a policy file.
+func Load(file string) (*Policy, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	p, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", file, err)
+	}
+	p.Source = file
+	return p, nil
+}
+
+// raw mirrors the file layout; "root" is an array of tables.
+type raw struct {
+	Root    []Root  `toml:"root"`
+	Deny    Deny    `toml:"deny"`
+	Limits  Limits  `toml:"limits"`
+	Sniff   Sniff   `toml:"sniff"`
+	Journal Journal `toml:"journal"`
+	Mount   Mount   `toml:"mount"`
+	Control Control `toml:"control"`
+}
+
+// Parse decodes and validates policy text.
+func Parse(data []byte) (*Policy, error) {
+	d := defaults()
+	r := raw{Limits: d.Limits, Sniff: d.Sniff, Mount: d.Mount}
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&r)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)
+		}
+		return nil, err
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		return nil, fmt.Errorf("line %d: unknown key %q", lineOfKey(data, k), k.String())
+	}
+	p := Policy{
+		Roots: r.Root, Deny: r.Deny, Limits: r.Limits, Sniff: r.Sniff,
+		Journal: r.Journal, Mount: r.Mount, Control: r.Control,
+	}
+	if len(p.Roots) == 0 {
+		return nil, fmt.Errorf("no [[root]]: a policy needs at least one allowed root")
+	}
+	if err := p.finish(data); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// finish validates and fills derived fields. data, when non-nil, is the
+// source text, used to put a line number on errors found after decoding.
+func (p *Policy) finish(data []byte) error {
+	at := func(key, value string) string {
+		if data == nil {
+			return ""
+		}
+		return fmt.Sprintf("line %d: ", lineOfValue(data, key, value))
+	}
+	names := map[string]string{}
+	for i := range p.Roots {
+		r := &p.Roots[i]
+		if r.Path == "" {
+			return fmt.Errorf("%sroot.path is empty", at("path", ""))
+		}
+		if !filepath.IsAbs(r.Path) {
+			return fmt.Errorf("%sroot.path %q is relative: roots must be absolute paths", at("path", r.Path), r.Path)
+		}
+		r.Path = filepath.Clean(r.Path)
+		real, err := filepath.EvalSymlinks(r.Path)
+		if err != nil {
+			return fmt.Errorf("%sroot.path %q: %v", at("path", r.Path), r.Path, unwrapPathErr(err))
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%sroot.path %q is not a directory", at("path", r.Path), r.Path)
+		}
+		r.Real = real
+		if dangerous(real) {
+			return fmt.Errorf("%sroot.path %q is under /proc, /sys or /dev, which are never served", at("path", r.Path), r.Path)
+		}
+		if r.Name == "" {
+			r.Name = filepath.Base(real)
+			if r.Name == "/" {
+				r.Name = "root"
+			}
+		}
+		if strings.ContainsAny(r.Name, "/\x00") || r.Name == "." || r.Name == ".." {
+			return fmt.Errorf("%sroot.name %q is not a valid directory name", at("name", r.Name), r.Name)
+		}
+		if prev, dup := names[r.Name]; dup {
+			return fmt.Errorf("%sroot.name %q is used by both %q and %q: give each root a distinct name", at("name", r.Name), r.Name, prev, r.Path)
+		}
+		names[r.Name] = r.Path
+	}
+	if p.Deny.UseDefaults == nil || *p.Deny.UseDefaults {
+		var defs []Glob
+		for _, s := range DefaultDeny {
+			g, err := CompileGlob(s)
+			if err != nil {
+				panic(err) // the built-in list is tested
+			}
+			defs = append(defs, g)
+		}
+		p.Deny.Globs = append(defs, p.Deny.Globs...)
+		t := true
+		p.Deny.UseDefaults = &t
+	}
+	for i, s := range p.Deny.Paths {
+		if !filepath.IsAbs(s) {
+			return fmt.Errorf("%sdeny.paths entry %q is relative: use an absolute path, or a glob in deny.globs", at("paths", s), s)
+		}
+		p.Deny.Paths[i] = filepath.Clean(s)
+	}
+	l := p.Limits
+	for _, c := range []struct {
+		key string
+		v   int64
+	}{
+		{"max_lines", int64(l.MaxLines)}, {"max_line_chars", int64(l.MaxLineChars)},
+		{"max_bytes", int64(l.MaxBytes)}, {"max_scan_bytes", l.MaxScanBytes},
+		{"sample_bytes", int64(l.SampleBytes)}, {"max_media_bytes", l.MaxMediaBytes},
+	} {
+		if c.v <= 0 {
+			return fmt.Errorf("%slimits.%s must be a positive integer, got %d", at(c.key, ""), c.key, c.v)
+		}
+	}
+	if l.MaxLineChars < 16 || l.MaxBytes < 4*l.MaxLineChars+64 {
+		return fmt.Errorf("%slimits.max_bytes (%d) must hold at least one clamped line: at least 4*max_line_chars+64 = %d", at("max_bytes", ""), l.MaxBytes, 4*l.MaxLineChars+64)
+	}
+	for _, c := range p.Sniff.Refuse {
+		if !contains(SniffClasses, c) {
+			return fmt.Errorf("%ssniff.refuse: unknown class %q (known: %s)", at("refuse", c), c, strings.Join(SniffClasses, ", "))
+		}
+	}
+	switch p.Mount.Denied {
+	case "hide", "eacces":
+	default:
+		return fmt.Errorf("%smount.denied must be \"hide\" or \"eacces\", got %q", at("denied", p.Mount.Denied), p.Mount.Denied)
+	}
+	for _, s := range []struct{ key, v string }{{"journal.path", p.Journal.Path}, {"control.socket", p.Control.Socket}} {
+		if s.v != "" && !filepath.IsAbs(s.v) {
+			return fmt.Errorf("%s%s %q must be an absolute path", at(s.key[strings.Index(s.key, ".")+1:], s.v), s.key, s.v)
+		}
+	}
+	return nil
+}
+
+// Refuses reports whether the policy refuses a sniff class.
+func (p *Policy) Refuses(class string) bool { return contains(p.Sniff.Refuse, class) }
+
+// DenyRules returns the effective deny rules as strings, for display.
+func (p *Policy) DenyRules() []string {
+	var out []string
+	out = append(out, p.Deny.Paths...)
+	for _, g := range p.Deny.Globs {
+		out = append(out, g.String())
+	}
+	return out
+}
+
+func dangerous(p string) bool {
+	for _, d := range []string{"/proc", "/sys", "/dev"} {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Dangerous reports whether an absolute path is under /proc, /sys or /dev,
+// which fsguard never serves whatever the roots say.
+func Dangerous(p string) bool { return dangerous(p) }
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// lineOfKey finds the line that defines key k (the last line that sets its
+// final component, inside the table named by the rest), for error messages.
+func lineOfKey(data []byte, k toml.Key) int {
+	last := regexp.QuoteMeta(k[len(k)-1])
+	keyRe := regexp.MustCompile(`^\s*"?` + last + `"?\s*=`)
+	tableRe := regexp.MustCompile(`^\s*\[\[?\s*"?` + last + `"?\s*\]\]?`)
+	parent := ""
+	if len(k) > 1 {
+		parent = k[len(k)-2]
+	}
+	inParent := parent == ""
+	for i, line := range strings.Split(string(data), "\n") {
+		if m := regexp.MustCompile(`^\s*\[\[?\s*([^\]]+?)\s*\]\]?`).FindStringSubmatch(line); m != nil {
+			parts := strings.Split(m[1], ".")
+			inParent = parent == "" || parts[len(parts)-1] == parent
+			if tableRe.MatchString(line) {
+				return i + 1
+			}
+			continue
+		}
+		if inParent && keyRe.MatchString(line) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// lineOfValue finds the first line that sets key (to a value containing
+// value, when given).
+func lineOfValue(data []byte, key, value string) int {
+	re := regexp.MustCompile(`^\s*` + regexp.QuoteMeta(key) + `\s*=`)
+	lines := strings.Split(string(data), "\n")
+	for i, line := range lines {
+		if re.MatchString(line) && (value == "" || strings.Contains(line, value)) {
+			return i + 1
+		}
+	}
+	// Values inside a multi-line array sit on their own lines.
+	if value != "" {
+		for i, line := range lines {
+			if strings.Contains(line, `"`+value+`"`) {
+				return i + 1
+			}
+		}
+	}
+	return 0
+}
+
+// Summary renders the effective policy for `fsguard policy check`.
+func (p *Policy) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# effective policy (source: %s)\n", p.Source)
+	for _, r := range p.Roots {
+		fmt.Fprintf(&b, "[[root]]\npath = %q\nname = %q\n", r.Path, r.Name)
+		if r.Real != r.Path {
+			fmt.Fprintf(&b, "# resolves to %q\n", r.Real)
+		}
+	}
+	fmt.Fprintf(&b, "\n[deny]\nuse_defaults = %v\n", *p.Deny.UseDefaults)
+	fmt.Fprintf(&b, "paths = %s\n", tomlList(p.Deny.Paths))
+	var globs []string
+	for _, g := range p.Deny.Globs {
+		globs = append(globs, g.String())
+	}
+	fmt.Fprintf(&b, "globs = %s\n", tomlList(globs))
+	l := p.Limits
+	fmt.Fprintf(&b, "\n[limits]\nmax_lines = %d\nmax_line_chars = %d\nmax_bytes = %d\nmax_scan_bytes = %d\nsample_bytes = %d\nmax_media_bytes = %d\n",
+		l.MaxLines, l.MaxLineChars, l.MaxBytes, l.MaxScanBytes, l.SampleBytes, l.MaxMediaBytes)
+	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\n", tomlList(p.Sniff.Refuse))
+	fmt.Fprintf(&b, "\n[journal]\npath = %q\n", p.Journal.Path)
+	m := p.Mount
+	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\n",
+		m.Denied, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes)
+	fmt.Fprintf(&b, "\n[control]\nsocket = %q\n", p.Control.Socket)
+	return b.String()
+}
+
+func tomlList(v []string) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	q := make([]string, len(v))
+	for i, s := range v {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}

@@ -1,0 +1,158 @@
+package roots
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"fsguard/refusal"
+
+	"golang.org/x/sys/unix"
+)
+
+// Entry is the guard's verdict on one directory entry, as a listing or the
+// mount presents it.
+type Entry struct {
+	Name string      // base name
+	Rel  string      // path relative to the root
+	Stat unix.Stat_t // the entry itself (lstat); for a link, the link
+	// Link is the target text of an admitted symbolic link: relative, and
+	// resolving beneath the root to an admitted regular file or directory.
+	Link string
+}
+
+// Visible reports whether the entry may be shown: a regular file, a
+// directory, or an admitted symbolic link. FIFOs, sockets and devices are
+// never shown.
+func (e Entry) Visible() bool {
+	switch e.Stat.Mode & unix.S_IFMT {
+	case unix.S_IFREG, unix.S_IFDIR:
+		return true
+	case unix.S_IFLNK:
+		return e.Link != ""
+	}
+	return false
+}
+
+// IsDir reports whether the entry is a directory (not a link to one).
+func (e Entry) IsDir() bool { return e.Stat.Mode&unix.S_IFMT == unix.S_IFDIR }
+
+// Entry decides on rel beneath root without following a final symlink. A
+// symbolic link is admitted only when its text is relative and it resolves,
+// beneath the same root, to a regular file or directory that no deny rule
+// matches: then a reader that follows it (the kernel, through the mount)
+// comes back through the guard and lands on an admitted entry. Absolute
+// links are refused even when they point inside the root, because inside a
+// container they name a different file.
+func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
+	display := filepath.Join(root.Path, rel)
+	e := Entry{Name: filepath.Base(rel), Rel: rel}
+	if g.Denied(root, rel) {
+		return e, deniedErr(display)
+	}
+	pfd, viaLink, err := openBeneath(root.fd, rel, unix.O_PATH|unix.O_NOFOLLOW)
+	if err == unix.EXDEV {
+		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
+	}
+	if err != nil {
+		return e, g.openErr(err, root, rel, display)
+	}
+	defer unix.Close(pfd)
+	if viaLink {
+		// Only a race can put a link in the middle of a path the mount
+		// walked component by component; answer for the real place.
+		real, err := realPath(pfd)
+		if err != nil {
+			return e, ioErr(display, err)
+		}
+		r2, rel2 := g.rootOf(real)
+		if r2 != root || g.Denied(r2, rel2) {
+			return e, deniedErr(display)
+		}
+	}
+	if err := unix.Fstat(pfd, &e.Stat); err != nil {
+		return e, ioErr(display, err)
+	}
+	if e.Stat.Mode&unix.S_IFMT != unix.S_IFLNK {
+		if !e.Visible() {
+			return e, notAFile(display, KindOf(e.Stat.Mode))
+		}
+		return e, nil
+	}
+	link, err := readlinkAt(pfd)
+	if err != nil {
+		return e, ioErr(display, err)
+	}
+	if filepath.IsAbs(link) {
+		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "an absolute symbolic link is not followed")
+	}
+	tfd, _, err := openBeneath(root.fd, rel, unix.O_PATH)
+	if err == unix.EXDEV {
+		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
+	}
+	if err != nil {
+		return e, g.openErr(err, root, rel, display)
+	}
+	defer unix.Close(tfd)
+	real, err := realPath(tfd)
+	if err != nil {
+		return e, ioErr(display, err)
+	}
+	r2, rel2 := g.rootOf(real)
+	if r2 != root || g.Denied(r2, rel2) {
+		return e, deniedErr(display)
+	}
+	var tst unix.Stat_t
+	if err := unix.Fstat(tfd, &tst); err != nil {
+		return e, ioErr(display, err)
+	}
+	if k := tst.Mode & unix.S_IFMT; k != unix.S_IFREG && k != unix.S_IFDIR {
+		return e, notAFile(display, KindOf(tst.Mode))
+	}
+	e.Link = link
+	return e, nil
+}
+
+func readlinkAt(fd int) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// List returns the visible entries of the directory rel beneath root, in
+// directory order. Hidden entries are simply absent.
+func (g *Guard) List(root *Root, rel string) ([]Entry, error) {
+	display := filepath.Join(root.Path, rel)
+	if rel != "." && g.Denied(root, rel) {
+		return nil, deniedErr(display)
+	}
+	fd, _, err := openBeneath(root.fd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		if err == unix.EXDEV {
+			return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
+		}
+		return nil, g.openErr(err, root, rel, display)
+	}
+	dir := os.NewFile(uintptr(fd), display)
+	defer dir.Close()
+	var out []Entry
+	for {
+		names, err := dir.Readdirnames(1024)
+		for _, n := range names {
+			if strings.ContainsRune(n, '/') {
+				continue
+			}
+			e, err := g.Entry(root, filepath.Join(rel, n))
+			if err == nil && e.Visible() {
+				out = append(out, e)
+			}
+		}
+		if err != nil || len(names) == 0 {
+			break
+		}
+	}
+	return out, nil
+}

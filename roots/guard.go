@@ -1,0 +1,364 @@
+// Package roots is the one place that decides whether a path may be read.
+//
+// A Guard holds an O_PATH descriptor for each allowed root and resolves
+// every name beneath one of them with openat2(RESOLVE_BENEATH |
+// RESOLVE_NO_MAGICLINKS), so a symlink or ".." can never climb out, and a
+// component swapped for a symlink mid-walk makes the open fail instead of
+// escaping. Callers get an open handle and the identity of what was opened,
+// never a yes/no they would have to act on later: there is no gap between
+// the check and the use.
+//
+// Deny rules are checked on the path as the caller named it and on the real
+// path of what was actually opened. A named denied path answers DENIED (the
+// caller already knows the name, so echoing it leaks nothing); listings and
+// suggestions never show a denied name at all.
+package roots
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"fsguard/policy"
+	"fsguard/refusal"
+
+	"golang.org/x/sys/unix"
+)
+
+// Guard enforces one policy's roots and deny rules.
+type Guard struct {
+	pol   *policy.Policy
+	roots []*Root
+}
+
+// Root is an allowed root with its open directory descriptor.
+type Root struct {
+	Name string // the root's name: its directory name in a multi-root mount
+	Path string // absolute path as configured
+	Real string // symlink-free path; what fd refers to
+	fd   int
+}
+
+// FD returns the root's O_PATH directory descriptor. It stays valid until
+// the Guard is closed.
+func (r *Root) FD() int { return r.fd }
+
+// New opens every root of the policy.
+func New(p *policy.Policy) (*Guard, error) {
+	g := &Guard{pol: p}
+	for _, pr := range p.Roots {
+		fd, err := unix.Open(pr.Real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			g.Close()
+			return nil, fmt.Errorf("root %s: %w", pr.Path, err)
+		}
+		g.roots = append(g.roots, &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, fd: fd})
+	}
+	return g, nil
+}
+
+// Close releases the root descriptors.
+func (g *Guard) Close() error {
+	for _, r := range g.roots {
+		if r.fd >= 0 {
+			unix.Close(r.fd)
+			r.fd = -1
+		}
+	}
+	return nil
+}
+
+// Policy returns the policy the guard enforces.
+func (g *Guard) Policy() *policy.Policy { return g.pol }
+
+// Roots returns the allowed roots in policy order.
+func (g *Guard) Roots() []*Root { return g.roots }
+
+// Denied reports whether the entry rel beneath root is matched by a deny
+// rule, on its root-relative path or its absolute path. rel is clean and
+// relative ("." for the root itself).
+func (g *Guard) Denied(root *Root, rel string) bool {
+	return g.deniedAbs(root, rel, filepath.Join(root.Real, rel)) ||
+		(root.Path != root.Real && g.deniedAbs(root, rel, filepath.Join(root.Path, rel)))
+}
+
+func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
+	for _, d := range g.pol.Deny.Paths {
+		if abs == d || strings.HasPrefix(abs, d+"/") || d == "/" {
+			return true
+		}
+	}
+	for _, gl := range g.pol.Deny.Globs {
+		if gl.Absolute() {
+			if gl.Match(abs) {
+				return true
+			}
+		} else if gl.Match(rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// Locate resolves a name lexically: cleaned and made absolute against cwd,
+// then placed in the root that contains it. It touches no file. The
+// returned display path is the absolute path in the caller's own view.
+func (g *Guard) Locate(name, cwd string) (root *Root, rel, display string, err error) {
+	if err := ValidateName(name); err != nil {
+		return nil, "", "", err
+	}
+	abs := name
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(cwd, abs)
+	}
+	abs = filepath.Clean(abs)
+	if policy.Dangerous(abs) {
+		return nil, "", abs, refusal.Cannot(refusal.DangerousPath, abs, "/proc, /sys and /dev are never read through fsguard")
+	}
+	root, rel = g.rootOf(abs)
+	if root == nil {
+		return nil, "", abs, g.outside(abs)
+	}
+	return root, rel, abs, nil
+}
+
+// rootOf finds the innermost root containing abs, by configured or real path.
+func (g *Guard) rootOf(abs string) (*Root, string) {
+	var best *Root
+	bestRel, bestLen := "", -1
+	for _, r := range g.roots {
+		for _, base := range []string{r.Path, r.Real} {
+			if rel, ok := within(base, abs); ok && len(base) > bestLen {
+				best, bestRel, bestLen = r, rel, len(base)
+			}
+		}
+	}
+	return best, bestRel
+}
+
+func within(base, abs string) (string, bool) {
+	if abs == base {
+		return ".", true
+	}
+	if base == "/" {
+		return abs[1:], true
+	}
+	if strings.HasPrefix(abs, base+"/") {
+		return abs[len(base)+1:], true
+	}
+	return "", false
+}
+
+func (g *Guard) outside(display string) error {
+	var names []string
+	for _, r := range g.roots {
+		names = append(names, r.Path)
+	}
+	return refusal.Cannot(refusal.OutsideAllowedRoots, display,
+		"outside the allowed roots ("+strings.Join(names, ", ")+"); read a file inside one of them")
+}
+
+// ValidateName refuses names no file can have or no agent should send.
+func ValidateName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return refusal.New(refusal.InvalidInput, name, "invalid input: the path is empty; name a file to read")
+	case strings.ContainsRune(name, 0):
+		return refusal.New(refusal.InvalidInput, strings.ReplaceAll(name, "\x00", `\0`), "invalid input: the path contains a NUL byte; send the path without it")
+	case !validUTF8(name):
+		return refusal.New(refusal.InvalidInput, strings.ToValidUTF8(name, "\uFFFD"), "invalid input: the path is not valid UTF-8; send the name as UTF-8")
+	case len(name) > 4096:
+		return refusal.New(refusal.InvalidInput, name[:64]+"...", "invalid input: the path is longer than 4096 bytes")
+	}
+	return nil
+}
+
+// Open resolves name against cwd and opens it for reading if, and only if,
+// the policy admits it. The result is a regular file.
+func (g *Guard) Open(name, cwd string) (*File, error) {
+	root, rel, display, err := g.Locate(name, cwd)
+	if err != nil {
+		return nil, err
+	}
+	return g.OpenIn(root, rel, display)
+}
+
+// openBeneath resolves rel beneath dirfd. It first forbids symlinks
+// altogether: in the common case (no link on the path) the real path is
+// then known without asking the kernel for it.
+func openBeneath(dirfd int, rel string, flags uint64) (fd int, viaLink bool, err error) {
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	for {
+		fd, err = unix.Openat2(dirfd, rel, &how)
+		if err != unix.EINTR && err != unix.EAGAIN {
+			break
+		}
+	}
+	if err != unix.ELOOP {
+		return fd, false, err
+	}
+	how.Resolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
+	for {
+		fd, err = unix.Openat2(dirfd, rel, &how)
+		if err != unix.EINTR && err != unix.EAGAIN {
+			return fd, true, err
+		}
+	}
+}
+
+// realPath asks the kernel where an open descriptor really is.
+func realPath(fd int) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd), buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// OpenIn opens rel beneath root for reading. display is the path shown in
+// messages (the caller's view of it).
+func (g *Guard) OpenIn(root *Root, rel, display string) (*File, error) {
+	return g.openIn(root, rel, display, 0)
+}
+
+func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error) {
+	if g.Denied(root, rel) {
+		return nil, deniedErr(display)
+	}
+	// O_PATH first: opening a FIFO or a device for reading can block or have
+	// side effects; an O_PATH descriptor can be fstat'ed and does neither.
+	pfd, viaLink, err := openBeneath(root.fd, rel, unix.O_PATH)
+	if err == unix.EXDEV {
+		return g.openAcross(root, rel, display, hops)
+	}
+	if err != nil {
+		return nil, g.openErr(err, root, rel, display)
+	}
+	defer unix.Close(pfd)
+	real := filepath.Join(root.Real, rel)
+	if viaLink {
+		if real, err = realPath(pfd); err != nil {
+			return nil, ioErr(display, err)
+		}
+		realRoot, realRel := g.rootOf(real)
+		if realRoot == nil {
+			// Beneath the root's descriptor but not under its path: a bind
+			// mount or a root moved under us. Refuse rather than guess.
+			return nil, g.outside(display)
+		}
+		if g.Denied(realRoot, realRel) {
+			return nil, deniedErr(display)
+		}
+		root, rel = realRoot, realRel
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, ioErr(display, err)
+	}
+	if kind := KindOf(st.Mode); kind != "regular file" {
+		return nil, notAFile(display, kind)
+	}
+	// Reopen the very inode we checked. /proc/self/fd/N of an O_PATH
+	// descriptor names that inode, not a path that could have changed.
+	fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, g.openErr(err, root, rel, display)
+	}
+	f := &File{File: os.NewFile(uintptr(fd), display), Name: display, Root: root, Rel: rel, Real: real}
+	if err := unix.Fstat(fd, &f.Stat); err != nil {
+		f.Close()
+		return nil, ioErr(display, err)
+	}
+	if f.Stat.Ino != st.Ino || f.Stat.Dev != st.Dev {
+		f.Close()
+		return nil, refusal.Cannot(refusal.ChangedDuringRead, display, "the file was replaced while it was being opened; read it again")
+	}
+	return f, nil
+}
+
+// openAcross handles a path that RESOLVE_BENEATH refused: an absolute
+// symlink, or one that leaves the root. It is admitted only when the target
+// lies inside an allowed root (this one or another); the final open is
+// again beneath that root, so a race can only make it fail, never widen it.
+func (g *Guard) openAcross(root *Root, rel, display string, hops int) (*File, error) {
+	target, err := filepath.EvalSymlinks(filepath.Join(root.Real, rel))
+	if err != nil {
+		return nil, g.openErr(unwrap(err), root, rel, display)
+	}
+	if policy.Dangerous(target) {
+		return nil, refusal.Cannot(refusal.DangerousPath, display, "it leads into /proc, /sys or /dev, which are never read through fsguard")
+	}
+	r2, rel2 := g.rootOf(target)
+	if r2 == nil || hops > 0 {
+		return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the allowed roots; read a file inside them")
+	}
+	return g.openIn(r2, rel2, display, hops+1)
+}
+
+func (g *Guard) openErr(err error, root *Root, rel, display string) error {
+	switch err {
+	case unix.ENOENT, unix.ENOTDIR:
+		return g.notFound(root, rel, display)
+	case unix.ELOOP:
+		return refusal.Cannot(refusal.NotFound, display, "too many levels of symbolic links (a link loop); name the file itself")
+	case unix.EACCES, unix.EPERM:
+		return refusal.Cannot(refusal.PermissionDenied, display, "permission denied; fsguard reads only what its own user may read")
+	case unix.ENAMETOOLONG:
+		return refusal.Cannot(refusal.InvalidInput, display, "the path is too long")
+	case unix.ENXIO, unix.ENODEV, unix.EOPNOTSUPP:
+		return notAFile(display, "special file")
+	}
+	return ioErr(display, err)
+}
+
+func unwrap(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	if le, ok := err.(*os.LinkError); ok {
+		return le.Err
+	}
+	return err
+}
+
+func deniedErr(display string) error {
+	return refusal.Cannot(refusal.Denied, display, "denied by policy; this path is not available to the agent")
+}
+
+func notAFile(display, kind string) error {
+	msg := "not a regular file (" + kind + ")"
+	if kind == "directory" {
+		msg += "; list it with ls, or read a file inside it"
+	} else {
+		msg += "; fsguard reads only regular files"
+	}
+	return refusal.Cannot(refusal.NotAFile, display, msg)
+}
+
+func ioErr(display string, err error) error {
+	return &refusal.Error{Code: refusal.IOError, Path: display, Err: err,
+		Message: fmt.Sprintf("cannot read %q: I/O error (%v); try again, and report it if it persists", display, unwrap(err))}
+}
+
+// KindOf names a file type for messages.
+func KindOf(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "regular file"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFLNK:
+		return "symbolic link"
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	}
+	return "unknown file type"
+}

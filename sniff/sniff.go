@@ -1,0 +1,135 @@
+// Package sniff classifies content from a bounded sample: text, binary (with
+// its MIME type), image, private key, or text in an encoding fsguard does not
+// serve. It decides from bytes, never from names, so a key file renamed
+// notes.txt is still a key.
+//
+// Text means UTF-8. A UTF-8 byte order mark is accepted (and skipped when
+// lines are shown); UTF-16 and UTF-32 text, with or without a BOM, and text
+// in a legacy 8-bit encoding are refused as ENCODING rather than shown as
+// mojibake.
+package sniff
+
+import (
+	"bytes"
+	"unicode/utf8"
+
+	"github.com/gabriel-vasile/mimetype"
+)
+
+// Class is a content class.
+type Class string
+
+const (
+	Text       Class = "text"
+	Binary     Class = "binary"
+	Image      Class = "image"
+	PrivateKey Class = "private-key"
+	// Encoding is text that is not UTF-8 (UTF-16, Latin-1, ...).
+	Encoding Class = "encoding"
+)
+
+// Result is a classification.
+type Result struct {
+	Class Class
+	MIME  string
+	// BOM is the length of a UTF-8 byte order mark at the start (0 or 3).
+	BOM int
+	// BadByte is, for Encoding, the offset of the first byte that is not
+	// valid UTF-8 (-1 when the whole sample is an encoding by its BOM).
+	BadByte int
+}
+
+// utf8BOM is the UTF-8 byte order mark.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// KeyMarkers are byte strings that appear only in private key material.
+// The scanner looks for them in the whole file, not just the sample.
+var KeyMarkers = [][]byte{
+	[]byte("PRIVATE KEY-----"),     // PEM: RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8
+	[]byte("PuTTY-User-Key-File-"), // PuTTY .ppk
+}
+
+// HasKeyMarker reports whether b contains private key material.
+func HasKeyMarker(b []byte) bool {
+	for _, m := range KeyMarkers {
+		if bytes.Contains(b, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// images are the image types fsguard describes rather than refusing as
+// binary.
+var images = map[string]bool{
+	"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true,
+}
+
+// Classify classifies a sample taken from the start of a file. atEOF says
+// the sample is the whole file, so a rune cut at the sample's end is an
+// error rather than an artefact of sampling.
+func Classify(sample []byte, atEOF bool) Result {
+	if HasKeyMarker(sample) {
+		return Result{Class: PrivateKey, MIME: "application/x-pem-file"}
+	}
+	if len(sample) == 0 {
+		return Result{Class: Text, MIME: "text/plain"}
+	}
+	if bytes.HasPrefix(sample, []byte{0xFF, 0xFE}) || bytes.HasPrefix(sample, []byte{0xFE, 0xFF}) {
+		return Result{Class: Encoding, MIME: "text/plain; charset=utf-16", BadByte: -1}
+	}
+	bom := 0
+	if bytes.HasPrefix(sample, utf8BOM) {
+		bom = len(utf8BOM)
+	}
+	body := sample[bom:]
+	if bytes.IndexByte(body, 0) < 0 {
+		if bad := InvalidUTF8(body, atEOF); bad < 0 {
+			return Result{Class: Text, MIME: "text/plain; charset=utf-8", BOM: bom}
+		} else if m := mimetype.Detect(sample); isTextMIME(m) {
+			return Result{Class: Encoding, MIME: m.String(), BadByte: bom + bad}
+		}
+	}
+	m := mimetype.Detect(sample)
+	if images[m.String()] {
+		return Result{Class: Image, MIME: m.String()}
+	}
+	if isTextMIME(m) {
+		// NULs in text: UTF-16/32 without a BOM.
+		return Result{Class: Encoding, MIME: m.String(), BadByte: -1}
+	}
+	return Result{Class: Binary, MIME: m.String()}
+}
+
+func isTextMIME(m *mimetype.MIME) bool {
+	for ; m != nil; m = m.Parent() {
+		if m.Is("text/plain") {
+			return true
+		}
+	}
+	return false
+}
+
+// InvalidUTF8 returns the offset of the first byte of b that is not valid
+// UTF-8, or -1. Unless atEOF, an incomplete rune at the very end is not an
+// error: the next bytes may complete it.
+func InvalidUTF8(b []byte, atEOF bool) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			if !atEOF && !utf8.FullRune(b[i:]) {
+				return -1
+			}
+			return i
+		}
+		i += size
+	}
+	return -1
+}
