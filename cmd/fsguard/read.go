@@ -1,0 +1,103 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"fsguard/read"
+	"fsguard/refusal"
+	"fsguard/roots"
+)
+
+func runRead(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("read", flag.ContinueOnError)
+	offset := fs.String("offset", "1", "first line to show (1-based)")
+	limit := fs.String("limit", "", "most lines to show (default: the policy's max_lines)")
+	format := fs.String("format", "text", "output format: text or json")
+	policyFile := fs.String("policy", "", "policy file (default: $FSGUARD_POLICY, else the current directory as the only root)")
+	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id for the journal (default: $FSGUARD_SESSION)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--format text|json] [--policy FILE] [--session ID]
+
+Shows a line-numbered window of a UTF-8 text file inside the allowed roots.
+The footer says exactly how to continue.
+
+examples:
+  fsguard read README.md
+  fsguard read src/main.go --offset 120 --limit 80
+  fsguard read src/main.go --format json
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, code, ok := parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	_ = session
+	if *format != "text" && *format != "json" {
+		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "Error: fsguard read takes exactly one PATH (see fsguard read --help)")
+		return exitUsage
+	}
+	name := pos[0]
+	report := func(err error) int {
+		if *format == "json" {
+			stdout.Write(read.ErrorJSON(name, err, nil))
+			return exitFail
+		}
+		return fail(stderr, err)
+	}
+	req := read.Request{Path: name}
+	var err error
+	if req.Offset, err = count("offset", *offset, name); err != nil {
+		return report(err)
+	}
+	if *limit != "" {
+		if req.Limit, err = count("limit", *limit, name); err != nil {
+			return report(err)
+		}
+	}
+	pol, err := loadPolicy(*policyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return exitUsage
+	}
+	g, err := roots.New(pol)
+	if err != nil {
+		return report(err)
+	}
+	defer g.Close()
+	if req.Cwd, err = os.Getwd(); err != nil {
+		return report(err)
+	}
+	res, err := (&read.Reader{Guard: g}).Read(req)
+	if err != nil {
+		return report(err)
+	}
+	if *format == "json" {
+		stdout.Write(res.JSON())
+		return 0
+	}
+	io.WriteString(stdout, res.Text())
+	for _, n := range res.Notes {
+		fmt.Fprintf(stderr, "Note: %s\n", n)
+	}
+	return 0
+}
+
+// count parses a positive line count given on the command line.
+func count(name, s, path string) (int64, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 1 {
+		return 0, refusal.New(refusal.InvalidInput, path, "invalid input: --%s must be a positive integer, got %q", name, s)
+	}
+	return v, nil
+}

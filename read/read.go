@@ -1,0 +1,281 @@
+// Package read owns one agent read from start to finish: validate the
+// request, open through roots, classify through sniff, scan through window,
+// verify that the file did not change underneath, and describe what was
+// shown as an observation. The result renders to the exact text envelope
+// or to JSON (format.go).
+package read
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"fsguard/refusal"
+	"fsguard/roots"
+	"fsguard/sniff"
+	"fsguard/window"
+)
+
+// Request is one read as the agent asked for it. Zero Offset means line 1,
+// zero Limit means the policy's max_lines.
+type Request struct {
+	Path   string
+	Offset int64
+	Limit  int64
+	Cwd    string
+}
+
+// Range is an inclusive span of line numbers; zero when nothing was shown.
+type Range struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+// Totals describe the whole file as far as it was scanned.
+type Totals struct {
+	Lines    int64 `json:"lines"`
+	Bytes    int64 `json:"bytes"`
+	Complete bool  `json:"complete"`
+}
+
+// Truncation says what was cut from the view.
+type Truncation struct {
+	Reason       string  `json:"reason"` // "none", "lines", "bytes" or "scan"
+	ClampedLines []int64 `json:"clampedLines"`
+	MaxLineChars int     `json:"maxLineChars"`
+}
+
+// Continuation is a complete next input that continues the read.
+type Continuation struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+	Limit  int64  `json:"limit"`
+}
+
+// Observation identifies what this read showed of which file version.
+type Observation struct {
+	StatID           string  `json:"statId"`
+	ContentID        *string `json:"contentId"`
+	ViewID           string  `json:"viewId"`
+	ID               string  `json:"id"`
+	WholeFileVisible bool    `json:"wholeFileVisible"`
+	Range            Range   `json:"range"`
+
+	// The file identity behind StatID, kept for the journal's fast path.
+	Identity roots.Identity `json:"-"`
+	RealPath string         `json:"-"`
+}
+
+// Result is a successful read.
+type Result struct {
+	Path         string
+	Lines        []window.Line
+	Range        Range
+	Totals       Totals
+	Truncation   Truncation
+	Continuation *Continuation
+	Footer       string
+	Observation  Observation
+	Notes        []string
+	// Body is exactly what goes between <content> and </content>.
+	Body string
+}
+
+// Reader performs reads under one guard.
+type Reader struct {
+	Guard *roots.Guard
+}
+
+// Read performs one read.
+func (r *Reader) Read(req Request) (*Result, error) {
+	lim := r.Guard.Policy().Limits
+	var notes []string
+	if req.Offset < 0 || req.Limit < 0 {
+		return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: offset and limit must be positive integers")
+	}
+	if req.Offset == 0 {
+		req.Offset = 1
+	}
+	if req.Limit == 0 {
+		req.Limit = int64(lim.MaxLines)
+	}
+	if req.Limit > int64(lim.MaxLines) {
+		notes = append(notes, fmt.Sprintf("limit %d was clamped to max_lines %d", req.Limit, lim.MaxLines))
+		req.Limit = int64(lim.MaxLines)
+	}
+	f, err := r.Guard.Open(req.Path, req.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	class, err := r.classify(f)
+	if err != nil {
+		return nil, err
+	}
+	refuseKeys := r.Guard.Policy().Refuses(string(sniff.PrivateKey))
+	opts := window.Options{
+		Offset: req.Offset, Limit: int(req.Limit),
+		MaxLineChars: lim.MaxLineChars, MaxBytes: lim.MaxBytes,
+		MaxScanBytes: lim.MaxScanBytes, SkipBOM: class.BOM > 0,
+	}
+	if refuseKeys {
+		opts.Markers = sniff.KeyMarkers
+	}
+	scan, err := window.Scan(io.NewSectionReader(f, 0, 1<<62), opts)
+	if err != nil {
+		return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+	}
+	if err := verify(f, scan); err != nil {
+		return nil, err
+	}
+	if scan.MarkerAt >= 0 {
+		return nil, privateKey(f.Name)
+	}
+	if scan.BadUTF8At >= 0 {
+		return nil, refusal.Cannot(refusal.Encoding, f.Name, fmt.Sprintf("invalid UTF-8 at byte %d; fsguard shows UTF-8 text only", scan.BadUTF8At))
+	}
+	total := scan.TotalLines
+	if req.Offset > total && !(total == 0 && req.Offset == 1) {
+		if !scan.Complete {
+			return nil, refusal.Cannot(refusal.TooLarge, f.Name, fmt.Sprintf("line %d lies beyond the first %d bytes, which is as far as fsguard scans (max_scan_bytes)", req.Offset, lim.MaxScanBytes))
+		}
+		return nil, refusal.New(refusal.OffsetOutOfRange, f.Name, "offset %d is out of range for %q (%d lines)", req.Offset, f.Name, total)
+	}
+	return build(f, req, scan, notes, lim.MaxLineChars), nil
+}
+
+// classify sniffs the sample and refuses what is not text.
+func (r *Reader) classify(f *roots.File) (sniff.Result, error) {
+	pol := r.Guard.Policy()
+	sample := make([]byte, pol.Limits.SampleBytes)
+	n, err := f.ReadAt(sample, 0)
+	if err != nil && err != io.EOF {
+		return sniff.Result{}, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+	}
+	c := sniff.Classify(sample[:n], int64(n) >= f.Stat.Size)
+	if pol.Refuses(string(c.Class)) {
+		if c.Class == sniff.PrivateKey {
+			return c, privateKey(f.Name)
+		}
+		return c, refusal.Cannot(refusal.Denied, f.Name, fmt.Sprintf("the policy refuses %s content (%s)", c.Class, c.MIME))
+	}
+	switch c.Class {
+	case sniff.PrivateKey:
+		// The policy allows keys: they are text.
+		c.Class = sniff.Text
+	case sniff.Binary:
+		return c, refusal.Cannot(refusal.Binary, f.Name, fmt.Sprintf("binary file (%s); fsguard shows text files only", c.MIME))
+	case sniff.Image:
+		return c, refusal.Cannot(refusal.Image, f.Name, fmt.Sprintf("image file (%s, %d bytes); fsguard shows text files only", c.MIME, f.Stat.Size))
+	case sniff.Encoding:
+		why := "not UTF-8 (" + c.MIME + ")"
+		if c.BadByte >= 0 {
+			why = fmt.Sprintf("invalid UTF-8 at byte %d (%s)", c.BadByte, c.MIME)
+		}
+		return c, refusal.Cannot(refusal.Encoding, f.Name, why+"; fsguard shows UTF-8 text only")
+	}
+	return c, nil
+}
+
+func privateKey(name string) error {
+	return refusal.Cannot(refusal.Denied, name, "the content is a private key, which the policy never shows")
+}
+
+// verify refuses a read during which the file changed: its identity moved,
+// or the bytes scanned disagree with its size.
+func verify(f *roots.File, scan *window.Result) error {
+	now, err := f.Restat()
+	if err != nil {
+		return refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error (%v); try again", err))
+	}
+	if now != f.Identity() || (scan.Complete && scan.Bytes != f.Stat.Size) {
+		return refusal.Cannot(refusal.ChangedDuringRead, f.Name, "the file changed while it was being read; read it again")
+	}
+	return nil
+}
+
+func build(f *roots.File, req Request, scan *window.Result, notes []string, maxLineChars int) *Result {
+	res := &Result{
+		Path:   f.Name,
+		Lines:  scan.Lines,
+		Totals: Totals{Lines: scan.TotalLines, Bytes: scan.Bytes, Complete: scan.Complete},
+		Notes:  notes,
+		Truncation: Truncation{
+			Reason: "none", ClampedLines: []int64{}, MaxLineChars: maxLineChars,
+		},
+	}
+	var body strings.Builder
+	for _, l := range scan.Lines {
+		window.Render(&body, l, maxLineChars)
+		if l.Truncated {
+			res.Truncation.ClampedLines = append(res.Truncation.ClampedLines, l.N)
+		}
+	}
+	if n := len(scan.Lines); n > 0 {
+		res.Range = Range{Start: scan.Lines[0].N, End: scan.Lines[n-1].N}
+	}
+	a, b := res.Range.Start, res.Range.End
+	next := b + 1
+	switch {
+	case scan.Cut == window.CutBytes:
+		res.Truncation.Reason = "bytes"
+		res.Footer = fmt.Sprintf("(Output capped. Showing lines %d-%d. Use offset=%d to continue.)", a, b, next)
+	case scan.Cut == window.CutLines && scan.Complete:
+		res.Truncation.Reason = "lines"
+		res.Footer = fmt.Sprintf("(Showing lines %d-%d of %d. Use offset=%d to continue.)", a, b, scan.TotalLines, next)
+	case !scan.Complete:
+		// The scan bound ended the count: there is no honest total.
+		res.Truncation.Reason = "scan"
+		if scan.Cut == window.CutLines {
+			res.Truncation.Reason = "lines"
+		}
+		res.Footer = fmt.Sprintf("(Output capped. Showing lines %d-%d. Use offset=%d to continue.)", a, b, next)
+		res.Notes = append(res.Notes, fmt.Sprintf("the file is larger than max_scan_bytes (%d): the total line count and contentId are unknown", scan.Bytes))
+	default:
+		res.Footer = fmt.Sprintf("(End of file - total %d lines)", scan.TotalLines)
+	}
+	if scan.TotalLines == 0 {
+		res.Notes = append(res.Notes, "the file is empty")
+	}
+	if res.Truncation.Reason != "none" {
+		res.Continuation = &Continuation{Path: req.Path, Offset: next, Limit: req.Limit}
+	}
+	body.WriteString("\n")
+	body.WriteString(res.Footer)
+	body.WriteString("\n")
+	res.Body = body.String()
+
+	st := f.Identity()
+	o := Observation{
+		StatID:   hashHex(f.Real, strconv.FormatUint(st.Dev, 10), strconv.FormatUint(st.Ino, 10), strconv.FormatInt(st.Size, 10), strconv.FormatInt(st.MtimeNs, 10)),
+		ViewID:   hashHex(res.Body),
+		Range:    res.Range,
+		Identity: st,
+		RealPath: f.Real,
+	}
+	content := ""
+	if scan.Complete {
+		content = hex.EncodeToString(scan.Sum[:])
+		o.ContentID = &content
+	}
+	o.ID = hashHex(o.StatID, content, o.ViewID)
+	o.WholeFileVisible = (a == 1 || scan.TotalLines == 0) && res.Truncation.Reason == "none" &&
+		len(res.Truncation.ClampedLines) == 0 && scan.Complete
+	res.Observation = o
+	return res
+}
+
+// hashHex hashes NUL-separated fields, so no two field lists collide.
+func hashHex(fields ...string) string {
+	h := sha256.New()
+	for i, s := range fields {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(s))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
