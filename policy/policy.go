@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -187,7 +188,19 @@ func Parse(data []byte) (*Policy, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("line %d: %s", pe.Position.Line, pe.Message)
+			line := pe.Position.Line
+			// Arrays report the key's line; point at the bad element.
+			if m := globErrRe.FindStringSubmatch(pe.Message); m != nil {
+				if pat, err := strconv.Unquote(m[1]); err == nil {
+					if l := lineOfValue(data, "globs", pat); l > 0 {
+						line = l
+					}
+				}
+			}
+			return nil, fmt.Errorf("line %d: %s", line, pe.Message)
+		}
+		if m := typeErrRe.FindStringSubmatch(err.Error()); m != nil {
+			return nil, fmt.Errorf("line %s: %s: %s", m[1], m[2], m[3])
 		}
 		return nil, err
 	}
@@ -207,6 +220,12 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	return &p, nil
 }
+
+// typeErrRe matches the decoder's type mismatch errors, which carry the
+// line in their text rather than as a ParseError.
+var globErrRe = regexp.MustCompile(`^deny pattern ("(?:[^"\\]|\\.)*")`)
+
+var typeErrRe = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
 
 // finish validates and fills derived fields. data, when non-nil, is the
 // source text, used to put a line number on errors found after decoding.

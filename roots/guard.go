@@ -285,7 +285,12 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 func (g *Guard) openAcross(root *Root, rel, display string, hops int) (*File, error) {
 	target, err := filepath.EvalSymlinks(filepath.Join(root.Real, rel))
 	if err != nil {
-		return nil, g.openErr(unwrap(err), root, rel, display)
+		switch e := unwrap(err); e {
+		case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EACCES:
+			return nil, g.openErr(e, root, rel, display)
+		}
+		// EINVAL and the like: a link became something else mid-walk.
+		return nil, refusal.Cannot(refusal.ChangedDuringRead, display, "the path changed while it was being resolved; read it again")
 	}
 	if policy.Dangerous(target) {
 		return nil, refusal.Cannot(refusal.DangerousPath, display, "it leads into /proc, /sys or /dev, which are never read through fsguard")
