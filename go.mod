@@ -8,3 +8,5 @@ require (
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.44.0
 )
+
+require github.com/hanwen/go-fuse/v2 v2.12.1 // indirect

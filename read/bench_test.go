@@ -3,8 +3,8 @@ package read
 import (
 	"bufio"
 	"crypto/sha256"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"

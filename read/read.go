@@ -122,7 +122,7 @@ func (r *Reader) Read(req Request) (*Result, error) {
 		MaxScanBytes: lim.MaxScanBytes, SkipBOM: class.BOM > 0,
 	}
 	if refuseKeys {
-		opts.Markers = sniff.KeyMarkers
+		opts.FindMarker = sniff.FindKey
 	}
 	scan, err := window.Scan(io.NewSectionReader(f, 0, 1<<62), opts)
 	if err != nil {

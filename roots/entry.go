@@ -1,9 +1,9 @@
 package roots
 
 import (
-	"os"
+	"bytes"
+	"encoding/binary"
 	"path/filepath"
-	"strings"
 
 	"fsguard/refusal"
 
@@ -122,9 +122,18 @@ func readlinkAt(fd int) (string, error) {
 	return string(buf[:n]), nil
 }
 
+// DirEntry is one visible name in a directory listing.
+type DirEntry struct {
+	Name string
+	Ino  uint64
+	Mode uint32 // file type bits only (S_IFREG, S_IFDIR, S_IFLNK)
+}
+
 // List returns the visible entries of the directory rel beneath root, in
-// directory order. Hidden entries are simply absent.
-func (g *Guard) List(root *Root, rel string) ([]Entry, error) {
+// directory order. Hidden entries are simply absent. The file type comes
+// from getdents, so plain files and directories cost no stat; only
+// symbolic links (and entries of unknown type) get the full Entry check.
+func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 	display := filepath.Join(root.Path, rel)
 	if rel != "." && g.Denied(root, rel) {
 		return nil, deniedErr(display)
@@ -136,23 +145,61 @@ func (g *Guard) List(root *Root, rel string) ([]Entry, error) {
 		}
 		return nil, g.openErr(err, root, rel, display)
 	}
-	dir := os.NewFile(uintptr(fd), display)
-	defer dir.Close()
-	var out []Entry
+	defer unix.Close(fd)
+	var out []DirEntry
+	buf := make([]byte, 32<<10)
 	for {
-		names, err := dir.Readdirnames(1024)
-		for _, n := range names {
-			if strings.ContainsRune(n, '/') {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, ioErr(display, err)
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for b := buf[:n]; len(b) > 0; {
+			ino, typ, name, reclen := parseDirent(b)
+			b = b[reclen:]
+			if name == "." || name == ".." {
 				continue
 			}
-			e, err := g.Entry(root, filepath.Join(rel, n))
-			if err == nil && e.Visible() {
-				out = append(out, e)
+			child := name
+			if rel != "." {
+				child = rel + "/" + name
 			}
-		}
-		if err != nil || len(names) == 0 {
-			break
+			if g.Denied(root, child) {
+				continue
+			}
+			mode := uint32(0)
+			switch typ {
+			case unix.DT_REG:
+				mode = unix.S_IFREG
+			case unix.DT_DIR:
+				mode = unix.S_IFDIR
+			case unix.DT_LNK, unix.DT_UNKNOWN:
+				e, err := g.Entry(root, child)
+				if err != nil || !e.Visible() {
+					continue
+				}
+				mode = e.Stat.Mode & unix.S_IFMT
+			default:
+				continue // FIFOs, sockets, devices are never listed
+			}
+			out = append(out, DirEntry{Name: name, Ino: ino, Mode: mode})
 		}
 	}
-	return out, nil
+}
+
+// parseDirent decodes one linux_dirent64 record.
+func parseDirent(b []byte) (ino uint64, typ uint8, name string, reclen int) {
+	ino = binary.NativeEndian.Uint64(b[0:8])
+	reclen = int(binary.NativeEndian.Uint16(b[16:18]))
+	typ = b[18]
+	nameb := b[19:reclen]
+	if i := bytes.IndexByte(nameb, 0); i >= 0 {
+		nameb = nameb[:i]
+	}
+	return ino, typ, string(nameb), reclen
 }

@@ -37,6 +37,7 @@ type Root struct {
 	Name string // the root's name: its directory name in a multi-root mount
 	Path string // absolute path as configured
 	Real string // symlink-free path; what fd refers to
+	Dev  uint64 // device of the root directory
 	fd   int
 }
 
@@ -53,7 +54,13 @@ func New(p *policy.Policy) (*Guard, error) {
 			g.Close()
 			return nil, fmt.Errorf("root %s: %w", pr.Path, err)
 		}
-		g.roots = append(g.roots, &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, fd: fd})
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			g.Close()
+			return nil, fmt.Errorf("root %s: %w", pr.Path, err)
+		}
+		g.roots = append(g.roots, &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, fd: fd})
 	}
 	return g, nil
 }

@@ -11,6 +11,7 @@ package sniff
 
 import (
 	"bytes"
+	"regexp"
 	"unicode/utf8"
 
 	"github.com/gabriel-vasile/mimetype"
@@ -42,21 +43,94 @@ type Result struct {
 // utf8BOM is the UTF-8 byte order mark.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// KeyMarkers are byte strings that appear only in private key material.
-// The scanner looks for them in the whole file, not just the sample.
-var KeyMarkers = [][]byte{
+// keyMarkers are the byte strings that start the search for key material;
+// each hit is then checked to sit in a real key header line, so prose that
+// merely mentions a marker (like this comment) is not a key.
+var keyMarkers = [][]byte{
 	[]byte("PRIVATE KEY-----"),     // PEM: RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8
 	[]byte("PuTTY-User-Key-File-"), // PuTTY .ppk
 }
 
-// HasKeyMarker reports whether b contains private key material.
-func HasKeyMarker(b []byte) bool {
-	for _, m := range KeyMarkers {
-		if bytes.Contains(b, m) {
-			return true
+var keyHeader = regexp.MustCompile(`^(?:-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----|PuTTY-User-Key-File-[0-9]+: \S+)\s*$`)
+
+// keyContext is how far FindKey looks around a hit for its line; a key
+// header line is short.
+const keyContext = 128
+
+// FindKey returns the offset in data of the first private key header
+// line. prefix is the data just before data (the end of the previous chunk,
+// up to keyContext bytes), so a header split across chunks is found; the
+// offset is then negative.
+func FindKey(prefix, data []byte) (int, bool) {
+	if len(prefix) > 0 {
+		// A marker that starts in prefix and ends in data.
+		k := min(len(prefix), 32)
+		joined := append(append([]byte(nil), prefix[len(prefix)-k:]...), data[:min(len(data), 32)]...)
+		for _, m := range keyMarkers {
+			for off := 0; ; {
+				i := bytes.Index(joined[off:], m)
+				if i < 0 {
+					break
+				}
+				p := off + i - k // position relative to data
+				if p < 0 && p+len(m) > 0 && isKeyLine(prefix, data, p) {
+					return p, true
+				}
+				off += i + 1
+			}
 		}
 	}
-	return false
+	best := -1
+	for _, m := range keyMarkers {
+		for off := 0; ; {
+			i := bytes.Index(data[off:], m)
+			if i < 0 || (best >= 0 && off+i > best) {
+				break
+			}
+			if p := off + i; isKeyLine(prefix, data, p) {
+				best = p
+				break
+			}
+			off += i + len(m)
+		}
+	}
+	return best, best >= 0
+}
+
+// isKeyLine checks the line around position p (relative to data; negative
+// positions are in prefix).
+func isKeyLine(prefix, data []byte, p int) bool {
+	at := func(i int) (byte, bool) {
+		switch {
+		case i >= 0 && i < len(data):
+			return data[i], true
+		case i < 0 && -i <= len(prefix):
+			return prefix[len(prefix)+i], true
+		}
+		return 0, false
+	}
+	start := p
+	for ; p-start < keyContext; start-- {
+		c, ok := at(start - 1)
+		if !ok || c == '\n' || c == '\r' {
+			break
+		}
+	}
+	var line []byte
+	for i := start; i-start < 2*keyContext; i++ {
+		c, ok := at(i)
+		if !ok || c == '\n' || c == '\r' {
+			break
+		}
+		line = append(line, c)
+	}
+	return keyHeader.Match(line)
+}
+
+// HasKey reports whether b contains a private key header line.
+func HasKey(b []byte) bool {
+	_, ok := FindKey(nil, b)
+	return ok
 }
 
 // images are the image types fsguard describes rather than refusing as
@@ -69,7 +143,7 @@ var images = map[string]bool{
 // the sample is the whole file, so a rune cut at the sample's end is an
 // error rather than an artefact of sampling.
 func Classify(sample []byte, atEOF bool) Result {
-	if HasKeyMarker(sample) {
+	if HasKey(sample) {
 		return Result{Class: PrivateKey, MIME: "application/x-pem-file"}
 	}
 	if len(sample) == 0 {

@@ -28,9 +28,10 @@ type Options struct {
 	MaxBytes     int   // the shown lines (as rendered) fit in this many bytes
 	MaxScanBytes int64 // stop counting and hashing after this many bytes
 	SkipBOM      bool  // do not show a leading UTF-8 byte order mark
-	// Markers are byte strings whose presence anywhere in the scanned
-	// content is reported in Result.MarkerAt.
-	Markers [][]byte
+	// FindMarker, when set, is called on each chunk with up to 128 bytes
+	// of the chunk before it, and reports the offset in data of a marker
+	// (negative: it began in prefix). The first hit is Result.MarkerAt.
+	FindMarker func(prefix, data []byte) (int, bool)
 }
 
 // Cut says what ended the window before the end of the file.
@@ -76,9 +77,6 @@ func Scan(r io.Reader, o Options) (*Result, error) {
 		o.Offset = 1
 	}
 	s := &scanner{o: o, res: Result{BadUTF8At: -1, MarkerAt: -1}, line: 1}
-	for _, m := range o.Markers {
-		s.markerMax = max(s.markerMax, len(m))
-	}
 	h := newHasher()
 	defer h.stop()
 	var err error
@@ -129,9 +127,8 @@ type scanner struct {
 	curOver bool // the current line has more bytes than cur holds
 
 	utf8Carry []byte // an incomplete rune at the end of the last chunk
-	markTail  []byte // the last markerMax-1 bytes, for markers across chunks
-	markerMax int
-	bomLeft   int // BOM bytes still to skip
+	markTail  []byte // the end of the previous chunk, for markers across chunks
+	bomLeft   int    // BOM bytes still to skip
 	started   bool
 }
 
@@ -362,29 +359,21 @@ func incompleteTail(b []byte) int {
 }
 
 func (s *scanner) checkMarkers(b []byte, base int64) {
-	if s.markerMax == 0 || s.res.MarkerAt >= 0 {
+	if s.o.FindMarker == nil || s.res.MarkerAt >= 0 {
 		return
 	}
-	if len(s.markTail) > 0 {
-		head := b[:min(len(b), s.markerMax-1)]
-		joined := append(append([]byte(nil), s.markTail...), head...)
-		for _, m := range s.o.Markers {
-			if i := bytes.Index(joined, m); i >= 0 {
-				s.res.MarkerAt = base - int64(len(s.markTail)) + int64(i)
-				return
-			}
-		}
+	if i, ok := s.o.FindMarker(s.markTail, b); ok {
+		s.res.MarkerAt = base + int64(i)
+		return
 	}
-	for _, m := range s.o.Markers {
-		if i := bytes.Index(b, m); i >= 0 {
-			s.res.MarkerAt = base + int64(i)
-			return
+	const keep = 128
+	if len(b) >= keep {
+		s.markTail = append(s.markTail[:0], b[len(b)-keep:]...)
+	} else {
+		s.markTail = append(s.markTail, b...)
+		if len(s.markTail) > keep {
+			s.markTail = s.markTail[len(s.markTail)-keep:]
 		}
-	}
-	k := min(len(b), s.markerMax-1)
-	s.markTail = append(append(s.markTail[:0:0], s.markTail...), b[len(b)-k:]...)
-	if len(s.markTail) > s.markerMax-1 {
-		s.markTail = s.markTail[len(s.markTail)-(s.markerMax-1):]
 	}
 }
 

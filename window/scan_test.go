@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"fsguard/sniff"
 )
 
 // reference splits content the slow, obvious way.
@@ -159,7 +161,7 @@ func TestInvalidUTF8AndMarkers(t *testing.T) {
 	in = append(in, 0xff)
 	in = append(in, []byte("\n-----BEGIN RSA PRIVATE KEY-----\n")...)
 	o := opts(1, 10)
-	o.Markers = [][]byte{[]byte("PRIVATE KEY-----")}
+	o.FindMarker = sniff.FindKey
 	r, err := Scan(bytes.NewReader(in), o)
 	if err != nil {
 		t.Fatal(err)

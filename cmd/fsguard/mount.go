@@ -1,16 +1,128 @@
 package main
 
 import (
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"fsguard/mount"
 )
 
 func runMount(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "Error: not yet")
-	return exitFail
+	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
+	policyFile := fs.String("policy", "", "policy file (default: $FSGUARD_POLICY, else the current directory as the only root)")
+	allowOther := fs.Bool("allow-other", false, "let other users (a container's) use the mount; the kernel checks each caller's own permissions")
+	debug := fs.Bool("debug", false, "log every FUSE request")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: fsguard mount [--policy FILE] [--allow-other] MOUNTPOINT
+
+Mounts a read-only view of the policy's roots at MOUNTPOINT and serves it
+until SIGINT or SIGTERM (then unmounts) or an external unmount. One root
+is the mount's top level; several appear as directories named by 'name'.
+When the mount answers, one JSON line {"msg":"mounted",...} is printed on
+stdout. SIGHUP reloads the policy file; a bad new policy is refused and
+the old one kept. A stale mount left by a killed daemon is cleared first.
+
+examples:
+  fsguard mount --policy /etc/fsguard/policy.toml /workspace
+  fsguard mount --allow-other --policy policy.toml /srv/agent/workspace
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, code, ok := parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	pol, err := loadPolicy(*policyFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return exitUsage
+	}
+	srv, err := mount.Mount(mount.Config{
+		Policy: pol, MountPoint: pos[0], AllowOther: *allowOther,
+		Audit: &mount.JSONLines{W: stderr}, Debug: *debug,
+	})
+	if err != nil {
+		return fail(stderr, err)
+	}
+	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source})
+	fmt.Fprintf(stdout, "%s\n", ready)
+	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() { srv.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+			log.Info("unmounted", "mountpoint", srv.MountPoint())
+			return 0
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				reload(log, srv, *policyFile)
+				continue
+			}
+			log.Info("signal; unmounting", "signal", s.String())
+			if err := srv.Unmount(); err != nil {
+				log.Error("unmount failed", "err", err.Error())
+				return exitFail
+			}
+			<-done
+			log.Info("unmounted", "mountpoint", srv.MountPoint())
+			return 0
+		}
+	}
+}
+
+func reload(log *slog.Logger, srv *mount.Server, file string) {
+	pol, err := loadPolicy(file)
+	if err == nil {
+		err = srv.Reload(pol)
+	}
+	if err != nil {
+		log.Error("policy reload refused; keeping the old policy", "err", err.Error())
+		return
+	}
+	log.Info("policy reloaded", "policy", pol.Source)
 }
 
 func runUnmount(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "Error: not yet")
-	return exitFail
+	fs := flag.NewFlagSet("unmount", flag.ContinueOnError)
+	lazy := fs.Bool("lazy", false, "detach a busy mount now (MNT_DETACH); it goes away when the last file is closed")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: fsguard unmount [--lazy] MOUNTPOINT
+
+Unmounts an fsguard mount. A stale mount (its daemon was killed) is
+always detached.
+
+example:
+  fsguard unmount /workspace
+`)
+		fs.PrintDefaults()
+	}
+	pos, code, ok := parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	if err := mount.Unmount(pos[0], *lazy); err != nil {
+		return fail(stderr, err)
+	}
+	return 0
 }

@@ -1,0 +1,69 @@
+package mount
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"fsguard/refusal"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Denial is one refused access through the mount.
+type Denial struct {
+	Time    time.Time    `json:"time"`
+	Path    string       `json:"path"` // as the caller named it, in the mount
+	Code    refusal.Code `json:"code"`
+	Pid     uint32       `json:"pid"`
+	Uid     uint32       `json:"uid"`
+	Process string       `json:"process"`
+}
+
+// Auditor receives denials. The journal implements it; until then, and
+// whenever no journal is configured, JSONLines writes them as log lines.
+type Auditor interface {
+	Denial(Denial)
+}
+
+func newDenial(c *fuse.Caller, path string, code refusal.Code) Denial {
+	d := Denial{Time: time.Now().UTC(), Path: path, Code: code}
+	if c != nil {
+		d.Pid, d.Uid = c.Pid, c.Uid
+		d.Process = processName(c.Pid)
+	}
+	return d
+}
+
+// processName reads the caller's command name. The caller may be gone by
+// now; an empty name is the honest answer then.
+func processName(pid uint32) string {
+	if pid == 0 {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// JSONLines writes each denial as one JSON object per line.
+type JSONLines struct {
+	mu sync.Mutex
+	W  io.Writer
+}
+
+func (j *JSONLines) Denial(d Denial) {
+	b, _ := json.Marshal(struct {
+		Msg string `json:"msg"`
+		Denial
+	}{"denied", d})
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.W.Write(append(b, '\n'))
+}

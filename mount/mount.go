@@ -1,0 +1,261 @@
+package mount
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"fsguard/policy"
+	"fsguard/roots"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// Config is what a mount needs.
+type Config struct {
+	Policy     *policy.Policy
+	MountPoint string
+	// AllowOther lets other users (the container's) use the mount. The
+	// kernel then checks each caller's uid/gid against the backing modes
+	// (default_permissions), so nobody reads through the mount what their
+	// own uid could not read on the host.
+	AllowOther bool
+	Audit      Auditor
+	Debug      bool
+}
+
+// Server is a live mount.
+type Server struct {
+	srv  *fuse.Server
+	v    *view
+	mp   string
+	root fs.InodeEmbedder
+}
+
+// overlayfsMagic is statfs's f_type for overlayfs.
+const overlayfsMagic = 0x794c7630
+
+// Mount mounts the view and returns once the mount answers.
+func Mount(cfg Config) (*Server, error) {
+	mp, err := filepath.Abs(cfg.MountPoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := ClearStale(mp); err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(mp); err == nil {
+		mp = real
+	}
+	g, err := roots.New(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	v := &view{audit: cfg.Audit, cache: newSniffCache(1 << 16), mountPoint: mp, ids: map[idKey]uint64{}}
+	if v.audit == nil {
+		v.audit = &JSONLines{W: os.Stderr}
+	}
+	v.guard.Store(g)
+
+	var rootNode fs.InodeEmbedder
+	if rs := g.Roots(); len(rs) == 1 {
+		rootNode = &node{v: v, root: rs[0].Name, rel: ".", shown: "/"}
+	} else {
+		rootNode = &top{v: v}
+	}
+	pol := cfg.Policy
+	entry, attr := pol.Mount.EntryTimeout.Duration, pol.Mount.AttrTimeout.Duration
+	opts := &fs.Options{
+		EntryTimeout:    &entry,
+		AttrTimeout:     &attr,
+		NegativeTimeout: &entry,
+		MountOptions: fuse.MountOptions{
+			FsName:               "fsguard",
+			Name:                 "fsguard",
+			AllowOther:           cfg.AllowOther,
+			Options:              []string{"default_permissions", "ro"},
+			DirectMount:          os.Geteuid() == 0,
+			DirectMountFlags:     syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV,
+			EnableSymlinkCaching: true,
+			MaxBackground:        64,
+			DisableXAttrs:        true,
+			MaxStackDepth:        stackDepth(g),
+			Debug:                cfg.Debug,
+		},
+	}
+	srv, err := fs.Mount(mp, rootNode, opts)
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("mount %s: %w", mp, err)
+	}
+	return &Server{srv: srv, v: v, mp: mp, root: rootNode}, nil
+}
+
+// stackDepth is 2 when a root lives on overlayfs (a container's own
+// filesystem): FUSE passthrough refuses a backing file deeper than the
+// mount's declared stack depth, and one refusal turns passthrough off for
+// the whole mount.
+func stackDepth(g *roots.Guard) int {
+	for _, r := range g.Roots() {
+		var st unix.Statfs_t
+		if unix.Fstatfs(r.FD(), &st) == nil && st.Type == overlayfsMagic {
+			return 2
+		}
+	}
+	return 1
+}
+
+// MountPoint returns the absolute mount point.
+func (s *Server) MountPoint() string { return s.mp }
+
+// Wait blocks until the mount is gone.
+func (s *Server) Wait() { s.srv.Wait() }
+
+// Unmount unmounts; if the mount is busy it is detached (MNT_DETACH), so
+// that a signal always ends the mount.
+func (s *Server) Unmount() error {
+	if err := s.srv.Unmount(); err != nil {
+		if derr := unix.Unmount(s.mp, unix.MNT_DETACH); derr != nil {
+			return fmt.Errorf("unmount %s: %v (detach: %v)", s.mp, err, derr)
+		}
+	}
+	return nil
+}
+
+// Reload swaps in a new policy. The new guard is built first, so a policy
+// whose roots cannot be opened leaves the old one in force. Names and
+// attributes the kernel cached under the old policy are invalidated.
+func (s *Server) Reload(p *policy.Policy) error {
+	g, err := roots.New(p)
+	if err != nil {
+		return err
+	}
+	old := s.v.guard.Swap(g)
+	// Operations in flight may still hold the old root descriptors; a
+	// closed descriptor number could be reused by an unrelated open, so
+	// they are closed only once those operations are long done.
+	time.AfterFunc(time.Minute, func() { old.Close() })
+	s.invalidate()
+	return nil
+}
+
+// invalidate tells the kernel to forget every name it has cached, so the
+// next lookup of each asks the new policy.
+func (s *Server) invalidate() {
+	var walk func(n *fs.Inode, depth int)
+	walk = func(n *fs.Inode, depth int) {
+		if depth > 256 {
+			return
+		}
+		for name, c := range n.Children() {
+			walk(c, depth+1)
+			n.NotifyEntry(name)
+		}
+	}
+	walk(s.root.EmbeddedInode(), 0)
+}
+
+// hidesMountPoint reports whether rel beneath r is the mount point itself:
+// the daemon must never resolve a path into its own mount.
+func (v *view) hidesMountPoint(r *roots.Root, rel string) bool {
+	return filepath.Join(r.Real, rel) == v.mountPoint
+}
+
+// ClearStale detects a mount left behind by a killed daemon ("transport
+// endpoint is not connected") and detaches it. A live mount at mp is an
+// error: two daemons must not stack on one mount point.
+func ClearStale(mp string) error {
+	mounted, fstype := mountedAt(mp)
+	var st unix.Stat_t
+	err := unix.Stat(mp, &st)
+	switch {
+	case err == unix.ENOTCONN:
+		if derr := unix.Unmount(mp, unix.MNT_DETACH); derr != nil {
+			return fmt.Errorf("%s is a stale FUSE mount and detaching it failed: %v", mp, derr)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("mount point %s: %w", mp, err)
+	case mounted && strings.HasPrefix(fstype, "fuse"):
+		return fmt.Errorf("%s is already a live FUSE mount (%s); run 'fsguard unmount %s' first", mp, fstype, mp)
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("mount point %s is not a directory", mp)
+	}
+	return nil
+}
+
+// mountedAt reads /proc/self/mountinfo for a mount at mp.
+func mountedAt(mp string) (bool, string) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false, ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	found, fstype := false, ""
+	for sc.Scan() {
+		// id parent major:minor root mountpoint opts ... - fstype source superopts
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 || unescapeMount(fields[4]) != mp {
+			continue
+		}
+		for i, fld := range fields {
+			if fld == "-" && i+1 < len(fields) {
+				found, fstype = true, fields[i+1]
+			}
+		}
+	}
+	return found, fstype
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
+				b.WriteByte(byte(c))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Unmount unmounts mp; lazy detaches a busy mount. A stale mount (daemon
+// gone) is always detached.
+func Unmount(mp string, lazy bool) error {
+	mp, _ = filepath.Abs(mp)
+	var st unix.Stat_t
+	if err := unix.Stat(mp, &st); err == unix.ENOTCONN {
+		lazy = true
+	}
+	flags := 0
+	if lazy {
+		flags = unix.MNT_DETACH
+	}
+	err := unix.Unmount(mp, flags)
+	if errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("%s is busy (a process has a file or directory open in it); close it, or use --lazy to detach now", mp)
+	}
+	if errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%s is not a mount point", mp)
+	}
+	if err != nil {
+		return fmt.Errorf("unmount %s: %w", mp, err)
+	}
+	return nil
+}

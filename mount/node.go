@@ -1,0 +1,266 @@
+package mount
+
+import (
+	"context"
+	"path/filepath"
+	"syscall"
+
+	"fsguard/roots"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// node is one entry beneath a root: a directory, a regular file or an
+// admitted symbolic link. It holds names, not descriptors, so that every
+// operation is decided afresh beneath the root's descriptor.
+type node struct {
+	fs.Inode
+	v    *view
+	root string // root name
+	rel  string // path relative to the root; "." for the root itself
+	// shown is the path as a caller in the mount names it, for the audit.
+	shown string
+}
+
+var (
+	_ fs.NodeLookuper       = (*node)(nil)
+	_ fs.NodeGetattrer      = (*node)(nil)
+	_ fs.NodeOpendirHandler = (*node)(nil)
+	_ fs.NodeOpener         = (*node)(nil)
+	_ fs.NodeReadlinker     = (*node)(nil)
+	_ fs.NodeStatfser       = (*node)(nil)
+	_ fs.NodeSetattrer      = (*node)(nil)
+	_ fs.NodeCreater        = (*node)(nil)
+	_ fs.NodeMkdirer        = (*node)(nil)
+	_ fs.NodeMknoder        = (*node)(nil)
+	_ fs.NodeUnlinker       = (*node)(nil)
+	_ fs.NodeRmdirer        = (*node)(nil)
+	_ fs.NodeRenamer        = (*node)(nil)
+	_ fs.NodeLinker         = (*node)(nil)
+	_ fs.NodeSymlinker      = (*node)(nil)
+	_ fs.NodeSetxattrer     = (*node)(nil)
+	_ fs.NodeRemovexattrer  = (*node)(nil)
+	_ fs.NodeCopyFileRanger = (*node)(nil)
+	_ fs.NodeAllocater      = (*node)(nil)
+)
+
+func caller(ctx context.Context) *fuse.Caller {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return c
+	}
+	return nil
+}
+
+func (n *node) child(name string) string {
+	if n.rel == "." {
+		return name
+	}
+	return n.rel + "/" + name
+}
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	g, r := n.v.root(n.root)
+	if r == nil {
+		return nil, syscall.ENOENT
+	}
+	rel := n.child(name)
+	shown := filepath.Join(n.shown, name)
+	if n.v.hidesMountPoint(r, rel) {
+		return nil, syscall.ENOENT
+	}
+	e, err := g.Entry(r, rel)
+	if err != nil {
+		return nil, n.v.refuse(caller(ctx), shown, err)
+	}
+	fillAttr(&out.Attr, &e.Stat)
+	mode := e.Stat.Mode & unix.S_IFMT
+	out.Attr.Ino = n.v.ino(e.Stat.Dev, e.Stat.Ino, mode)
+	child := &node{v: n.v, root: n.root, rel: rel, shown: shown}
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: mode, Ino: out.Attr.Ino}), 0
+}
+
+func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if h, ok := f.(*handle); ok {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(h.f.Fd()), &st); err != nil {
+			return fs.ToErrno(err)
+		}
+		fillAttr(&out.Attr, &st)
+		out.Attr.Ino = n.StableAttr().Ino
+		return 0
+	}
+	g, r := n.v.root(n.root)
+	if r == nil {
+		return syscall.ENOENT
+	}
+	e, err := g.Entry(r, n.rel)
+	if err != nil {
+		return n.v.refuse(caller(ctx), n.shown, err)
+	}
+	fillAttr(&out.Attr, &e.Stat)
+	out.Attr.Ino = n.StableAttr().Ino
+	return 0
+}
+
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	g, r := n.v.root(n.root)
+	if r == nil {
+		return nil, syscall.ENOENT
+	}
+	e, err := g.Entry(r, n.rel)
+	if err != nil {
+		return nil, n.v.refuse(caller(ctx), n.shown, err)
+	}
+	if e.Link == "" {
+		return nil, syscall.EINVAL
+	}
+	return []byte(e.Link), 0
+}
+
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	g, r := n.v.root(n.root)
+	if r == nil {
+		return nil, 0, syscall.ENOENT
+	}
+	list, err := g.List(r, n.rel)
+	if err != nil {
+		return nil, 0, n.v.refuse(caller(ctx), n.shown, err)
+	}
+	ents := make([]fuse.DirEntry, 0, len(list))
+	for _, e := range list {
+		if n.v.hidesMountPoint(r, n.child(e.Name)) {
+			continue
+		}
+		ents = append(ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(r.Dev, e.Ino, e.Mode)})
+	}
+	// The kernel may cache the listing (FOPEN_CACHE_DIR) until the
+	// directory's attributes show it changed.
+	return &listing{ents: ents}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND|syscall.O_CREAT) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	g, r := n.v.root(n.root)
+	if r == nil {
+		return nil, 0, syscall.ENOENT
+	}
+	f, err := g.OpenIn(r, n.rel, n.shown)
+	if err != nil {
+		return nil, 0, n.v.refuse(caller(ctx), n.shown, err)
+	}
+	class, err := n.v.classify(f)
+	if err != nil {
+		f.Close()
+		return nil, 0, syscall.EIO
+	}
+	if g.Policy().Refuses(string(class)) {
+		f.Close()
+		n.v.audit.Denial(newDenial(caller(ctx), n.shown, "DENIED"))
+		return nil, 0, syscall.EACCES
+	}
+	h := &handle{f: f, passthrough: f.Stat.Size >= g.Policy().Mount.PassthroughMinBytes}
+	// Keep the page cache across opens: with auto_inval_data the kernel
+	// still drops it when it sees the file's mtime or size move.
+	return h, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	_, r := n.v.root(n.root)
+	if r == nil {
+		return syscall.ENOENT
+	}
+	return statfs(r, out)
+}
+
+func statfs(r *roots.Root, out *fuse.StatfsOut) syscall.Errno {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(r.FD(), &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.Blocks, out.Bfree, out.Bavail = st.Blocks, st.Bfree, st.Bavail
+	out.Files, out.Ffree = st.Files, st.Ffree
+	out.Bsize, out.Frsize = uint32(st.Bsize), uint32(st.Frsize)
+	out.NameLen = uint32(st.Namelen)
+	return 0
+}
+
+// Every write answers EROFS. The mount is also MS_RDONLY, so the kernel
+// refuses most of these itself; these are the second line.
+
+func (n *node) Setattr(context.Context, fs.FileHandle, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno {
+	return syscall.EROFS
+}
+func (n *node) Create(context.Context, string, uint32, uint32, *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EROFS
+}
+func (n *node) Mkdir(context.Context, string, uint32, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+func (n *node) Mknod(context.Context, string, uint32, uint32, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+func (n *node) Unlink(context.Context, string) syscall.Errno { return syscall.EROFS }
+func (n *node) Rmdir(context.Context, string) syscall.Errno  { return syscall.EROFS }
+func (n *node) Rename(context.Context, string, fs.InodeEmbedder, string, uint32) syscall.Errno {
+	return syscall.EROFS
+}
+func (n *node) Link(context.Context, fs.InodeEmbedder, string, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+func (n *node) Symlink(context.Context, string, string, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+func (n *node) Setxattr(context.Context, string, []byte, uint32) syscall.Errno { return syscall.EROFS }
+func (n *node) Removexattr(context.Context, string) syscall.Errno              { return syscall.EROFS }
+func (n *node) CopyFileRange(context.Context, fs.FileHandle, uint64, *fs.Inode, fs.FileHandle, uint64, uint64, uint64) (uint32, syscall.Errno) {
+	return 0, syscall.EROFS
+}
+func (n *node) Allocate(context.Context, fs.FileHandle, uint64, uint64, uint32) syscall.Errno {
+	return syscall.EROFS
+}
+
+// fillAttr copies a backing stat into FUSE attributes.
+func fillAttr(a *fuse.Attr, st *unix.Stat_t) {
+	a.Size = uint64(st.Size)
+	a.Blocks = uint64(st.Blocks)
+	a.Atime, a.Atimensec = uint64(st.Atim.Sec), uint32(st.Atim.Nsec)
+	a.Mtime, a.Mtimensec = uint64(st.Mtim.Sec), uint32(st.Mtim.Nsec)
+	a.Ctime, a.Ctimensec = uint64(st.Ctim.Sec), uint32(st.Ctim.Nsec)
+	a.Mode = st.Mode
+	a.Nlink = uint32(st.Nlink)
+	a.Owner = fuse.Owner{Uid: st.Uid, Gid: st.Gid}
+	a.Blksize = uint32(st.Blksize)
+}
+
+// listing is an open directory: a snapshot of its visible entries.
+type listing struct {
+	ents []fuse.DirEntry
+	pos  int
+}
+
+var (
+	_ fs.FileReaddirenter = (*listing)(nil)
+	_ fs.FileSeekdirer    = (*listing)(nil)
+)
+
+func (l *listing) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if l.pos >= len(l.ents) {
+		return nil, 0
+	}
+	e := l.ents[l.pos]
+	l.pos++
+	e.Off = uint64(l.pos)
+	return &e, 0
+}
+
+func (l *listing) Seekdir(_ context.Context, off uint64) syscall.Errno {
+	if off > uint64(len(l.ents)) {
+		return syscall.EINVAL
+	}
+	l.pos = int(off)
+	return 0
+}

@@ -1,0 +1,57 @@
+package mount
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// top is the mount's root when the policy has several roots: a read-only
+// directory whose entries are the roots, by name.
+type top struct {
+	fs.Inode
+	v *view
+}
+
+var (
+	_ fs.NodeLookuper  = (*top)(nil)
+	_ fs.NodeReaddirer = (*top)(nil)
+	_ fs.NodeGetattrer = (*top)(nil)
+	_ fs.NodeStatfser  = (*top)(nil)
+)
+
+func (t *top) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	_, r := t.v.root(name)
+	if r == nil {
+		return nil, syscall.ENOENT
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(r.FD(), &st); err != nil {
+		return nil, fs.ToErrno(err)
+	}
+	fillAttr(&out.Attr, &st)
+	out.Attr.Ino = t.v.ino(st.Dev, st.Ino, unix.S_IFDIR)
+	n := &node{v: t.v, root: name, rel: ".", shown: "/" + name}
+	return t.NewInode(ctx, n, fs.StableAttr{Mode: unix.S_IFDIR, Ino: out.Attr.Ino}), 0
+}
+
+func (t *top) Readdir(context.Context) (fs.DirStream, syscall.Errno) {
+	var ents []fuse.DirEntry
+	for _, r := range t.v.guard.Load().Roots() {
+		ents = append(ents, fuse.DirEntry{Name: r.Name, Mode: unix.S_IFDIR})
+	}
+	return fs.NewListDirStream(ents), 0
+}
+
+func (t *top) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Attr.Mode = unix.S_IFDIR | 0o555
+	out.Attr.Nlink = uint32(2 + len(t.v.guard.Load().Roots()))
+	return 0
+}
+
+func (t *top) Statfs(_ context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return statfs(t.v.guard.Load().Roots()[0], out)
+}

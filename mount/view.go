@@ -1,0 +1,114 @@
+// Package mount owns the FUSE view: a read-only go-fuse filesystem in which
+// every LOOKUP, READDIR and OPEN is decided by the same roots and sniff code
+// that `fsguard read` uses, never by a second copy of the rules.
+//
+// The view keeps no policy of its own. A node is a root name and a path
+// relative to that root; each operation asks the current roots.Guard about
+// that path afresh, so a reload (SIGHUP) takes effect on the next operation.
+package mount
+
+import (
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"fsguard/policy"
+	"fsguard/refusal"
+	"fsguard/roots"
+	"fsguard/sniff"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// view is the state shared by every node of one mount.
+type view struct {
+	guard atomic.Pointer[roots.Guard]
+	audit Auditor
+	cache *sniffCache
+
+	// mountPoint is never resolved by the daemon: a root that contains it
+	// would otherwise have the daemon call into its own mount.
+	mountPoint string
+
+	idMu sync.Mutex
+	ids  map[idKey]uint64
+}
+
+type idKey struct {
+	dev, ino uint64
+	typ      uint32
+}
+
+// ino gives every (device, inode, type) a distinct inode number in the
+// mount. Raw inode numbers from several roots on several devices could
+// collide, and go-fuse merges nodes that share a number.
+func (v *view) ino(dev, ino uint64, mode uint32) uint64 {
+	k := idKey{dev, ino, mode & unix.S_IFMT}
+	v.idMu.Lock()
+	defer v.idMu.Unlock()
+	id, ok := v.ids[k]
+	if !ok {
+		id = uint64(len(v.ids)) + 2 // 1 is the mount's root
+		v.ids[k] = id
+	}
+	return id
+}
+
+func (v *view) policy() *policy.Policy { return v.guard.Load().Policy() }
+
+// root finds a root of the current guard by name.
+func (v *view) root(name string) (*roots.Guard, *roots.Root) {
+	g := v.guard.Load()
+	for _, r := range g.Roots() {
+		if r.Name == name {
+			return g, r
+		}
+	}
+	return g, nil
+}
+
+// refuse turns a refusal into the errno a shell tool sees, and reports the
+// denials among them to the audit hook.
+func (v *view) refuse(caller *fuse.Caller, path string, err error) syscall.Errno {
+	code := refusal.CodeOf(err)
+	errno := syscall.ENOENT
+	switch code {
+	case refusal.NotFound:
+		return syscall.ENOENT
+	case refusal.Denied:
+		if v.policy().Mount.Denied == "eacces" {
+			errno = syscall.EACCES
+		}
+	case refusal.OutsideAllowedRoots, refusal.DangerousPath, refusal.NotAFile:
+		// Escaping links and special files are simply not there.
+	case refusal.PermissionDenied:
+		return syscall.EACCES
+	case refusal.ChangedDuringRead:
+		return syscall.ESTALE
+	case refusal.InvalidInput:
+		return syscall.EINVAL
+	default:
+		return syscall.EIO
+	}
+	v.audit.Denial(newDenial(caller, path, code))
+	return errno
+}
+
+// classify sniffs an opened file, remembering the answer per file version
+// so that a re-open (grep, then git, then cat) does not sample again.
+func (v *view) classify(f *roots.File) (sniff.Class, error) {
+	key := cacheKey{f.Identity()}
+	if c, ok := v.cache.get(key); ok {
+		return c, nil
+	}
+	n := v.policy().Limits.SampleBytes
+	buf := make([]byte, n)
+	m, err := f.ReadAt(buf, 0)
+	if err != nil && m == 0 && f.Stat.Size > 0 {
+		return "", err
+	}
+	c := sniff.Classify(buf[:m], int64(m) >= f.Stat.Size).Class
+	v.cache.put(key, c)
+	return c, nil
+}
