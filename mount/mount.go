@@ -175,6 +175,12 @@ func ClearStale(mp string) error {
 	mounted, fstype := mountedAt(mp)
 	var st unix.Stat_t
 	err := unix.Stat(mp, &st)
+	if err == nil && mounted {
+		// stat may be answered from the kernel's attribute cache; statfs
+		// always asks the daemon, so it tells a dead one.
+		var sfs unix.Statfs_t
+		err = unix.Statfs(mp, &sfs)
+	}
 	switch {
 	case err == unix.ENOTCONN:
 		if derr := unix.Unmount(mp, unix.MNT_DETACH); derr != nil {
@@ -239,8 +245,8 @@ func unescapeMount(s string) string {
 // gone) is always detached.
 func Unmount(mp string, lazy bool) error {
 	mp, _ = filepath.Abs(mp)
-	var st unix.Stat_t
-	if err := unix.Stat(mp, &st); err == unix.ENOTCONN {
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(mp, &sfs); err == unix.ENOTCONN {
 		lazy = true
 	}
 	flags := 0

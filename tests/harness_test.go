@@ -1,0 +1,242 @@
+// Package tests holds whole-program tests: they build the fsguard binary,
+// mount real fixtures with it and drive the mounts with real processes.
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fsguard-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "fsguard")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/fsguard")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building fsguard:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireFUSE skips where FUSE is truly absent, and fails instead when
+// FSGUARD_REQUIRE_FUSE=1 (CI), so a FUSE test can never skip silently there.
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	why := ""
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		why = "no /dev/fuse"
+	} else if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			why = "not root and no fusermount3"
+		}
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
+		t.Fatalf("FUSE required (FSGUARD_REQUIRE_FUSE=1) but unavailable: %s", why)
+	}
+	t.Skipf("FUSE unavailable: %s", why)
+}
+
+// logBuffer collects a daemon's stderr and lets a test wait for a line.
+type logBuffer struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	buf  bytes.Buffer
+}
+
+func newLogBuffer() *logBuffer {
+	l := &logBuffer{}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	l.cond.Broadcast()
+	return len(p), nil
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// waitFor blocks until the log contains s (n times), or the deadline.
+func (l *logBuffer) waitFor(t *testing.T, s string, n int, timeout time.Duration) {
+	t.Helper()
+	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
+	defer timer.Stop()
+	deadline := time.Now().Add(timeout)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for strings.Count(l.buf.String(), s) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon log never said %q %d times:\n%s", s, n, l.buf.String())
+		}
+		l.cond.Wait()
+	}
+}
+
+// daemon is a running `fsguard mount`.
+type daemon struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	mp    string
+	log   *logBuffer
+	done  chan struct{}
+	ready map[string]any
+}
+
+// startMount runs `fsguard mount` and returns once it printed its
+// readiness line, which it does only after the mount answers.
+func startMount(t *testing.T, mp string, args ...string) *daemon {
+	t.Helper()
+	requireFUSE(t)
+	d := &daemon{t: t, mp: mp, log: newLogBuffer(), done: make(chan struct{})}
+	d.cmd = exec.Command(binary, append(append([]string{"mount"}, args...), mp)...)
+	d.cmd.Stderr = d.log
+	out, err := d.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		for sc.Scan() {
+		}
+	}()
+	go func() { d.cmd.Wait(); close(d.done) }()
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			<-d.done
+			t.Fatalf("fsguard mount exited before it was ready: %s", d.log.String())
+		}
+		if err := json.Unmarshal([]byte(line), &d.ready); err != nil || d.ready["msg"] != "mounted" {
+			t.Fatalf("readiness line %q", line)
+		}
+	case <-time.After(20 * time.Second):
+		d.cmd.Process.Kill()
+		t.Fatalf("fsguard mount not ready in 20s: %s", d.log.String())
+	}
+	t.Cleanup(d.stop)
+	return d
+}
+
+// stop ends the daemon with SIGTERM and checks that it unmounted.
+func (d *daemon) stop() {
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(15 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.done
+		d.t.Errorf("daemon did not exit on SIGTERM: %s", d.log.String())
+	}
+	if mounted(d.mp) {
+		syscall.Unmount(d.mp, syscall.MNT_DETACH)
+		d.t.Errorf("%s still mounted after the daemon exited", d.mp)
+	}
+}
+
+func mounted(mp string) bool {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == mp {
+			return true
+		}
+	}
+	return false
+}
+
+// run runs a command with a timeout and returns its combined output.
+func run(t *testing.T, timeout time.Duration, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v hung for %v", name, args, timeout)
+	}
+	return string(out), err
+}
+
+func mustRun(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := run(t, 30*time.Second, name, args...)
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return out
+}
+
+// openDir makes a directory others can traverse (t.TempDir is 0700).
+func openDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	// t.TempDir's parent (one per test) is 0700 too.
+	for _, p := range []string{d, filepath.Dir(d)} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, mode)
+}
+
+func writePolicy(t *testing.T, path string, roots []string, extra string) {
+	t.Helper()
+	var b strings.Builder
+	for _, r := range roots {
+		fmt.Fprintf(&b, "[[root]]\npath = %q\n", r)
+	}
+	b.WriteString(extra)
+	writeFile(t, path, b.String(), 0o644)
+}

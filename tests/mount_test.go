@@ -1,0 +1,310 @@
+package tests
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const canary = "CANARY-must-never-be-read"
+
+// fixture lays out a root with every kind of hazard, and an outside
+// directory holding the canary.
+type fixture struct {
+	base, root, outside, mp, policy string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	base := openDir(t)
+	f := &fixture{base: base, root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside"), mp: filepath.Join(base, "mnt"), policy: filepath.Join(base, "policy.toml")}
+	for _, d := range []string{f.root, f.outside, f.mp} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(f.outside, "secret.txt"), canary+"\n", 0o644)
+	writeFile(t, filepath.Join(f.root, "README.md"), "# hello\nsee src/\n", 0o644)
+	writeFile(t, filepath.Join(f.root, "src", "main.go"), "package main\n\nfunc main() {}\n", 0o644)
+	writeFile(t, filepath.Join(f.root, "src", "big.bin"), strings.Repeat("\x00\x01binary", 50000), 0o644)
+	writeFile(t, filepath.Join(f.root, ".env"), canary+"=1\n", 0o644)
+	writeFile(t, filepath.Join(f.root, "home", ".ssh", "config"), canary+"\n", 0o644)
+	writeFile(t, filepath.Join(f.root, "notes.txt"), "-----BEGIN OPENSSH PRIVATE KEY-----\n"+canary+"\n-----END OPENSSH PRIVATE KEY-----\n", 0o644)
+	for link, target := range map[string]string{
+		"abs-link":   filepath.Join(f.outside, "secret.txt"),
+		"rel-link":   "../outside/secret.txt",
+		"chain1":     "chain2",
+		"chain2":     "../outside",
+		"env-link":   ".env",
+		"good-link":  "src/main.go",
+		"dir-link":   "src",
+		"abs-inside": filepath.Join(f.root, "README.md"),
+	} {
+		if err := os.Symlink(target, filepath.Join(f.root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(f.root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(f.root, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	writePolicy(t, f.policy, []string{f.root}, "")
+	return f
+}
+
+// snapshot hashes every regular file and lists every name in the tree.
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		line := p
+		if d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			line += fmt.Sprintf(" %x", sha256.Sum256(b))
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func TestMountServesOnlyWhatIsAdmitted(t *testing.T) {
+	f := newFixture(t)
+	d := startMount(t, f.mp, "--policy", f.policy)
+
+	// Allowed files read byte-identical, through cat and head -c.
+	for _, name := range []string{"README.md", "src/main.go", "src/big.bin", "good-link", "dir-link/main.go"} {
+		got := mustRun(t, "cat", filepath.Join(f.mp, name))
+		want, _ := os.ReadFile(filepath.Join(f.root, name))
+		if got != string(want) {
+			t.Errorf("cat %s: %d bytes differ from the backing file", name, len(got))
+		}
+	}
+	if got := mustRun(t, "head", "-c", "7", filepath.Join(f.mp, "README.md")); got != "# hello" {
+		t.Errorf("head -c: %q", got)
+	}
+
+	// Denied, escaping and special entries are absent from listings.
+	ls := mustRun(t, "ls", "-a", f.mp)
+	for _, hidden := range []string{".env", "notes.txt-not", "abs-link", "rel-link", "chain1", "chain2", "env-link", "fifo", "sock", "abs-inside"} {
+		for _, name := range strings.Fields(ls) {
+			if name == hidden {
+				t.Errorf("ls shows %s:\n%s", hidden, ls)
+			}
+		}
+	}
+	for _, shown := range []string{"README.md", "src", "good-link", "dir-link", "notes.txt", "home"} {
+		if !strings.Contains(ls, shown) {
+			t.Errorf("ls lacks %s:\n%s", shown, ls)
+		}
+	}
+	if out := mustRun(t, "ls", "-a", filepath.Join(f.mp, "home")); strings.Contains(out, ".ssh") {
+		t.Errorf("denied directory listed: %s", out)
+	}
+	// find sees exactly the admitted tree.
+	find := mustRun(t, "find", f.mp)
+	want := []string{"", "/README.md", "/src", "/src/main.go", "/src/big.bin", "/good-link", "/dir-link", "/notes.txt", "/home"}
+	got := strings.Fields(find)
+	if len(got) != len(want) {
+		t.Errorf("find: got %d entries, want %d:\n%s", len(got), len(want), find)
+	}
+
+	// By name, every hazard is refused.
+	for _, name := range []string{".env", "abs-link", "rel-link", "chain1/secret.txt", "env-link", "home/.ssh/config", "fifo", "sock", "abs-inside"} {
+		out, err := run(t, 5*time.Second, "cat", filepath.Join(f.mp, name))
+		if err == nil || strings.Contains(out, canary) {
+			t.Errorf("cat %s succeeded or leaked: %q", name, out)
+		}
+	}
+	// The key named notes.txt is listed but refused at open.
+	if out, err := run(t, 5*time.Second, "cat", filepath.Join(f.mp, "notes.txt")); err == nil || !strings.Contains(out, "Permission denied") {
+		t.Errorf("cat notes.txt (a private key): %v %q", err, out)
+	}
+	// grep -r over the whole mount never meets the canary.
+	if out, _ := run(t, 30*time.Second, "grep", "-r", canary, f.mp); strings.Contains(out, canary) {
+		t.Errorf("grep -r found the canary:\n%s", out)
+	}
+	// Each denial reached the audit hook with the caller's process name.
+	d.log.waitFor(t, `"code":"DENIED"`, 1, 5*time.Second)
+	if !strings.Contains(d.log.String(), `"process":"cat"`) {
+		t.Errorf("audit lines lack the process name:\n%s", d.log.String())
+	}
+}
+
+func TestFIFOCannotHangReaders(t *testing.T) {
+	f := newFixture(t)
+	startMount(t, f.mp, "--policy", f.policy)
+	start := time.Now()
+	for _, tool := range [][]string{{"cat"}, {"head", "-c", "1"}, {"grep", "x"}} {
+		args := append(tool[1:], filepath.Join(f.mp, "fifo"))
+		if _, err := run(t, 5*time.Second, tool[0], args...); err == nil {
+			t.Errorf("%s on the FIFO succeeded", tool[0])
+		}
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("FIFO refusals took %v", time.Since(start))
+	}
+}
+
+func TestWritesFailWithEROFS(t *testing.T) {
+	f := newFixture(t)
+	startMount(t, f.mp, "--policy", f.policy)
+	before := snapshot(t, f.root)
+	for _, sh := range []string{
+		"touch README.md", "touch newfile", "rm README.md", "mv README.md moved.md",
+		"echo x > README.md", "echo x >> src/main.go", "mkdir newdir", "ln -s README.md l2",
+		"chmod 777 README.md", "truncate -s 0 README.md", "rmdir src",
+	} {
+		out, err := run(t, 5*time.Second, "sh", "-c", "cd "+f.mp+" && "+sh)
+		if err == nil || !strings.Contains(out, "Read-only file system") {
+			t.Errorf("%q: err=%v out=%q, want EROFS", sh, err, out)
+		}
+	}
+	if after := snapshot(t, f.root); after != before {
+		t.Errorf("the backing tree changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+func TestGitWorksThroughTheMount(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	f := newFixture(t)
+	repo := filepath.Join(f.root, "repo")
+	writeFile(t, filepath.Join(repo, "a.txt"), "one\n", 0o644)
+	writeFile(t, filepath.Join(repo, "sub", "b.go"), "package sub\n", 0o644)
+	git := func(dir string, args ...string) string {
+		return mustRun(t, "git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "safe.directory=*", "-C", dir}, args...)...)
+	}
+	git(repo, "init", "-q")
+	git(repo, "add", ".")
+	git(repo, "commit", "-qm", "first")
+	startMount(t, f.mp, "--policy", f.policy)
+	mrepo := filepath.Join(f.mp, "repo")
+	if out := git(mrepo, "status", "--porcelain"); strings.TrimSpace(out) != "" {
+		t.Errorf("git status through the mount: %q", out)
+	}
+	if out := git(mrepo, "log", "--oneline"); !strings.Contains(out, "first") {
+		t.Errorf("git log: %q", out)
+	}
+	if out := git(mrepo, "grep", "package"); !strings.Contains(out, "sub/b.go") {
+		t.Errorf("git grep: %q", out)
+	}
+}
+
+func TestStaleMountIsClearedAfterKill9(t *testing.T) {
+	f := newFixture(t)
+	d := startMount(t, f.mp, "--policy", f.policy)
+	d.cmd.Process.Kill()
+	<-d.done
+	if _, err := os.Stat(filepath.Join(f.mp, "README.md")); err == nil {
+		t.Fatal("mount still answers after kill -9")
+	}
+	startMount(t, f.mp, "--policy", f.policy)
+	if got := mustRun(t, "cat", filepath.Join(f.mp, "README.md")); !strings.HasPrefix(got, "# hello") {
+		t.Fatalf("remount after kill -9: %q", got)
+	}
+}
+
+func TestSecondDaemonRefusesLiveMount(t *testing.T) {
+	f := newFixture(t)
+	startMount(t, f.mp, "--policy", f.policy)
+	out, err := run(t, 10*time.Second, binary, "mount", "--policy", f.policy, f.mp)
+	if err == nil || !strings.Contains(out, "already a live FUSE mount") {
+		t.Fatalf("second mount: %v %q", err, out)
+	}
+}
+
+func TestUnmountCommand(t *testing.T) {
+	f := newFixture(t)
+	d := startMount(t, f.mp, "--policy", f.policy)
+	mustRun(t, binary, "unmount", f.mp)
+	select {
+	case <-d.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("daemon did not exit after fsguard unmount")
+	}
+	if mounted(f.mp) {
+		t.Fatal("still mounted")
+	}
+}
+
+// TestAllowOtherChecksCallerPermissions: with --allow-other, a container
+// user can read what its own uid may read, and nothing more.
+func TestAllowOtherChecksCallerPermissions(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, filepath.Join(f.root, "private.txt"), canary+"\n", 0o600)
+	writeFile(t, filepath.Join(f.root, "public.txt"), "public\n", 0o644)
+	startMount(t, f.mp, "--allow-other", "--policy", f.policy)
+	as := func(path string) (string, error) {
+		cmd := exec.Command("cat", path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := as(filepath.Join(f.mp, "public.txt")); err != nil || out != "public\n" {
+		t.Fatalf("nobody reading a public file: %v %q", err, out)
+	}
+	if out, err := as(filepath.Join(f.mp, "private.txt")); err == nil || strings.Contains(out, canary) {
+		t.Fatalf("nobody read a 0600 root file through the mount: %q", out)
+	}
+	if got := mustRun(t, "cat", filepath.Join(f.mp, "private.txt")); !strings.Contains(got, canary) {
+		t.Fatal("root cannot read its own file through the mount")
+	}
+}
+
+func TestSIGHUPReloadsPolicy(t *testing.T) {
+	f := newFixture(t)
+	d := startMount(t, f.mp, "--policy", f.policy)
+	readme := filepath.Join(f.mp, "README.md")
+	mustRun(t, "cat", readme)
+
+	// A bad policy is refused and the old one stays in force.
+	writeFile(t, f.policy, "[[root]]\npath = \"relative\"\n", 0o644)
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	d.log.waitFor(t, "policy reload refused", 1, 10*time.Second)
+	mustRun(t, "cat", readme)
+
+	// A good one that denies README.md takes effect, despite the kernel's
+	// cached entry.
+	writePolicy(t, f.policy, []string{f.root}, "[deny]\nglobs = [\"README.md\"]\n")
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	d.log.waitFor(t, "policy reloaded", 1, 10*time.Second)
+	if out, err := run(t, 5*time.Second, "cat", readme); err == nil {
+		t.Fatalf("README.md still readable after a reload that denies it: %q", out)
+	}
+}
+
+func TestSeveralRootsAppearByName(t *testing.T) {
+	base := openDir(t)
+	a, b, mp := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "mnt")
+	writeFile(t, filepath.Join(a, "x.txt"), "from a\n", 0o644)
+	writeFile(t, filepath.Join(b, "y.txt"), "from b\n", 0o644)
+	os.Mkdir(mp, 0o755)
+	pol := filepath.Join(base, "p.toml")
+	writeFile(t, pol, fmt.Sprintf("[[root]]\npath = %q\nname = \"alpha\"\n[[root]]\npath = %q\nname = \"beta\"\n", a, b), 0o644)
+	startMount(t, mp, "--policy", pol)
+	if ls := strings.Fields(mustRun(t, "ls", mp)); strings.Join(ls, ",") != "alpha,beta" {
+		t.Fatalf("ls: %v", ls)
+	}
+	if got := mustRun(t, "cat", filepath.Join(mp, "beta", "y.txt")); got != "from b\n" {
+		t.Fatalf("cat: %q", got)
+	}
+}
