@@ -58,7 +58,8 @@ func Mount(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &view{audit: cfg.Audit, cache: newSniffCache(1 << 16), mountPoint: mp, ids: map[idKey]uint64{}}
+	v := &view{audit: cfg.Audit, cache: newSniffCache(1 << 16), mountPoint: mp, ids: map[idKey]uint64{},
+		kernelOpen: cfg.Policy.Mount.Open == "kernel"}
 	if v.audit == nil {
 		v.audit = &JSONLines{W: os.Stderr}
 	}

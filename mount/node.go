@@ -2,9 +2,11 @@ package mount
 
 import (
 	"context"
+	"io"
 	"path/filepath"
 	"syscall"
 
+	"fsguard/refusal"
 	"fsguard/roots"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -120,53 +122,112 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if _, r := n.v.root(n.root); r == nil {
+		return nil, 0, syscall.ENOENT
+	}
+	// The kernel may cache the listing (FOPEN_CACHE_DIR) until the
+	// directory's attributes show it changed; then it sends no READDIR,
+	// so the listing is made only when the first READDIR asks for it.
+	l := &listing{n: n}
+	if c := caller(ctx); c != nil {
+		// go-fuse reuses request memory once the request is answered.
+		cc := *c
+		l.caller = &cc
+	}
+	return l, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// load lists the directory through the guard.
+func (l *listing) load() syscall.Errno {
+	n := l.n
 	g, r := n.v.root(n.root)
 	if r == nil {
-		return nil, 0, syscall.ENOENT
+		return syscall.ENOENT
 	}
 	list, err := g.List(r, n.rel)
 	if err != nil {
-		return nil, 0, n.v.refuse(caller(ctx), n.shown, err)
+		return n.v.refuse(l.caller, n.shown, err)
 	}
-	ents := make([]fuse.DirEntry, 0, len(list))
+	l.ents = make([]fuse.DirEntry, 0, len(list))
 	for _, e := range list {
 		if n.v.hidesMountPoint(r, n.child(e.Name)) {
 			continue
 		}
-		ents = append(ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(r.Dev, e.Ino, e.Mode)})
+		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(r.Dev, e.Ino, e.Mode)})
 	}
-	// The kernel may cache the listing (FOPEN_CACHE_DIR) until the
-	// directory's attributes show it changed.
-	return &listing{ents: ents}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	l.loaded = true
+	return 0
 }
 
+// Open, in "kernel" open mode, answers ENOSYS: the kernel then stops
+// sending OPEN (and RELEASE) for the whole mount, and an open of a file
+// whose pages are cached costs the daemon nothing. The policy is then
+// enforced at READ, the only way bytes enter the kernel's cache. In
+// "daemon" mode each open is checked here and large files are handed to
+// the kernel for passthrough reads.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND|syscall.O_CREAT) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	g, r := n.v.root(n.root)
-	if r == nil {
-		return nil, 0, syscall.ENOENT
+	if n.v.kernelOpen {
+		return nil, 0, syscall.ENOSYS
 	}
-	f, err := g.OpenIn(r, n.rel, n.shown)
-	if err != nil {
-		return nil, 0, n.v.refuse(caller(ctx), n.shown, err)
+	f, errno := n.admit(ctx)
+	if errno != 0 {
+		return nil, 0, errno
 	}
-	class, err := n.v.classify(f)
-	if err != nil {
-		f.Close()
-		return nil, 0, syscall.EIO
-	}
-	if g.Policy().Refuses(string(class)) {
-		f.Close()
-		n.v.audit.Denial(newDenial(caller(ctx), n.shown, "DENIED"))
-		return nil, 0, syscall.EACCES
-	}
-	h := &handle{f: f, passthrough: f.Stat.Size >= g.Policy().Mount.PassthroughMinBytes}
+	h := &handle{f: f, passthrough: f.Stat.Size >= n.v.policy().Mount.PassthroughMinBytes}
 	// Keep the page cache across opens: with auto_inval_data the kernel
 	// still drops it when it sees the file's mtime or size move.
 	return h, fuse.FOPEN_KEEP_CACHE, 0
 }
+
+// admit opens the node's file through the guard and refuses a content
+// class that the policy refuses.
+func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
+	g, r := n.v.root(n.root)
+	if r == nil {
+		return nil, syscall.ENOENT
+	}
+	f, err := g.OpenIn(r, n.rel, n.shown)
+	if err != nil {
+		return nil, n.v.refuse(caller(ctx), n.shown, err)
+	}
+	class, err := n.v.classify(f)
+	if err != nil {
+		f.Close()
+		return nil, syscall.EIO
+	}
+	if g.Policy().Refuses(string(class)) {
+		f.Close()
+		n.v.audit.Denial(newDenial(caller(ctx), n.shown, refusal.Denied))
+		return nil, syscall.EACCES
+	}
+	return f, 0
+}
+
+// Read serves a READ. With a handle (daemon open mode) it reads the handle;
+// without one (kernel open mode) it admits the file afresh, so no byte
+// reaches the page cache that the current policy would not show.
+func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if h, ok := fh.(*handle); ok {
+		return h.Read(ctx, dest, off)
+	}
+	f, errno := n.admit(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	defer f.Close()
+	m, err := f.ReadAt(dest, off)
+	if err != nil && err != io.EOF {
+		return nil, fs.ToErrno(err)
+	}
+	return fuse.ReadResultData(dest[:m]), 0
+}
+
+// Flush answers ENOSYS, so the kernel stops sending FLUSH on every close:
+// nothing is ever written, so there is nothing to flush.
+func (n *node) Flush(context.Context, fs.FileHandle) syscall.Errno { return syscall.ENOSYS }
 
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	_, r := n.v.root(n.root)
@@ -236,10 +297,14 @@ func fillAttr(a *fuse.Attr, st *unix.Stat_t) {
 	a.Blksize = uint32(st.Blksize)
 }
 
-// listing is an open directory: a snapshot of its visible entries.
+// listing is an open directory: a snapshot of its visible entries, taken
+// at the first READDIR.
 type listing struct {
-	ents []fuse.DirEntry
-	pos  int
+	n      *node
+	caller *fuse.Caller
+	loaded bool
+	ents   []fuse.DirEntry
+	pos    int
 }
 
 var (
@@ -248,6 +313,11 @@ var (
 )
 
 func (l *listing) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if !l.loaded {
+		if errno := l.load(); errno != 0 {
+			return nil, errno
+		}
+	}
 	if l.pos >= len(l.ents) {
 		return nil, 0
 	}
@@ -258,6 +328,11 @@ func (l *listing) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) {
 }
 
 func (l *listing) Seekdir(_ context.Context, off uint64) syscall.Errno {
+	if !l.loaded {
+		if errno := l.load(); errno != 0 {
+			return errno
+		}
+	}
 	if off > uint64(len(l.ents)) {
 		return syscall.EINVAL
 	}

@@ -30,6 +30,8 @@ type view struct {
 	// mountPoint is never resolved by the daemon: a root that contains it
 	// would otherwise have the daemon call into its own mount.
 	mountPoint string
+	// kernelOpen: the kernel opens files without asking (see node.Open).
+	kernelOpen bool
 
 	idMu sync.Mutex
 	ids  map[idKey]uint64

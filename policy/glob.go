@@ -15,7 +15,54 @@ import (
 type Glob struct {
 	src  string
 	abs  bool
-	segs []string
+	segs []segment
+}
+
+// segment is one compiled pattern segment. Deny rules are checked on every
+// lookup and listed entry, so the common shapes (a literal, "*.ext",
+// "prefix*") skip path.Match.
+type segment struct {
+	pat  string
+	kind segKind
+	lit  string // the literal part for litKind, suffixKind, prefixKind
+}
+
+type segKind uint8
+
+const (
+	anyDepth   segKind = iota // "**"
+	literal                   // no metacharacters
+	suffixKind                // "*" + literal
+	prefixKind                // literal + "*"
+	general                   // anything else: path.Match
+)
+
+func compileSegment(s string) segment {
+	const meta = "*?[\\"
+	switch {
+	case s == "**":
+		return segment{pat: s, kind: anyDepth}
+	case !strings.ContainsAny(s, meta):
+		return segment{pat: s, kind: literal, lit: s}
+	case s[0] == '*' && !strings.ContainsAny(s[1:], meta):
+		return segment{pat: s, kind: suffixKind, lit: s[1:]}
+	case s[len(s)-1] == '*' && !strings.ContainsAny(s[:len(s)-1], meta):
+		return segment{pat: s, kind: prefixKind, lit: s[:len(s)-1]}
+	}
+	return segment{pat: s, kind: general}
+}
+
+func (g segment) match(name string) bool {
+	switch g.kind {
+	case literal:
+		return name == g.lit
+	case suffixKind:
+		return strings.HasSuffix(name, g.lit)
+	case prefixKind:
+		return strings.HasPrefix(name, g.lit)
+	}
+	ok, _ := path.Match(g.pat, name)
+	return ok
 }
 
 // CompileGlob checks and compiles a deny pattern.
@@ -41,10 +88,10 @@ func CompileGlob(src string) (Glob, error) {
 		}
 		// Collapse runs of "**": they match the same set and a run would
 		// make matching exponential.
-		if s == "**" && len(g.segs) > 0 && g.segs[len(g.segs)-1] == "**" {
+		if s == "**" && len(g.segs) > 0 && g.segs[len(g.segs)-1].kind == anyDepth {
 			continue
 		}
-		g.segs = append(g.segs, s)
+		g.segs = append(g.segs, compileSegment(s))
 	}
 	return g, nil
 }
@@ -73,7 +120,12 @@ func (g Glob) Match(p string) bool {
 	if p == "" || p == "." {
 		return false
 	}
-	segs := strings.Split(p, "/")
+	return g.MatchSplit(strings.Split(p, "/"))
+}
+
+// MatchSplit is Match on a path already split into segments, so that a
+// caller checking many globs splits the path once.
+func (g Glob) MatchSplit(segs []string) bool {
 	for k := 1; k <= len(segs); k++ {
 		if matchSegs(g.segs, segs[:k]) {
 			return true
@@ -85,9 +137,9 @@ func (g Glob) Match(p string) bool {
 // matchSegs matches pattern segments against path segments in full. "**"
 // runs were collapsed at compile time, so the recursion is bounded by
 // len(pat) * len(name).
-func matchSegs(pat, name []string) bool {
+func matchSegs(pat []segment, name []string) bool {
 	for len(pat) > 0 {
-		if pat[0] == "**" {
+		if pat[0].kind == anyDepth {
 			rest := pat[1:]
 			if len(rest) == 0 {
 				return true
@@ -102,7 +154,7 @@ func matchSegs(pat, name []string) bool {
 		if len(name) == 0 {
 			return false
 		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
+		if !pat[0].match(name[0]) {
 			return false
 		}
 		pat, name = pat[1:], name[1:]

@@ -93,8 +93,13 @@ type Mount struct {
 	// backing tree (including a new deny match by rename) shows up late.
 	EntryTimeout Duration `toml:"entry_timeout"`
 	AttrTimeout  Duration `toml:"attr_timeout"`
-	// PassthroughMinBytes: files at least this large are read through FUSE
-	// passthrough; smaller ones are served from the page cache.
+	// Open is "kernel" (the kernel opens files without asking the daemon;
+	// the policy is enforced at LOOKUP and READ) or "daemon" (every open
+	// is checked by the daemon, and large files use FUSE passthrough).
+	Open string `toml:"open"`
+	// PassthroughMinBytes: in "daemon" open mode, files at least this
+	// large are read through FUSE passthrough; smaller ones through the
+	// daemon and the page cache.
 	PassthroughMinBytes int64 `toml:"passthrough_min_bytes"`
 }
 
@@ -136,6 +141,7 @@ func defaults() Policy {
 		Sniff: Sniff{Refuse: []string{"private-key"}},
 		Mount: Mount{
 			Denied:              "hide",
+			Open:                "kernel",
 			EntryTimeout:        Duration{60 * time.Second},
 			AttrTimeout:         Duration{60 * time.Second},
 			PassthroughMinBytes: 64 * 1024,
@@ -311,6 +317,11 @@ func (p *Policy) finish(data []byte) error {
 			return fmt.Errorf("%ssniff.refuse: unknown class %q (known: %s)", at("refuse", c), c, strings.Join(SniffClasses, ", "))
 		}
 	}
+	switch p.Mount.Open {
+	case "kernel", "daemon":
+	default:
+		return fmt.Errorf("%smount.open must be \"kernel\" or \"daemon\", got %q", at("open", p.Mount.Open), p.Mount.Open)
+	}
 	switch p.Mount.Denied {
 	case "hide", "eacces":
 	default:
@@ -438,8 +449,8 @@ func (p *Policy) Summary() string {
 	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\n", tomlList(p.Sniff.Refuse))
 	fmt.Fprintf(&b, "\n[journal]\npath = %q\n", p.Journal.Path)
 	m := p.Mount
-	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\n",
-		m.Denied, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes)
+	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\n",
+		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes)
 	fmt.Fprintf(&b, "\n[control]\nsocket = %q\n", p.Control.Socket)
 	return b.String()
 }

@@ -96,12 +96,24 @@ func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
 			return true
 		}
 	}
+	var relSegs, absSegs []string // split once, for all globs
 	for _, gl := range g.pol.Deny.Globs {
 		if gl.Absolute() {
-			if gl.Match(abs) {
+			if absSegs == nil {
+				absSegs = strings.Split(strings.Trim(abs, "/"), "/")
+			}
+			if gl.MatchSplit(absSegs) {
 				return true
 			}
-		} else if gl.Match(rel) {
+			continue
+		}
+		if rel == "." || rel == "" {
+			continue
+		}
+		if relSegs == nil {
+			relSegs = strings.Split(rel, "/")
+		}
+		if gl.MatchSplit(relSegs) {
 			return true
 		}
 	}
