@@ -1,0 +1,145 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestLoadWithSymlinkSwaps runs 16 concurrent `grep -r` over the mount
+// while the backing tree swaps a directory with a symlink to outside
+// (RENAME_EXCHANGE) as fast as it can, and readers check stable files
+// byte for byte. It runs FSGUARD_LOAD_SECONDS (default 5; the soak script
+// uses 60). Zero canary bytes, zero errors on stable files, bounded RSS.
+func TestLoadWithSymlinkSwaps(t *testing.T) {
+	seconds := 5
+	if s := os.Getenv("FSGUARD_LOAD_SECONDS"); s != "" {
+		seconds, _ = strconv.Atoi(s)
+	}
+	base := openDir(t)
+	root, outside, mp := filepath.Join(base, "root"), filepath.Join(base, "outside"), filepath.Join(base, "mnt")
+	os.Mkdir(mp, 0o755)
+	stable := map[string]string{}
+	for i := 0; i < 300; i++ {
+		name := filepath.Join("stable", fmt.Sprintf("d%d", i%10), fmt.Sprintf("f%03d.txt", i))
+		content := strings.Repeat(fmt.Sprintf("stable line of file %d\n", i), 1+i%40)
+		stable[name] = content
+		writeFile(t, filepath.Join(root, name), content, 0o644)
+	}
+	for i := 0; i < 50; i++ {
+		writeFile(t, filepath.Join(root, "flip", fmt.Sprintf("g%02d.txt", i)), "inside flip\n", 0o644)
+		writeFile(t, filepath.Join(outside, fmt.Sprintf("g%02d.txt", i)), canary+"\n", 0o644)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "spare")); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(base, "p.toml")
+	writePolicy(t, pol, []string{root}, "")
+	d := startMount(t, mp, "--policy", pol)
+
+	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
+	var swaps, greps, checks, stableErrs, leaks atomic.Int64
+	var mu sync.Mutex
+	var firstErr string
+	note := func(s string) {
+		mu.Lock()
+		if firstErr == "" {
+			firstErr = s
+		}
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a, b := filepath.Join(root, "flip"), filepath.Join(root, "spare")
+		for time.Now().Before(deadline) {
+			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
+				note("swap: " + err.Error())
+				return
+			}
+			swaps.Add(1)
+		}
+	}()
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				cmd := exec.Command("grep", "-r", "-e", "line", "-e", canary, mp)
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				cmd.Run() // exit 2 is expected: flip/ files vanish mid-walk
+				greps.Add(1)
+				if bytes.Contains(out.Bytes(), []byte(canary)) || bytes.Contains(errb.Bytes(), []byte(canary)) {
+					leaks.Add(1)
+				}
+				for _, line := range strings.Split(errb.String(), "\n") {
+					if strings.Contains(line, "/stable/") {
+						stableErrs.Add(1)
+						note("grep: " + line)
+					}
+				}
+				if n := strings.Count(out.String(), "/stable/"); n < 300 {
+					stableErrs.Add(1)
+					note(fmt.Sprintf("grep saw %d stable files", n))
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for time.Now().Before(deadline) {
+			for name, want := range stable {
+				got, err := os.ReadFile(filepath.Join(mp, name))
+				if err != nil || string(got) != want {
+					stableErrs.Add(1)
+					note(fmt.Sprintf("read %s: %v (%d bytes)", name, err, len(got)))
+				}
+				checks.Add(1)
+			}
+		}
+	}()
+	wg.Wait()
+	rss := peakRSS(d.cmd.Process.Pid)
+	t.Logf("%ds: %d swaps, %d grep -r runs, %d stable file checks; daemon peak RSS %d kB",
+		seconds, swaps.Load(), greps.Load(), checks.Load(), rss)
+	if leaks.Load() > 0 {
+		t.Errorf("%d grep runs returned canary bytes", leaks.Load())
+	}
+	if stableErrs.Load() > 0 {
+		t.Errorf("%d errors on stable, allowed files; first: %s", stableErrs.Load(), firstErr)
+	}
+	if swaps.Load() < 100 || greps.Load() < 16 {
+		t.Errorf("the load did not run: %d swaps, %d greps", swaps.Load(), greps.Load())
+	}
+	if rss > 256<<10 {
+		t.Errorf("daemon peak RSS %d kB exceeds 256 MiB", rss)
+	}
+}
+
+// peakRSS returns a process's VmHWM in kB.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			v, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+			return v
+		}
+	}
+	return -1
+}
