@@ -64,17 +64,30 @@ func TestDefaultDenyCompiles(t *testing.T) {
 func toRegexp(pat string) *regexp.Regexp {
 	var b strings.Builder
 	b.WriteString("^")
-	segs := strings.Split(strings.Trim(pat, "/"), "/")
+	var segs []string
+	for _, s := range strings.Split(strings.Trim(pat, "/"), "/") {
+		if s == "**" && len(segs) > 0 && segs[len(segs)-1] == "**" {
+			continue // a run of ** is one **
+		}
+		segs = append(segs, s)
+	}
+	sep := "" // what goes before the next segment
 	for i, s := range segs {
 		last := i == len(segs)-1
 		if s == "**" {
 			if last {
-				b.WriteString(".*")
+				if i == 0 {
+					b.WriteString(".+")
+				} else {
+					b.WriteString("(?:/.*)?") // zero or more further segments
+				}
 			} else {
-				b.WriteString("(?:[^/]+/)*")
+				b.WriteString(sep + "(?:[^/]+/)*")
+				sep = ""
 			}
 			continue
 		}
+		b.WriteString(sep)
 		for _, c := range s {
 			switch c {
 			case '*':
@@ -85,9 +98,7 @@ func toRegexp(pat string) *regexp.Regexp {
 				b.WriteString(regexp.QuoteMeta(string(c)))
 			}
 		}
-		if !last {
-			b.WriteString("/")
-		}
+		sep = "/"
 	}
 	b.WriteString("(?:/.*)?$")
 	return regexp.MustCompile(b.String())
@@ -110,6 +121,11 @@ func FuzzGlob(f *testing.F) {
 		path = strings.Trim(path, "/")
 		if path == "" || strings.Contains(path, "//") {
 			return
+		}
+		for _, seg := range strings.Split(path, "/") {
+			if seg == "." || seg == ".." {
+				return // callers pass clean paths; "." is the root itself
+			}
 		}
 		want := toRegexp(strings.Trim(g.String(), "/")).MatchString(path)
 		if g.Match(path) != want {

@@ -82,6 +82,9 @@ type Sniff struct {
 // Journal says where the journal lives.
 type Journal struct {
 	Path string `toml:"path"`
+	// RequireWholeView: a write needs the session to have been handed
+	// every line of the current version, not just some of it.
+	RequireWholeView bool `toml:"require_whole_view"`
 }
 
 // Mount tunes the FUSE view.
@@ -447,7 +450,7 @@ func (p *Policy) Summary() string {
 	fmt.Fprintf(&b, "\n[limits]\nmax_lines = %d\nmax_line_chars = %d\nmax_bytes = %d\nmax_scan_bytes = %d\nsample_bytes = %d\nmax_media_bytes = %d\n",
 		l.MaxLines, l.MaxLineChars, l.MaxBytes, l.MaxScanBytes, l.SampleBytes, l.MaxMediaBytes)
 	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\n", tomlList(p.Sniff.Refuse))
-	fmt.Fprintf(&b, "\n[journal]\npath = %q\n", p.Journal.Path)
+	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequire_whole_view = %v\n", p.Journal.Path, p.Journal.RequireWholeView)
 	m := p.Mount
 	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\n",
 		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes)

@@ -250,7 +250,7 @@ func build(f *roots.File, req Request, scan *window.Result, notes []string, maxL
 
 	st := f.Identity()
 	o := Observation{
-		StatID:   hashHex(f.Real, strconv.FormatUint(st.Dev, 10), strconv.FormatUint(st.Ino, 10), strconv.FormatInt(st.Size, 10), strconv.FormatInt(st.MtimeNs, 10)),
+		StatID:   StatID(f.Real, st),
 		ViewID:   hashHex(res.Body),
 		Range:    res.Range,
 		Identity: st,
@@ -266,6 +266,12 @@ func build(f *roots.File, req Request, scan *window.Result, notes []string, maxL
 		len(res.Truncation.ClampedLines) == 0 && scan.Complete
 	res.Observation = o
 	return res
+}
+
+// StatID is the hash of a file version's real path, device, inode, size
+// and mtime.
+func StatID(real string, st roots.Identity) string {
+	return hashHex(real, strconv.FormatUint(st.Dev, 10), strconv.FormatUint(st.Ino, 10), strconv.FormatInt(st.Size, 10), strconv.FormatInt(st.MtimeNs, 10))
 }
 
 // hashHex hashes NUL-separated fields, so no two field lists collide.

@@ -2,7 +2,10 @@ package roots
 
 import (
 	"os"
+	"path/filepath"
 	"unicode/utf8"
+
+	"fsguard/refusal"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,9 +23,11 @@ type File struct {
 // Identity is what a file version is known by on the fast path: if any of
 // these change, the content may have.
 type Identity struct {
-	Dev, Ino         uint64
-	Size             int64
-	MtimeNs, CtimeNs int64
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	Size    int64  `json:"size"`
+	MtimeNs int64  `json:"mtimeNs"`
+	CtimeNs int64  `json:"ctimeNs"`
 }
 
 // IdentityOf extracts the identity from a stat.
@@ -46,3 +51,50 @@ func (f *File) Restat() (Identity, error) {
 }
 
 func validUTF8(s string) bool { return utf8.ValidString(s) }
+
+// Dir is an admitted directory, open for creating and renaming entries.
+type Dir struct {
+	*os.File
+	Root *Root
+	Rel  string // real path relative to Root
+}
+
+// OpenParent opens the directory that would hold rel beneath root, for a
+// write: the entry's own name must not be denied, and the directory must
+// resolve beneath the root to a directory no deny rule matches. It returns
+// the directory and the entry's base name.
+func (g *Guard) OpenParent(root *Root, rel, display string) (*Dir, string, error) {
+	if rel == "." {
+		return nil, "", notAFile(display, "directory")
+	}
+	if g.Denied(root, rel) {
+		return nil, "", deniedErr(display)
+	}
+	dirRel, name := filepath.Dir(rel), filepath.Base(rel)
+	fd, viaLink, err := openBeneath(root.fd, dirRel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err == unix.EXDEV {
+		return nil, "", refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
+	}
+	if err != nil {
+		return nil, "", g.openErr(err, root, dirRel, filepath.Dir(display))
+	}
+	d := &Dir{File: os.NewFile(uintptr(fd), filepath.Dir(display)), Root: root, Rel: dirRel}
+	if viaLink {
+		real, err := realPath(fd)
+		if err != nil {
+			d.Close()
+			return nil, "", ioErr(display, err)
+		}
+		r2, rel2 := g.rootOf(real)
+		if r2 != root {
+			d.Close()
+			return nil, "", g.outside(display)
+		}
+		d.Rel = rel2
+	}
+	if g.Denied(root, d.Rel) || g.Denied(root, filepath.Join(d.Rel, name)) {
+		d.Close()
+		return nil, "", deniedErr(display)
+	}
+	return d, name, nil
+}

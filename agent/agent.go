@@ -1,0 +1,140 @@
+// Package agent owns the operations an agent's tools perform, with their
+// bookkeeping: a read that consults the delivery ledger and records an
+// observation, the write precondition check, and the guarded atomic write.
+// The CLI (and any other front end) calls these; none of them decides
+// policy itself, which stays in roots, sniff and journal.
+package agent
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"fsguard/journal"
+	"fsguard/read"
+	"fsguard/refusal"
+	"fsguard/roots"
+)
+
+// Service performs agent operations under one guard. Journal may be nil:
+// reads then still work and say that nothing was recorded.
+type Service struct {
+	Guard   *roots.Guard
+	Journal *journal.Journal
+	// JournalErr says why Journal is nil, for the "not recorded" note.
+	JournalErr error
+	// RequireWholeView makes a write precondition demand that the session
+	// was handed every line of the current version, not just some.
+	RequireWholeView bool
+	// Caller identity stamped on records (the daemon fills it from
+	// SO_PEERCRED; direct mode uses the process's own).
+	Pid, Uid uint32
+}
+
+// ReadRequest is a read with its session options.
+type ReadRequest struct {
+	read.Request
+	Session  string
+	NoDedupe bool
+}
+
+// ReadResult is a read's outcome: either the window, or a ledger notice
+// that the session already holds the whole unchanged file.
+type ReadResult struct {
+	*read.Result
+	Notice string // non-empty: the window was withheld, this was said instead
+	Notes  []string
+}
+
+// Read performs a read, answers from the ledger when the session already
+// holds every line of this version, and records what was shown.
+func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
+	res, err := (&read.Reader{Guard: s.Guard}).Read(req.Request)
+	if err != nil {
+		s.recordRefusal(req.Session, req.Path, err)
+		return nil, err
+	}
+	out := &ReadResult{Result: res, Notes: res.Notes}
+	o := res.Observation
+	rec := &journal.Record{
+		Kind: journal.KindObservation, Origin: journal.OriginRead,
+		Session: req.Session, Path: res.Path, RealPath: o.RealPath, Pid: s.Pid, Uid: s.Uid,
+		StatID: o.StatID, ViewID: o.ViewID, ObsID: o.ID, WholeFileVisible: o.WholeFileVisible,
+		Start: o.Range.Start, End: o.Range.End, Clamped: len(res.Truncation.ClampedLines),
+		TotalLines: res.Totals.Lines, Identity: &o.Identity, Delivered: int64(len(res.Body)),
+	}
+	if o.ContentID != nil {
+		rec.ContentID = *o.ContentID
+	}
+	if s.Journal == nil {
+		out.Notes = append(out.Notes, s.notRecorded())
+		return out, nil
+	}
+	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" {
+		held, err := s.Journal.Holds(req.Session, o.RealPath, rec.ContentID, res.Totals.Lines)
+		if err != nil {
+			return nil, err
+		}
+		if held {
+			out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold all %d lines. Use --no-dedupe to see them again.)", res.Totals.Lines)
+			rec.Origin, rec.Saved, rec.Delivered = journal.OriginLedger, rec.Delivered, int64(len(out.Notice))
+			rec.ViewID, rec.Start, rec.End, rec.WholeFileVisible = "", 0, 0, false
+		}
+	}
+	if err := s.Journal.Append(rec); err != nil {
+		out.Notes = append(out.Notes, "nothing was recorded in the journal: "+err.Error())
+	}
+	return out, nil
+}
+
+func (s *Service) notRecorded() string {
+	why := "no journal is open"
+	if s.JournalErr != nil {
+		why = s.JournalErr.Error()
+	}
+	return "nothing was recorded in the journal (" + why + "); a later write will need a re-read"
+}
+
+// recordRefusal journals the refusals that are policy decisions (not a
+// typo's NOT_FOUND), so an operator sees what the agent tried.
+func (s *Service) recordRefusal(session, path string, err error) {
+	if s.Journal == nil {
+		return
+	}
+	switch code := refusal.CodeOf(err); code {
+	case refusal.Denied, refusal.OutsideAllowedRoots, refusal.DangerousPath:
+		shown := path
+		if r, ok := err.(*refusal.Error); ok && r.Path != "" {
+			shown = r.Path
+		}
+		s.Journal.Append(&journal.Record{Kind: journal.KindDenial, Session: session, Path: shown, Code: string(code), Pid: s.Pid, Uid: s.Uid, Process: "fsguard read"})
+	}
+}
+
+// Text renders a read result as the agent sees it.
+func (r *ReadResult) Text() string {
+	if r.Notice == "" {
+		return r.Result.Text()
+	}
+	var b strings.Builder
+	b.WriteString("<path>" + r.Path + "</path>\n<type>file</type>\n<content>\n" + r.Notice + "\n</content>\n")
+	return b.String()
+}
+
+// JSON renders a read result as JSON.
+func (r *ReadResult) JSON() []byte {
+	if r.Notice == "" {
+		r.Result.Notes = r.Notes
+		return r.Result.JSON()
+	}
+	cp := *r.Result
+	cp.Lines, cp.Continuation, cp.Footer = nil, nil, r.Notice
+	cp.Notes = append(append([]string{}, r.Notes...), r.Notice)
+	return cp.JSON()
+}
+
+// Self stamps the current process's identity, for direct mode.
+func (s *Service) Self() *Service {
+	s.Pid, s.Uid = uint32(os.Getpid()), uint32(os.Getuid())
+	return s
+}

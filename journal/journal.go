@@ -1,0 +1,321 @@
+// Package journal owns fsguard's durable record of what an agent was shown
+// and what was refused: an SQLite database (WAL, synchronous=FULL, BEGIN
+// IMMEDIATE, so any number of processes append safely and a committed
+// record survives kill -9) whose records form a hash chain, so deleting or
+// altering a committed record is detectable. On top of it: write
+// preconditions (check.go) and the per-session delivery ledger (ledger.go).
+package journal
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"fsguard/roots"
+
+	_ "modernc.org/sqlite"
+)
+
+// SchemaVersion is the journal format this build writes. An older journal
+// is migrated on open; a newer one is refused, never half-read.
+const SchemaVersion = 1
+
+// Genesis is the prev_hash of the first record.
+const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// Kinds of record.
+const (
+	KindObservation = "observation"
+	KindDenial      = "denial"
+)
+
+// Origins of an observation.
+const (
+	OriginRead   = "read"   // the agent was shown lines
+	OriginWrite  = "write"  // the agent wrote this version
+	OriginLedger = "ledger" // the agent was told it already holds the file
+)
+
+// Identity is a file version's fast-path identity.
+type Identity = roots.Identity
+
+// Record is one journal entry. Its canonical form is its JSON encoding
+// (fields in this order), and that is what the hash chain covers.
+type Record struct {
+	Seq     int64     `json:"seq"`
+	Kind    string    `json:"kind"`
+	Time    time.Time `json:"time"`
+	Session string    `json:"session"`
+	Path    string    `json:"path"`
+	Pid     uint32    `json:"pid"`
+	Uid     uint32    `json:"uid"`
+	Process string    `json:"process,omitempty"`
+
+	// Observations.
+	Origin           string    `json:"origin,omitempty"`
+	RealPath         string    `json:"realPath,omitempty"`
+	StatID           string    `json:"statId,omitempty"`
+	ContentID        string    `json:"contentId,omitempty"` // "" when the scan was partial
+	ViewID           string    `json:"viewId,omitempty"`
+	ObsID            string    `json:"id,omitempty"`
+	WholeFileVisible bool      `json:"wholeFileVisible,omitempty"`
+	Start            int64     `json:"start,omitempty"`
+	End              int64     `json:"end,omitempty"`
+	Clamped          int       `json:"clamped,omitempty"` // lines cut to max_line_chars
+	TotalLines       int64     `json:"totalLines,omitempty"`
+	Identity         *Identity `json:"identity,omitempty"`
+	Delivered        int64     `json:"delivered,omitempty"` // bytes shown
+	Saved            int64     `json:"saved,omitempty"`     // bytes a ledger notice saved
+
+	// Denials.
+	Code string `json:"code,omitempty"`
+
+	PrevHash string `json:"-"`
+	Hash     string `json:"-"`
+}
+
+// Journal is an open journal.
+type Journal struct {
+	db   *sql.DB
+	path string
+}
+
+// DamageError says the journal is damaged. It is never papered over: a
+// damaged journal is not an empty one.
+type DamageError struct {
+	Path string
+	Why  string
+}
+
+func (e *DamageError) Error() string {
+	return fmt.Sprintf("journal %s is damaged: %s; run 'fsguard journal verify' and restore it from a copy", e.Path, e.Why)
+}
+
+// DefaultPath is where the journal lives when neither the policy nor
+// FSGUARD_JOURNAL says: $XDG_STATE_HOME/fsguard/journal.db.
+func DefaultPath() string {
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" {
+		home, _ := os.UserHomeDir()
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(state, "fsguard", "journal.db")
+}
+
+// Locate applies the lookup order: FSGUARD_JOURNAL, the policy's path,
+// the default.
+func Locate(policyPath string) string {
+	if p := os.Getenv("FSGUARD_JOURNAL"); p != "" {
+		return p
+	}
+	if policyPath != "" {
+		return policyPath
+	}
+	return DefaultPath()
+}
+
+// Open opens (creating if need be) the journal at path, and checks that
+// its head is intact.
+func Open(path string) (*Journal, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	dsn := "file:" + path + "?_txlock=immediate" +
+		"&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	j := &Journal{db: db, path: path}
+	if err := j.init(); err != nil {
+		db.Close()
+		return nil, j.damage(err)
+	}
+	if err := j.checkHead(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// Close closes the journal.
+func (j *Journal) Close() error { return j.db.Close() }
+
+// Path returns the journal's file.
+func (j *Journal) Path() string { return j.path }
+
+// damage turns SQLite's corruption errors into a DamageError.
+func (j *Journal) damage(err error) error {
+	var de *DamageError
+	if errors.As(err, &de) {
+		return err
+	}
+	msg := err.Error()
+	for _, s := range []string{"malformed", "not a database", "corrupt", "disk I/O error"} {
+		if strings.Contains(msg, s) {
+			return &DamageError{Path: j.path, Why: msg}
+		}
+	}
+	return fmt.Errorf("journal %s: %w", j.path, err)
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+	seq        INTEGER PRIMARY KEY,
+	kind       TEXT NOT NULL,
+	time_ns    INTEGER NOT NULL,
+	session    TEXT NOT NULL,
+	path       TEXT NOT NULL,
+	real_path  TEXT NOT NULL,
+	content_id TEXT NOT NULL,
+	origin     TEXT NOT NULL,
+	code       TEXT NOT NULL,
+	body       TEXT NOT NULL,
+	prev_hash  TEXT NOT NULL,
+	hash       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_by_file ON records(session, real_path, seq);
+CREATE INDEX IF NOT EXISTS records_by_time ON records(time_ns);
+`
+
+func (j *Journal) init() error {
+	ctx := context.Background()
+	tx, err := j.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(schema); err != nil {
+		return err
+	}
+	var v string
+	err = tx.QueryRow(`SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v)
+	switch {
+	case err == sql.ErrNoRows:
+		if _, err := tx.Exec(`INSERT INTO meta VALUES ('schema_version', ?), ('head_seq', '0'), ('head_hash', ?)`, strconv.Itoa(SchemaVersion), Genesis); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		n, _ := strconv.Atoi(v)
+		if n > SchemaVersion {
+			return fmt.Errorf("schema version %d is newer than this fsguard (%d): upgrade fsguard", n, SchemaVersion)
+		}
+		// Migrations from older versions go here, in order, inside this
+		// transaction. Version 1 is the first.
+	}
+	return tx.Commit()
+}
+
+// checkHead compares the recorded head (kept in the same transaction as
+// every append) with the last record, and the file with SQLite's own page
+// count, so a torn or truncated file or a deleted last record is damage.
+func (j *Journal) checkHead() error {
+	var pages, pageSize int64
+	if err := j.db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		return j.damage(err)
+	}
+	if err := j.db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		return j.damage(err)
+	}
+	if fi, err := os.Stat(j.path); err == nil && fi.Size() < pages*pageSize {
+		return &DamageError{Path: j.path, Why: fmt.Sprintf("the file is %d bytes but holds %d pages of %d: it was truncated", fi.Size(), pages, pageSize)}
+	}
+	seq, hash, err := j.head(j.db)
+	if err != nil {
+		return j.damage(err)
+	}
+	var lastSeq sql.NullInt64
+	var lastHash sql.NullString
+	err = j.db.QueryRow(`SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1`).Scan(&lastSeq, &lastHash)
+	if err != nil && err != sql.ErrNoRows {
+		return j.damage(err)
+	}
+	if lastSeq.Int64 != seq || (seq > 0 && lastHash.String != hash) {
+		return &DamageError{Path: j.path, Why: fmt.Sprintf("the head says record %d but the last record is %d", seq, lastSeq.Int64)}
+	}
+	return nil
+}
+
+type querier interface {
+	QueryRow(query string, args ...any) *sql.Row
+}
+
+func (j *Journal) head(q querier) (int64, string, error) {
+	var seqS, hash string
+	if err := q.QueryRow(`SELECT value FROM meta WHERE key = 'head_seq'`).Scan(&seqS); err != nil {
+		return 0, "", err
+	}
+	if err := q.QueryRow(`SELECT value FROM meta WHERE key = 'head_hash'`).Scan(&hash); err != nil {
+		return 0, "", err
+	}
+	seq, err := strconv.ParseInt(seqS, 10, 64)
+	return seq, hash, err
+}
+
+// Append commits records in one transaction and fills in their Seq and
+// hashes. When it returns nil, the records are durable.
+func (j *Journal) Append(recs ...*Record) error {
+	tx, err := j.db.Begin() // BEGIN IMMEDIATE (the DSN's _txlock)
+	if err != nil {
+		return j.damage(err)
+	}
+	defer tx.Rollback()
+	seq, prev, err := j.head(tx)
+	if err != nil {
+		return j.damage(err)
+	}
+	for _, r := range recs {
+		seq++
+		r.Seq = seq
+		if r.Time.IsZero() {
+			r.Time = time.Now().UTC()
+		}
+		r.PrevHash = prev
+		body, hash := r.seal()
+		r.Hash = hash
+		if _, err := tx.Exec(`INSERT INTO records (seq, kind, time_ns, session, path, real_path, content_id, origin, code, body, prev_hash, hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Seq, r.Kind, r.Time.UnixNano(), r.Session, r.Path, r.RealPath, r.ContentID, r.Origin, r.Code, body, prev, hash); err != nil {
+			return j.damage(err)
+		}
+		prev = hash
+	}
+	if _, err := tx.Exec(`UPDATE meta SET value = ? WHERE key = 'head_seq'`, strconv.FormatInt(seq, 10)); err != nil {
+		return j.damage(err)
+	}
+	if _, err := tx.Exec(`UPDATE meta SET value = ? WHERE key = 'head_hash'`, prev); err != nil {
+		return j.damage(err)
+	}
+	return j.damage0(tx.Commit())
+}
+
+func (j *Journal) damage0(err error) error {
+	if err == nil {
+		return nil
+	}
+	return j.damage(err)
+}
+
+// seal returns the canonical body and the chained hash.
+func (r *Record) seal() (string, string) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // Record has only marshalable fields
+	}
+	h := sha256.New()
+	h.Write([]byte(r.PrevHash))
+	h.Write(b)
+	return string(b), hex.EncodeToString(h.Sum(nil))
+}

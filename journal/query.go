@@ -1,0 +1,138 @@
+package journal
+
+import (
+	"database/sql"
+	"encoding/json"
+	"path"
+	"strings"
+	"time"
+)
+
+// Filter selects records. Zero fields select everything.
+type Filter struct {
+	Session  string
+	PathGlob string // path.Match pattern against the path as named
+	Since    time.Time
+	Until    time.Time
+	Kind     string
+	AfterSeq int64
+	Limit    int
+}
+
+// Query returns the records matching f in sequence order.
+func (j *Journal) Query(f Filter) ([]*Record, error) {
+	var where []string
+	var args []any
+	if f.Session != "" {
+		where, args = append(where, "session = ?"), append(args, f.Session)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "time_ns >= ?"), append(args, f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "time_ns < ?"), append(args, f.Until.UnixNano())
+	}
+	if f.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, f.Kind)
+	}
+	if f.AfterSeq > 0 {
+		where, args = append(where, "seq > ?"), append(args, f.AfterSeq)
+	}
+	q := "SELECT body, prev_hash, hash FROM records"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY seq"
+	rows, err := j.db.Query(q, args...)
+	if err != nil {
+		return nil, j.damage(err)
+	}
+	defer rows.Close()
+	var out []*Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, j.damage(err)
+		}
+		if f.PathGlob != "" {
+			if ok, _ := path.Match(f.PathGlob, r.Path); !ok {
+				continue
+			}
+		}
+		out = append(out, r)
+		if f.Limit > 0 && len(out) >= f.Limit {
+			break
+		}
+	}
+	return out, j.damage0(rows.Err())
+}
+
+func scanRecord(rows *sql.Rows) (*Record, error) {
+	var body, prev, hash string
+	if err := rows.Scan(&body, &prev, &hash); err != nil {
+		return nil, err
+	}
+	r := &Record{}
+	if err := json.Unmarshal([]byte(body), r); err != nil {
+		return nil, err
+	}
+	r.PrevHash, r.Hash = prev, hash
+	return r, nil
+}
+
+// Stats summarises the journal.
+type Stats struct {
+	Records        int64            `json:"records"`
+	Reads          int64            `json:"reads"`
+	Writes         int64            `json:"writes"`
+	LedgerNotices  int64            `json:"ledgerNotices"`
+	Denials        int64            `json:"denials"`
+	DenialsByCode  map[string]int64 `json:"denialsByCode"`
+	BytesDelivered int64            `json:"bytesDelivered"`
+	BytesSaved     int64            `json:"bytesSaved"`
+	Sessions       int64            `json:"sessions"`
+}
+
+// Stats computes the summary.
+func (j *Journal) Stats() (*Stats, error) {
+	s := &Stats{DenialsByCode: map[string]int64{}}
+	rows, err := j.db.Query(`SELECT kind, origin, code, count(*),
+		coalesce(sum(json_extract(body, '$.delivered')), 0), coalesce(sum(json_extract(body, '$.saved')), 0)
+		FROM records GROUP BY kind, origin, code`)
+	if err != nil {
+		return nil, j.damage(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind, origin, code string
+		var n, delivered, saved int64
+		if err := rows.Scan(&kind, &origin, &code, &n, &delivered, &saved); err != nil {
+			return nil, j.damage(err)
+		}
+		s.Records += n
+		s.BytesDelivered += delivered
+		s.BytesSaved += saved
+		switch {
+		case kind == KindDenial:
+			s.Denials += n
+			s.DenialsByCode[code] += n
+		case origin == OriginRead:
+			s.Reads += n
+		case origin == OriginWrite:
+			s.Writes += n
+		case origin == OriginLedger:
+			s.LedgerNotices += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, j.damage(err)
+	}
+	err = j.db.QueryRow(`SELECT count(DISTINCT session) FROM records`).Scan(&s.Sessions)
+	return s, j.damage0(err)
+}
+
+// LastSeq returns the sequence number of the last record.
+func (j *Journal) LastSeq() (int64, error) {
+	seq, _, err := j.head(j.db)
+	return seq, j.damage0(err)
+}

@@ -1,0 +1,78 @@
+package journal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// Bad names the first record that breaks the chain.
+type Bad struct {
+	Seq int64
+	Why string
+}
+
+func (b *Bad) Error() string { return fmt.Sprintf("record %d: %s", b.Seq, b.Why) }
+
+// Verify walks the whole chain in order: every record's hash must be the
+// hash of its predecessor's and its own body, sequence numbers must have no
+// gap, the indexed columns must agree with the body, and the head must name
+// the last record. progress, if set, is called with records done and total.
+// It returns the number of records checked and the first bad one.
+func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
+	var total int64
+	if err := j.db.QueryRow(`SELECT count(*) FROM records`).Scan(&total); err != nil {
+		return 0, j.damage(err)
+	}
+	rows, err := j.db.Query(`SELECT seq, kind, session, path, real_path, content_id, origin, code, body, prev_hash, hash FROM records ORDER BY seq`)
+	if err != nil {
+		return 0, j.damage(err)
+	}
+	defer rows.Close()
+	prev, want := Genesis, int64(1)
+	var n int64
+	for rows.Next() {
+		var seq int64
+		var kind, session, path, real, content, origin, code, body, prevHash, hash string
+		if err := rows.Scan(&seq, &kind, &session, &path, &real, &content, &origin, &code, &body, &prevHash, &hash); err != nil {
+			return n, j.damage(err)
+		}
+		if seq != want {
+			return n, &Bad{Seq: want, Why: fmt.Sprintf("missing (the next record is %d): records were deleted", seq)}
+		}
+		if prevHash != prev {
+			return n, &Bad{Seq: seq, Why: "its prev_hash does not match the record before it"}
+		}
+		h := sha256.New()
+		h.Write([]byte(prevHash))
+		h.Write([]byte(body))
+		if hex.EncodeToString(h.Sum(nil)) != hash {
+			return n, &Bad{Seq: seq, Why: "its hash does not match its content: the record was altered"}
+		}
+		var r Record
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			return n, &Bad{Seq: seq, Why: "its body is not valid JSON: " + err.Error()}
+		}
+		if r.Seq != seq || r.Kind != kind || r.Session != session || r.Path != path || r.RealPath != real ||
+			r.ContentID != content || r.Origin != origin || r.Code != code {
+			return n, &Bad{Seq: seq, Why: "its indexed columns disagree with its body: the record was altered"}
+		}
+		prev, want = hash, want+1
+		n++
+		if progress != nil && (n%10000 == 0 || n == total) {
+			progress(n, total)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return n, j.damage(err)
+	}
+	seq, head, err := j.head(j.db)
+	if err != nil {
+		return n, j.damage(err)
+	}
+	if seq != n || (n > 0 && head != prev) {
+		return n, &Bad{Seq: seq, Why: fmt.Sprintf("the head names record %d but the chain ends at %d: records were deleted from the end", seq, n)}
+	}
+	return n, nil
+}
