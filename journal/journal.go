@@ -222,6 +222,15 @@ func (j *Journal) init() error {
 // every append) with the last record, and the file with SQLite's own page
 // count, so a torn or truncated file or a deleted last record is damage.
 func (j *Journal) checkHead() error {
+	// Pages may live in the WAL until a checkpoint, so the main file's
+	// size is checked only while the WAL holds no frames (absent or bare
+	// header) before and after reading the page count: the state of a
+	// journal that its last user closed cleanly.
+	walEmpty := func() bool {
+		fi, err := os.Stat(j.path + "-wal")
+		return err != nil || fi.Size() <= 32
+	}
+	before := walEmpty()
 	var pages, pageSize int64
 	if err := j.db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
 		return j.damage(err)
@@ -229,7 +238,7 @@ func (j *Journal) checkHead() error {
 	if err := j.db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
 		return j.damage(err)
 	}
-	if fi, err := os.Stat(j.path); err == nil && fi.Size() < pages*pageSize {
+	if fi, err := os.Stat(j.path); err == nil && before && walEmpty() && fi.Size() < pages*pageSize {
 		return &DamageError{Path: j.path, Why: fmt.Sprintf("the file is %d bytes but holds %d pages of %d: it was truncated", fi.Size(), pages, pageSize)}
 	}
 	seq, hash, err := j.head(j.db)

@@ -29,6 +29,9 @@ var commands []command
 func init() {
 	commands = []command{
 		{"read", "show a line-numbered window of a text file", runRead},
+		{"check", "say whether a session may write a file (it read the current version)", runCheck},
+		{"write", "replace a file from stdin, atomically, if the check passes", runWrite},
+		{"journal", "audit the journal: query, tail, stats, verify, export", runJournal},
 		{"policy", "check a policy file and print the effective policy", runPolicy},
 		{"mount", "serve a guarded read-only FUSE view of the roots", runMount},
 		{"unmount", "unmount an fsguard mount", runUnmount},

@@ -7,9 +7,9 @@ import (
 	"os"
 	"strconv"
 
+	"fsguard/agent"
 	"fsguard/read"
 	"fsguard/refusal"
-	"fsguard/roots"
 )
 
 func runRead(args []string, stdout, stderr io.Writer) int {
@@ -19,11 +19,15 @@ func runRead(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "text", "output format: text or json")
 	policyFile := fs.String("policy", "", "policy file (default: $FSGUARD_POLICY, else the current directory as the only root)")
 	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id for the journal (default: $FSGUARD_SESSION)")
+	noDedupe := fs.Bool("no-dedupe", false, "always show the lines, even when the session already holds this version")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--format text|json] [--policy FILE] [--session ID]
+		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--format text|json] [--policy FILE] [--session ID] [--no-dedupe]
 
 Shows a line-numbered window of a UTF-8 text file inside the allowed roots.
-The footer says exactly how to continue.
+The footer says exactly how to continue. Each read is recorded in the
+journal ($FSGUARD_JOURNAL, the policy's journal.path, or
+~/.local/state/fsguard/journal.db); with a session, a re-read of a version
+the session already holds whole answers with a short notice instead.
 
 examples:
   fsguard read README.md
@@ -38,7 +42,6 @@ flags:
 	if !ok {
 		return code
 	}
-	_ = session
 	if *format != "text" && *format != "json" {
 		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
 		return exitUsage
@@ -70,15 +73,15 @@ flags:
 		fmt.Fprintf(stderr, "Error: %v\n", err)
 		return exitUsage
 	}
-	g, err := roots.New(pol)
+	svc, closeSvc, err := openService(pol)
 	if err != nil {
 		return report(err)
 	}
-	defer g.Close()
+	defer closeSvc()
 	if req.Cwd, err = os.Getwd(); err != nil {
 		return report(err)
 	}
-	res, err := (&read.Reader{Guard: g}).Read(req)
+	res, err := svc.Read(agent.ReadRequest{Request: req, Session: *session, NoDedupe: *noDedupe})
 	if err != nil {
 		return report(err)
 	}

@@ -1,0 +1,269 @@
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+func openTemp(t *testing.T) (*Journal, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j, path
+}
+
+func fill(t *testing.T, j *Journal, n int) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		if err := j.Append(&Record{Kind: KindObservation, Origin: OriginRead, Session: "s", Path: fmt.Sprintf("/flipme-%04d", i), RealPath: "/r", ContentID: "c"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// raw opens the database file behind the journal's back, as a tamperer would.
+func raw(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestChainVerifies(t *testing.T) {
+	j, _ := openTemp(t)
+	fill(t, j, 100)
+	n, err := j.Verify(nil)
+	if err != nil || n != 100 {
+		t.Fatalf("verify: %d %v", n, err)
+	}
+}
+
+func TestTamperingIsDetected(t *testing.T) {
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, db *sql.DB, path string)
+		// where the damage must be reported: at open, or by verify
+		atOpen bool
+		want   string
+	}{
+		{"altered body", func(t *testing.T, db *sql.DB, _ string) {
+			db.Exec(`UPDATE records SET body = replace(body, 'flipme-0050', 'flipme-9999') WHERE seq = 50`)
+		}, false, "record 50: its hash does not match"},
+		{"altered indexed column", func(t *testing.T, db *sql.DB, _ string) {
+			db.Exec(`UPDATE records SET session = 'other' WHERE seq = 20`)
+		}, false, "record 20: its indexed columns disagree"},
+		{"deleted row in the middle", func(t *testing.T, db *sql.DB, _ string) {
+			db.Exec(`DELETE FROM records WHERE seq = 30`)
+		}, false, "record 30: missing"},
+		{"deleted last row", func(t *testing.T, db *sql.DB, _ string) {
+			db.Exec(`DELETE FROM records WHERE seq = 100`)
+		}, true, "the head says record 100 but the last record is 99"},
+		{"torn tail", func(t *testing.T, db *sql.DB, path string) {
+			db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+			db.Close()
+			fi, _ := os.Stat(path)
+			os.Truncate(path, fi.Size()-4096)
+		}, true, "damaged"},
+		{"flipped byte in the file", func(t *testing.T, db *sql.DB, path string) {
+			db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+			db.Close()
+			b, _ := os.ReadFile(path)
+			i := bytes.Index(b, []byte("flipme-0042"))
+			if i < 0 {
+				t.Fatal("record text not found in the file")
+			}
+			b[i+7] ^= 0x01
+			os.WriteFile(path, b, 0o600)
+		}, false, "record 42"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, path := openTemp(t)
+			fill(t, j, 100)
+			j.Close()
+			db := raw(t, path)
+			tt.tamper(t, db, path)
+			db.Close()
+			j2, err := Open(path)
+			if tt.atOpen {
+				var de *DamageError
+				if !errors.As(err, &de) || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("open: %v, want damage %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			defer j2.Close()
+			_, err = j2.Verify(nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("verify: %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	j, path := openTemp(t)
+	j.Close()
+	raw(t, path).Exec(`UPDATE meta SET value = '99' WHERE key = 'schema_version'`)
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "newer than this fsguard") {
+		t.Fatalf("open of a newer schema: %v", err)
+	}
+}
+
+func TestCovers(t *testing.T) {
+	tests := []struct {
+		spans [][2]int64
+		total int64
+		want  bool
+	}{
+		{[][2]int64{{1, 10}}, 10, true},
+		{[][2]int64{{1, 5}, {6, 10}}, 10, true},
+		{[][2]int64{{6, 10}, {1, 5}}, 10, true},
+		{[][2]int64{{1, 5}, {7, 10}}, 10, false},
+		{[][2]int64{{2, 10}}, 10, false},
+		{nil, 3, false},
+	}
+	for _, tt := range tests {
+		if got := covers(tt.spans, tt.total); got != tt.want {
+			t.Errorf("covers(%v, %d) = %v", tt.spans, tt.total, got)
+		}
+	}
+}
+
+// The crash test re-runs this test binary as writer processes.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("FSGUARD_TEST_WRITER"); path != "" {
+		os.Exit(writer(path))
+	}
+	os.Exit(m.Run())
+}
+
+// writer appends 10,000 records in batches of 50, printing the last
+// sequence number of each batch once its commit returned.
+func writer(path string) int {
+	j, err := Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer j.Close()
+	id := os.Getenv("FSGUARD_TEST_WRITER_ID")
+	out := bufio.NewWriter(os.Stdout)
+	for b := 0; b < 200; b++ {
+		batch := make([]*Record, 50)
+		for i := range batch {
+			batch[i] = &Record{Kind: KindObservation, Origin: OriginRead, Session: "w" + id, Path: fmt.Sprintf("/w%s/%d", id, b*50+i), RealPath: "/r"}
+		}
+		if err := j.Append(batch...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		for _, r := range batch {
+			fmt.Fprintf(out, "%d\n", r.Seq)
+		}
+		out.Flush()
+	}
+	return 0
+}
+
+// TestConcurrentWritersSurviveKill9: 8 processes append 10,000 records
+// each while one is killed with SIGKILL mid-stream. The chain verifies and
+// every record any writer reported committed is there.
+func TestConcurrentWritersSurviveKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns 8 writer processes")
+	}
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	var mu sync.Mutex
+	reported := map[int64]bool{}
+	var wg sync.WaitGroup
+	var cmds []*exec.Cmd
+	for w := 0; w < 8; w++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "FSGUARD_TEST_WRITER="+path, "FSGUARD_TEST_WRITER_ID="+strconv.Itoa(w))
+		stdout, _ := cmd.StdoutPipe()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		victim := w == 3
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := bufio.NewScanner(stdout)
+			n := 0
+			for sc.Scan() {
+				seq, _ := strconv.ParseInt(sc.Text(), 10, 64)
+				mu.Lock()
+				reported[seq] = true
+				mu.Unlock()
+				if n++; victim && n == 2000 {
+					cmd.Process.Signal(syscall.SIGKILL)
+				}
+			}
+			err := cmd.Wait()
+			if !victim && err != nil {
+				t.Errorf("writer failed: %v: %s", err, stderr.String())
+			}
+		}()
+	}
+	wg.Wait()
+	if st := cmds[3].ProcessState; st == nil || st.Success() {
+		t.Fatal("the victim was not killed mid-stream")
+	}
+	j, err = Open(path)
+	if err != nil {
+		t.Fatalf("open after kill -9: %v", err)
+	}
+	defer j.Close()
+	n, err := j.Verify(nil)
+	if err != nil {
+		t.Fatalf("verify after kill -9: %v", err)
+	}
+	present := map[int64]bool{}
+	recs, _ := j.Query(Filter{})
+	for _, r := range recs {
+		present[r.Seq] = true
+	}
+	missing := 0
+	for seq := range reported {
+		if !present[seq] {
+			missing++
+		}
+	}
+	t.Logf("%d records verified, %d reported committed, %d missing", n, len(reported), missing)
+	if missing > 0 {
+		t.Fatalf("%d committed records are missing", missing)
+	}
+	if n < 7*10000 {
+		t.Fatalf("only %d records: the survivors' 70,000 are not all there", n)
+	}
+}
