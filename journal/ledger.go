@@ -33,7 +33,8 @@ func (j *Journal) Holds(session, realPath, contentID string, totalLines int64) (
 	if err := rows.Err(); err != nil {
 		return false, j.damage(err)
 	}
-	return covers(spans, totalLines), nil
+	// An empty version is held only through a record of it (found above).
+	return totalLines > 0 && covers(spans, totalLines), nil
 }
 
 // covers reports whether the spans cover 1..total.

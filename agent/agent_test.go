@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"fsguard/journal"
+	"fsguard/policy"
+	"fsguard/read"
+	"fsguard/refusal"
+	"fsguard/roots"
+)
+
+type env struct {
+	t    *testing.T
+	root string
+	svc  *Service
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	root := t.TempDir()
+	p, err := policy.Default(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := roots.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(filepath.Join(t.TempDir(), "j.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close(); g.Close() })
+	return &env{t: t, root: root, svc: (&Service{Guard: g, Journal: j}).Self()}
+}
+
+func (e *env) write(name, content string) string {
+	e.t.Helper()
+	p := filepath.Join(e.root, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) read(name string, offset, limit int64) *ReadResult {
+	e.t.Helper()
+	r, err := e.svc.Read(ReadRequest{Request: read.Request{Path: name, Offset: offset, Limit: limit, Cwd: e.root}, Session: "s1"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) check(name string) refusal.Code {
+	e.t.Helper()
+	_, err := e.svc.Check(name, e.root, "s1")
+	return refusal.CodeOf(err)
+}
+
+func TestPreconditions(t *testing.T) {
+	e := newEnv(t)
+	path := e.write("f.txt", "one\ntwo\n")
+	if c := e.check("f.txt"); c != refusal.NotObserved {
+		t.Fatalf("never read: %s", c)
+	}
+	e.read("f.txt", 0, 0)
+	if c := e.check("f.txt"); c != "" {
+		t.Fatalf("after a read: %s", c)
+	}
+	// A touch moves mtime and ctime but not the content: still fresh.
+	later := time.Now().Add(time.Hour)
+	os.Chtimes(path, later, later)
+	if c := e.check("f.txt"); c != "" {
+		t.Fatalf("after touch: %s", c)
+	}
+	// An edit outside makes it stale; a re-read makes it fresh again.
+	os.WriteFile(path, []byte("one\nTWO\n"), 0o644)
+	if c := e.check("f.txt"); c != refusal.StaleVersion {
+		t.Fatalf("after an edit: %s", c)
+	}
+	e.read("f.txt", 0, 0)
+	if c := e.check("f.txt"); c != "" {
+		t.Fatalf("after a re-read: %s", c)
+	}
+	// Another session has not read it.
+	if _, err := e.svc.Check("f.txt", e.root, "s2"); refusal.CodeOf(err) != refusal.NotObserved {
+		t.Fatalf("other session: %v", err)
+	}
+	// Messages say what to do next.
+	_, err := e.svc.Check("f.txt", e.root, "s2")
+	if !strings.Contains(err.Error(), "has not been read — read the file, then retry") {
+		t.Fatalf("message: %v", err)
+	}
+}
+
+func TestWriteThenWriteAgain(t *testing.T) {
+	e := newEnv(t)
+	path := e.write("f.txt", "v1\n")
+	mode := os.FileMode(0o640)
+	os.Chmod(path, mode)
+	if _, err := e.svc.Write("f.txt", e.root, "s1", strings.NewReader("v2\n")); refusal.CodeOf(err) != refusal.NotObserved {
+		t.Fatalf("write without a read: %v", err)
+	}
+	e.read("f.txt", 0, 0)
+	if _, err := e.svc.Write("f.txt", e.root, "s1", strings.NewReader("v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The write recorded the new version: no re-read needed.
+	if _, err := e.svc.Write("f.txt", e.root, "s1", strings.NewReader("v3\nmore\n")); err != nil {
+		t.Fatalf("second write without a re-read: %v", err)
+	}
+	b, _ := os.ReadFile(path)
+	fi, _ := os.Stat(path)
+	if string(b) != "v3\nmore\n" || fi.Mode().Perm() != mode {
+		t.Fatalf("content %q mode %v", b, fi.Mode().Perm())
+	}
+	// No temp files are left behind.
+	ents, _ := os.ReadDir(e.root)
+	if len(ents) != 1 {
+		t.Fatalf("directory holds %d entries", len(ents))
+	}
+	// A new file needs no read.
+	if _, err := e.svc.Write("new.txt", e.root, "s1", strings.NewReader("hi\n")); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	// But not in a denied place, nor outside, nor through a link out.
+	os.Symlink(t.TempDir(), filepath.Join(e.root, "out"))
+	for _, name := range []string{".env", "sub/.ssh/x", "../escape.txt", "out/x.txt"} {
+		if _, err := e.svc.Write(name, e.root, "s1", strings.NewReader("x")); err == nil {
+			t.Errorf("write %s succeeded", name)
+		}
+	}
+}
+
+func TestWriteRefusedWhenTargetChangesBeforeRename(t *testing.T) {
+	e := newEnv(t)
+	path := e.write("f.txt", "v1\n")
+	e.read("f.txt", 0, 0)
+	beforeRename = func() { os.WriteFile(path, []byte("someone else\n"), 0o644) }
+	defer func() { beforeRename = func() {} }()
+	_, err := e.svc.Write("f.txt", e.root, "s1", strings.NewReader("mine\n"))
+	if refusal.CodeOf(err) != refusal.StaleVersion {
+		t.Fatalf("got %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "someone else\n" {
+		t.Fatalf("the other writer's content was clobbered: %q", b)
+	}
+	// A new file that appears meanwhile is not clobbered either.
+	beforeRename = func() { e.write("n.txt", "theirs\n") }
+	if _, err := e.svc.Write("n.txt", e.root, "s1", strings.NewReader("mine\n")); refusal.CodeOf(err) != refusal.StaleVersion {
+		t.Fatalf("create race: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "n.txt")); string(b) != "theirs\n" {
+		t.Fatalf("clobbered: %q", b)
+	}
+}
+
+func TestLedger(t *testing.T) {
+	e := newEnv(t)
+	path := e.write("f.txt", "1\n2\n3\n4\n5\n")
+	if r := e.read("f.txt", 0, 0); r.Notice != "" {
+		t.Fatal("first read answered with a notice")
+	}
+	r := e.read("f.txt", 0, 0)
+	if r.Notice == "" || !strings.Contains(r.Text(), "you already hold all 5 lines") {
+		t.Fatalf("full re-read of an unchanged file: %q", r.Text())
+	}
+	// --no-dedupe shows the lines.
+	r, _ = e.svc.Read(ReadRequest{Request: read.Request{Path: "f.txt", Cwd: e.root}, Session: "s1", NoDedupe: true})
+	if r.Notice != "" {
+		t.Fatal("--no-dedupe answered with a notice")
+	}
+	// After an edit the next read delivers the new content.
+	os.WriteFile(path, []byte("1\n2\nthree\n4\n5\n"), 0o644)
+	if r := e.read("f.txt", 0, 0); r.Notice != "" || !strings.Contains(r.Text(), "3: three") {
+		t.Fatalf("after an edit: %q", r.Text())
+	}
+	// Truncation to empty is never "unchanged".
+	os.WriteFile(path, nil, 0o644)
+	if r := e.read("f.txt", 0, 0); r.Notice != "" {
+		t.Fatal("a file truncated to empty was reported unchanged")
+	}
+}
+
+func TestLedgerNeedsEveryLine(t *testing.T) {
+	e := newEnv(t)
+	e.write("g.txt", "1\n2\n3\n4\n5\n")
+	e.read("g.txt", 1, 2)
+	if r := e.read("g.txt", 1, 2); r.Notice != "" {
+		t.Fatal("a partly seen file was answered with a notice")
+	}
+	e.read("g.txt", 3, 3) // now every line has been handed over
+	if r := e.read("g.txt", 1, 2); r.Notice == "" {
+		t.Fatal("a file held whole in two pages was not recognised")
+	}
+	// Another session holds nothing.
+	r, _ := e.svc.Read(ReadRequest{Request: read.Request{Path: "g.txt", Cwd: e.root}, Session: "s2"})
+	if r.Notice != "" {
+		t.Fatal("the ledger leaked across sessions")
+	}
+	// A clamped line was not handed over whole.
+	e.write("long.txt", strings.Repeat("x", 3000)+"\n")
+	e.read("long.txt", 0, 0)
+	if r := e.read("long.txt", 0, 0); r.Notice != "" {
+		t.Fatal("a file with a clamped line was reported held")
+	}
+}
+
+func TestReadWithoutJournalSaysSo(t *testing.T) {
+	e := newEnv(t)
+	e.write("f.txt", "x\n")
+	e.svc.Journal = nil
+	r := e.read("f.txt", 0, 0)
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[len(r.Notes)-1], "nothing was recorded") {
+		t.Fatalf("notes: %v", r.Notes)
+	}
+}
