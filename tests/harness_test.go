@@ -109,6 +109,8 @@ type daemon struct {
 	log   *logBuffer
 	done  chan struct{}
 	ready map[string]any
+	// journal is the daemon's journal file (FSGUARD_JOURNAL).
+	journal string
 }
 
 // startMount runs `fsguard mount` and returns once it printed its
@@ -118,6 +120,8 @@ func startMount(t *testing.T, mp string, args ...string) *daemon {
 	requireFUSE(t)
 	d := &daemon{t: t, mp: mp, log: newLogBuffer(), done: make(chan struct{})}
 	d.cmd = exec.Command(binary, append(append([]string{"mount"}, args...), mp)...)
+	d.journal = filepath.Join(filepath.Dir(mp), "journal.db")
+	d.cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+d.journal)
 	d.cmd.Stderr = d.log
 	out, err := d.cmd.StdoutPipe()
 	if err != nil {

@@ -146,6 +146,13 @@ func TestMountServesOnlyWhatIsAdmitted(t *testing.T) {
 	if !strings.Contains(d.log.String(), `"process":"cat"`) {
 		t.Errorf("audit lines lack the process name:\n%s", d.log.String())
 	}
+	// ... and the journal.
+	cmd := exec.Command(binary, "journal", "query", "--kind", "denial", "--format", "json")
+	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+d.journal)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"code": "DENIED"`) || !strings.Contains(string(out), `"process": "cat"`) {
+		t.Errorf("journal has no denial from the mount: %v\n%s", err, out)
+	}
 }
 
 func TestFIFOCannotHangReaders(t *testing.T) {

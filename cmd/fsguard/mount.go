@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"fsguard/journal"
 	"fsguard/mount"
 )
 
@@ -50,9 +51,16 @@ flags:
 		fmt.Fprintf(stderr, "Error: %v\n", err)
 		return exitUsage
 	}
+	var audit mount.Auditor = &mount.JSONLines{W: stderr}
+	if j, err := journal.Open(journal.Locate(pol.Journal.Path)); err != nil {
+		log.Warn("no journal: denials are logged on stderr only", "err", err.Error())
+	} else {
+		defer j.Close()
+		audit = journalAudit{j: j, log: log, fallback: audit}
+	}
 	srv, err := mount.Mount(mount.Config{
 		Policy: pol, MountPoint: pos[0], AllowOther: *allowOther,
-		Audit: &mount.JSONLines{W: stderr}, Debug: *debug,
+		Audit: audit, Debug: *debug,
 	})
 	if err != nil {
 		return fail(stderr, err)
@@ -84,6 +92,22 @@ flags:
 			log.Info("unmounted", "mountpoint", srv.MountPoint())
 			return 0
 		}
+	}
+}
+
+// journalAudit records the mount's denials in the journal, and logs them
+// too; a failed append is logged, never dropped silently.
+type journalAudit struct {
+	j        *journal.Journal
+	log      *slog.Logger
+	fallback mount.Auditor
+}
+
+func (a journalAudit) Denial(d mount.Denial) {
+	a.fallback.Denial(d)
+	err := a.j.Append(&journal.Record{Kind: journal.KindDenial, Time: d.Time, Path: d.Path, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process})
+	if err != nil {
+		a.log.Error("journal append failed", "err", err.Error())
 	}
 }
 
