@@ -57,9 +57,8 @@ examples:
 	if _, code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
-	pol, err := loadPolicy(*policyFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "Error: %v\n", err)
+	pol, ok := policyFor(*policyFile, stderr)
+	if !ok {
 		return exitUsage
 	}
 	j, err := journal.Open(journal.Locate(pol.Journal.Path))

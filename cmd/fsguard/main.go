@@ -93,6 +93,31 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int, bo
 	}
 }
 
+// parseOne parses flags around exactly one positional argument; anything
+// else is a usage error.
+func parseOne(fs *flag.FlagSet, args []string, stderr io.Writer) (string, int, bool) {
+	pos, code, ok := parse(fs, args, stderr)
+	if !ok {
+		return "", code, false
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return "", exitUsage, false
+	}
+	return pos[0], 0, true
+}
+
+// policyFor loads the policy for a command; a bad policy is a usage error
+// (exit 2), reported with its key and line.
+func policyFor(file string, stderr io.Writer) (*policy.Policy, bool) {
+	p, err := loadPolicy(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return nil, false
+	}
+	return p, true
+}
+
 // loadPolicy finds the policy: --policy, then FSGUARD_POLICY, then the
 // embedded default rooted at the current directory.
 func loadPolicy(file string) (*policy.Policy, error) {

@@ -37,18 +37,13 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	pos, code, ok := parse(fs, args, stderr)
+	arg, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	pol, err := loadPolicy(*policyFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "Error: %v\n", err)
+	pol, ok := policyFor(*policyFile, stderr)
+	if !ok {
 		return exitUsage
 	}
 	var audit mount.Auditor = &mount.JSONLines{W: stderr}
@@ -59,7 +54,7 @@ flags:
 		audit = journalAudit{j: j, log: log, fallback: audit}
 	}
 	srv, err := mount.Mount(mount.Config{
-		Policy: pol, MountPoint: pos[0], AllowOther: *allowOther,
+		Policy: pol, MountPoint: arg, AllowOther: *allowOther,
 		Audit: audit, Debug: *debug,
 	})
 	if err != nil {
@@ -137,15 +132,11 @@ example:
 `)
 		fs.PrintDefaults()
 	}
-	pos, code, ok := parse(fs, args, stderr)
+	arg, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	if err := mount.Unmount(pos[0], *lazy); err != nil {
+	if err := mount.Unmount(arg, *lazy); err != nil {
 		return fail(stderr, err)
 	}
 	return 0

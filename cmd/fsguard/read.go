@@ -38,7 +38,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	pos, code, ok := parse(fs, args, stderr)
+	name, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code
 	}
@@ -46,11 +46,6 @@ flags:
 		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
 		return exitUsage
 	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "Error: fsguard read takes exactly one PATH (see fsguard read --help)")
-		return exitUsage
-	}
-	name := pos[0]
 	report := func(err error) int {
 		if *format == "json" {
 			stdout.Write(read.ErrorJSON(name, err, nil))
@@ -68,9 +63,8 @@ flags:
 			return report(err)
 		}
 	}
-	pol, err := loadPolicy(*policyFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "Error: %v\n", err)
+	pol, ok := policyFor(*policyFile, stderr)
+	if !ok {
 		return exitUsage
 	}
 	svc, closeSvc, err := openService(pol)

@@ -65,17 +65,12 @@ example:
 		}
 		fs.PrintDefaults()
 	}
-	pos, code, ok := parse(fs, args, stderr)
+	arg, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	pol, err := loadPolicy(*policyFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "Error: %v\n", err)
+	pol, ok := policyFor(*policyFile, stderr)
+	if !ok {
 		return exitUsage
 	}
 	svc, closeSvc, err := openService(pol)
@@ -88,7 +83,7 @@ example:
 		return fail(stderr, err)
 	}
 	if cmd == "check" {
-		f, err := svc.Check(pos[0], cwd, *session)
+		f, err := svc.Check(arg, cwd, *session)
 		if err != nil {
 			return preconditionExit(stderr, err)
 		}
@@ -99,7 +94,7 @@ example:
 		}
 		return 0
 	}
-	res, err := svc.Write(pos[0], cwd, *session, os.Stdin)
+	res, err := svc.Write(arg, cwd, *session, os.Stdin)
 	if err != nil {
 		return preconditionExit(stderr, err)
 	}
