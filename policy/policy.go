@@ -341,16 +341,6 @@ func (p *Policy) finish(data []byte) error {
 // Refuses reports whether the policy refuses a sniff class.
 func (p *Policy) Refuses(class string) bool { return contains(p.Sniff.Refuse, class) }
 
-// DenyRules returns the effective deny rules as strings, for display.
-func (p *Policy) DenyRules() []string {
-	var out []string
-	out = append(out, p.Deny.Paths...)
-	for _, g := range p.Deny.Globs {
-		out = append(out, g.String())
-	}
-	return out
-}
-
 func dangerous(p string) bool {
 	for _, d := range []string{"/proc", "/sys", "/dev"} {
 		if p == d || strings.HasPrefix(p, d+"/") {

@@ -315,3 +315,25 @@ func TestSeveralRootsAppearByName(t *testing.T) {
 		t.Fatalf("cat: %q", got)
 	}
 }
+
+// TestMountPointInsideRootIsHidden: the daemon must never resolve a path
+// into its own mount (go-fuse's deadlock class), so a mount point inside a
+// root is not part of the view.
+func TestMountPointInsideRootIsHidden(t *testing.T) {
+	base := openDir(t)
+	root := filepath.Join(base, "root")
+	mp := filepath.Join(root, "view")
+	writeFile(t, filepath.Join(root, "a.txt"), "a\n", 0o644)
+	os.Mkdir(mp, 0o755)
+	pol := filepath.Join(base, "p.toml")
+	writePolicy(t, pol, []string{root}, "")
+	startMount(t, mp, "--policy", pol)
+	ls := mustRun(t, "ls", "-a", mp)
+	if strings.Contains(ls, "view") || !strings.Contains(ls, "a.txt") {
+		t.Fatalf("ls of the mount: %q", ls)
+	}
+	if _, err := run(t, 5*time.Second, "ls", filepath.Join(mp, "view")); err == nil {
+		t.Fatal("the mount point is reachable inside its own mount")
+	}
+	mustRun(t, "find", mp) // must finish, not deadlock
+}
