@@ -29,6 +29,27 @@ type Service struct {
 	// Caller identity stamped on records (the daemon fills it from
 	// SO_PEERCRED; direct mode uses the process's own).
 	Pid, Uid uint32
+	Process  string
+	// View, when set, is the caller's view of the mount: names come in and
+	// paths go out in it (the control socket). Nil in direct mode.
+	View *View
+}
+
+// resolve turns a caller's name into what the guard resolves.
+func (s *Service) resolve(name, cwd string) (string, string, error) {
+	if s.View == nil {
+		return name, cwd, nil
+	}
+	host, err := s.View.ToHost(name, cwd)
+	return host, "/", err
+}
+
+// shown returns a path as the caller sees it.
+func (s *Service) shown(host string) string {
+	if s.View == nil {
+		return host
+	}
+	return s.View.ToView(host)
 }
 
 // ReadRequest is a read with its session options.
@@ -49,16 +70,27 @@ type ReadResult struct {
 // Read performs a read, answers from the ledger when the session already
 // holds every line of this version, and records what was shown.
 func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
+	named := req.Path
+	var err error
+	if req.Path, req.Cwd, err = s.resolve(req.Path, req.Cwd); err != nil {
+		s.recordRefusal(req.Session, named, err)
+		return nil, err
+	}
 	res, err := (&read.Reader{Guard: s.Guard}).Read(req.Request)
 	if err != nil {
-		s.recordRefusal(req.Session, req.Path, err)
+		err = s.View.rewrite(err)
+		s.recordRefusal(req.Session, named, err)
 		return nil, err
+	}
+	res.Path = s.shown(res.Path)
+	if res.Continuation != nil {
+		res.Continuation.Path = named
 	}
 	out := &ReadResult{Result: res, Notes: res.Notes}
 	o := res.Observation
 	rec := &journal.Record{
 		Kind: journal.KindObservation, Origin: journal.OriginRead,
-		Session: req.Session, Path: res.Path, RealPath: o.RealPath, Pid: s.Pid, Uid: s.Uid,
+		Session: req.Session, Path: res.Path, RealPath: o.RealPath, Pid: s.Pid, Uid: s.Uid, Process: s.Process,
 		StatID: o.StatID, ViewID: o.ViewID, ObsID: o.ID, WholeFileVisible: o.WholeFileVisible,
 		Start: o.Range.Start, End: o.Range.End, Clamped: len(res.Truncation.ClampedLines),
 		TotalLines: res.Totals.Lines, Identity: &o.Identity, Delivered: int64(len(res.Body)),
@@ -107,7 +139,7 @@ func (s *Service) recordRefusal(session, path string, err error) {
 		if r, ok := err.(*refusal.Error); ok && r.Path != "" {
 			shown = r.Path
 		}
-		s.Journal.Append(&journal.Record{Kind: journal.KindDenial, Session: session, Path: shown, Code: string(code), Pid: s.Pid, Uid: s.Uid, Process: "fsguard read"})
+		s.Journal.Append(&journal.Record{Kind: journal.KindDenial, Session: session, Path: shown, Code: string(code), Pid: s.Pid, Uid: s.Uid, Process: s.Process})
 	}
 }
 
@@ -135,6 +167,6 @@ func (r *ReadResult) JSON() []byte {
 
 // Self stamps the current process's identity, for direct mode.
 func (s *Service) Self() *Service {
-	s.Pid, s.Uid = uint32(os.Getpid()), uint32(os.Getuid())
+	s.Pid, s.Uid, s.Process = uint32(os.Getpid()), uint32(os.Getuid()), "fsguard"
 	return s
 }

@@ -37,6 +37,19 @@ func stale(path string) error {
 // is the fast path; the content hash is the authority, so a file touched
 // but not changed is still fresh. No wall-clock time is compared.
 func (s *Service) Check(name, cwd, session string) (*Freshness, error) {
+	f, err := s.check(name, cwd, session)
+	if err != nil {
+		return nil, s.View.rewrite(err)
+	}
+	f.Path = s.shown(f.Path)
+	return f, nil
+}
+
+func (s *Service) check(name, cwd, session string) (*Freshness, error) {
+	name, cwd, err := s.resolve(name, cwd)
+	if err != nil {
+		return nil, err
+	}
 	f, err := s.Guard.Open(name, cwd)
 	if refusal.CodeOf(err) == refusal.NotFound {
 		root, rel, display, lerr := s.Guard.Locate(name, cwd)
@@ -125,6 +138,18 @@ type WriteResult struct {
 // never clobbered. Symlinks are resolved beneath the roots: the write goes
 // to the real file, never out of the roots.
 func (s *Service) Write(name, cwd, session string, content io.Reader) (*WriteResult, error) {
+	res, err := s.write(name, cwd, session, content)
+	if res != nil {
+		res.Path = s.shown(res.Path)
+	}
+	return res, s.View.rewrite(err)
+}
+
+func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteResult, error) {
+	name, cwd, err := s.resolve(name, cwd)
+	if err != nil {
+		return nil, err
+	}
 	var dir *roots.Dir
 	var base, display string
 	var checked *roots.Identity
@@ -212,9 +237,9 @@ func (s *Service) Write(name, cwd, session string, content io.Reader) (*WriteRes
 	res := &WriteResult{Path: display, Bytes: n, TotalLines: scan.TotalLines, ContentID: hex.EncodeToString(scan.Sum[:]), Created: checked == nil}
 	rec := &journal.Record{
 		Kind: journal.KindObservation, Origin: journal.OriginWrite, Session: session,
-		Path: display, RealPath: real, StatID: read.StatID(real, id), ContentID: res.ContentID,
+		Path: s.shown(display), RealPath: real, StatID: read.StatID(real, id), ContentID: res.ContentID,
 		WholeFileVisible: true, Start: min(1, scan.TotalLines), End: scan.TotalLines, TotalLines: scan.TotalLines,
-		Identity: &id, Pid: s.Pid, Uid: s.Uid,
+		Identity: &id, Pid: s.Pid, Uid: s.Uid, Process: s.Process,
 	}
 	if err := s.Journal.Append(rec); err != nil {
 		return res, fmt.Errorf("the file was written, but the journal could not record it (%v): the next write will need a re-read", err)

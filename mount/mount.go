@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -113,6 +112,28 @@ func stackDepth(g *roots.Guard) int {
 	return 1
 }
 
+// Guard returns the guard in force now (it changes on Reload).
+func (s *Server) Guard() *roots.Guard { return s.v.guard.Load() }
+
+// Dev returns the mount's device number ("major:minor") from mountinfo,
+// without touching the mount itself.
+func (s *Server) Dev() (string, error) {
+	ents, err := Mountinfo(0)
+	if err != nil {
+		return "", err
+	}
+	dev := ""
+	for _, e := range ents {
+		if e.MountPoint == s.mp && strings.HasPrefix(e.FSType, "fuse") {
+			dev = e.Dev
+		}
+	}
+	if dev == "" {
+		return "", fmt.Errorf("%s is not in mountinfo", s.mp)
+	}
+	return dev, nil
+}
+
 // MountPoint returns the absolute mount point.
 func (s *Server) MountPoint() string { return s.mp }
 
@@ -198,48 +219,16 @@ func ClearStale(mp string) error {
 	return nil
 }
 
-// mountedAt reads /proc/self/mountinfo for a mount at mp.
+// mountedAt reports whether something is mounted at mp, and its type.
 func mountedAt(mp string) (bool, string) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false, ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	ents, _ := Mountinfo(0)
 	found, fstype := false, ""
-	for sc.Scan() {
-		// id parent major:minor root mountpoint opts ... - fstype source superopts
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 || unescapeMount(fields[4]) != mp {
-			continue
-		}
-		for i, fld := range fields {
-			if fld == "-" && i+1 < len(fields) {
-				found, fstype = true, fields[i+1]
-			}
+	for _, e := range ents {
+		if e.MountPoint == mp {
+			found, fstype = true, e.FSType // the last mount on top wins
 		}
 	}
 	return found, fstype
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var c int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
-				b.WriteByte(byte(c))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // Unmount unmounts mp; lazy detaches a busy mount. A stale mount (daemon

@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"fsguard/agent"
+	"fsguard/control"
 	"fsguard/journal"
 	"fsguard/mount"
 )
@@ -19,6 +21,7 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	policyFile := fs.String("policy", "", "policy file (default: $FSGUARD_POLICY, else the current directory as the only root)")
 	allowOther := fs.Bool("allow-other", false, "let other users (a container's) use the mount; the kernel checks each caller's own permissions")
 	debug := fs.Bool("debug", false, "log every FUSE request")
+	socket := fs.String("socket", "", "serve the control socket here (default: the policy's control.socket)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: fsguard mount [--policy FILE] [--allow-other] MOUNTPOINT
 
@@ -47,8 +50,9 @@ flags:
 		return exitUsage
 	}
 	var audit mount.Auditor = &mount.JSONLines{W: stderr}
-	if j, err := journal.Open(journal.Locate(pol.Journal.Path)); err != nil {
-		log.Warn("no journal: denials are logged on stderr only", "err", err.Error())
+	j, jerr := journal.Open(journal.Locate(pol.Journal.Path))
+	if jerr != nil {
+		log.Warn("no journal: denials are logged on stderr only", "err", jerr.Error())
 	} else {
 		defer j.Close()
 		audit = journalAudit{j: j, log: log, fallback: audit}
@@ -60,7 +64,19 @@ flags:
 	if err != nil {
 		return fail(stderr, err)
 	}
-	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source})
+	if *socket == "" {
+		*socket = pol.Control.Socket
+	}
+	if *socket != "" {
+		ctl, err := serveControl(srv, j, jerr, *socket)
+		if err != nil {
+			srv.Unmount()
+			return fail(stderr, fmt.Errorf("control socket %s: %w", *socket, err))
+		}
+		defer ctl.Close()
+		log.Info("control socket", "path", *socket)
+	}
+	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source, "socket": *socket})
 	fmt.Fprintf(stdout, "%s\n", ready)
 	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
 
@@ -88,6 +104,20 @@ flags:
 			return 0
 		}
 	}
+}
+
+// serveControl starts the control socket. Each request gets a service
+// built on the guard in force at that moment and the daemon's journal.
+func serveControl(srv *mount.Server, j *journal.Journal, jerr error, path string) (*control.Server, error) {
+	dev, err := srv.Dev()
+	if err != nil {
+		return nil, err
+	}
+	c := &control.Server{MountDev: dev, Service: func() *agent.Service {
+		g := srv.Guard()
+		return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView}
+	}}
+	return c, c.Serve(path)
 }
 
 // journalAudit records the mount's denials in the journal, and logs them

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"fsguard/agent"
-	"fsguard/read"
+	"fsguard/control"
 	"fsguard/refusal"
 )
 
@@ -20,19 +20,23 @@ func runRead(args []string, stdout, stderr io.Writer) int {
 	policyFile := fs.String("policy", "", "policy file (default: $FSGUARD_POLICY, else the current directory as the only root)")
 	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id for the journal (default: $FSGUARD_SESSION)")
 	noDedupe := fs.Bool("no-dedupe", false, "always show the lines, even when the session already holds this version")
+	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--format text|json] [--policy FILE] [--session ID] [--no-dedupe]
+		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--format text|json] [--session ID] [--no-dedupe] [--policy FILE | --socket SOCK]
 
 Shows a line-numbered window of a UTF-8 text file inside the allowed roots.
 The footer says exactly how to continue. Each read is recorded in the
-journal ($FSGUARD_JOURNAL, the policy's journal.path, or
-~/.local/state/fsguard/journal.db); with a session, a re-read of a version
-the session already holds whole answers with a short notice instead.
+journal; with a session, a re-read of a version the session already holds
+whole answers with a short notice instead. With --socket (or
+$FSGUARD_SOCKET) the daemon reads and records, and PATH is in this
+process's view of the mount; otherwise the journal is $FSGUARD_JOURNAL,
+the policy's journal.path, or ~/.local/state/fsguard/journal.db.
 
 examples:
   fsguard read README.md
   fsguard read src/main.go --offset 120 --limit 80
   fsguard read src/main.go --format json
+  FSGUARD_SOCKET=/run/fsguard.sock fsguard read /workspace/src/main.go
 
 flags:
 `)
@@ -46,48 +50,48 @@ flags:
 		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
 		return exitUsage
 	}
-	report := func(err error) int {
-		if *format == "json" {
-			stdout.Write(read.ErrorJSON(name, err, nil))
-			return exitFail
-		}
+	req := control.Request{Op: "read", Path: name, Session: *session, Format: *format, NoDedupe: *noDedupe}
+	var err error
+	if req.Offset, err = count("offset", *offset, name); err == nil && *limit != "" {
+		req.Limit, err = count("limit", *limit, name)
+	}
+	if err != nil {
+		return emit(stdout, stderr, agent.RenderRead(name, nil, err, *format))
+	}
+	return perform(req, *policyFile, *socket, stdout, stderr)
+}
+
+// perform runs a request through the daemon when a socket is given, and
+// directly otherwise; either way the output is rendered the same way.
+func perform(req control.Request, policyFile, socket string, stdout, stderr io.Writer) int {
+	cwd, err := os.Getwd()
+	if err != nil {
 		return fail(stderr, err)
 	}
-	req := read.Request{Path: name}
-	var err error
-	if req.Offset, err = count("offset", *offset, name); err != nil {
-		return report(err)
-	}
-	if *limit != "" {
-		if req.Limit, err = count("limit", *limit, name); err != nil {
-			return report(err)
+	req.Cwd = cwd
+	if socket != "" {
+		out, err := control.Call(socket, req)
+		if err != nil {
+			return fail(stderr, err)
 		}
+		return emit(stdout, stderr, out)
 	}
-	pol, ok := policyFor(*policyFile, stderr)
+	pol, ok := policyFor(policyFile, stderr)
 	if !ok {
 		return exitUsage
 	}
 	svc, closeSvc, err := openService(pol)
 	if err != nil {
-		return report(err)
+		return fail(stderr, err)
 	}
 	defer closeSvc()
-	if req.Cwd, err = os.Getwd(); err != nil {
-		return report(err)
-	}
-	res, err := svc.Read(agent.ReadRequest{Request: req, Session: *session, NoDedupe: *noDedupe})
-	if err != nil {
-		return report(err)
-	}
-	if *format == "json" {
-		stdout.Write(res.JSON())
-		return 0
-	}
-	io.WriteString(stdout, res.Text())
-	for _, n := range res.Notes {
-		fmt.Fprintf(stderr, "Note: %s\n", n)
-	}
-	return 0
+	return emit(stdout, stderr, control.Do(svc, req))
+}
+
+func emit(stdout, stderr io.Writer, out agent.Output) int {
+	io.WriteString(stdout, out.Stdout)
+	io.WriteString(stderr, out.Stderr)
+	return out.Exit
 }
 
 // count parses a positive line count given on the command line.

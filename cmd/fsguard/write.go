@@ -6,25 +6,8 @@ import (
 	"io"
 	"os"
 
-	"fsguard/refusal"
+	"fsguard/control"
 )
-
-// Exit statuses of fsguard check and write, distinct per precondition.
-const (
-	exitNotObserved = 3
-	exitStale       = 4
-)
-
-func preconditionExit(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "Error: %s\n", err)
-	switch refusal.CodeOf(err) {
-	case refusal.NotObserved:
-		return exitNotObserved
-	case refusal.StaleVersion:
-		return exitStale
-	}
-	return exitFail
-}
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	return runPrecondition("check", args, stdout, stderr)
@@ -34,13 +17,7 @@ func runWrite(args []string, stdout, stderr io.Writer) int {
 	return runPrecondition("write", args, stdout, stderr)
 }
 
-func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	policyFile := fs.String("policy", "", "policy file")
-	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
-	fs.Usage = func() {
-		if cmd == "check" {
-			fmt.Fprint(stderr, `usage: fsguard check PATH --session ID [--policy FILE]
+const checkUsage = `usage: fsguard check PATH --session ID [--policy FILE | --socket SOCK]
 
 Says whether the session may write PATH now: it must have read the
 current version. Exit 0: fresh (or a new file); 3: FS_NOT_OBSERVED (never
@@ -49,9 +26,9 @@ file whose mtime moved but whose content did not is still fresh.
 
 example:
   fsguard check src/main.go --session agent-7
-`)
-		} else {
-			fmt.Fprint(stderr, `usage: fsguard write PATH --session ID [--policy FILE] < NEW_CONTENT
+`
+
+const writeUsage = `usage: fsguard write PATH --session ID [--policy FILE | --socket SOCK] < NEW_CONTENT
 
 Replaces PATH with standard input atomically (temp file, fsync, rename,
 fsync of the directory), only if 'fsguard check' passes; keeps the mode;
@@ -61,47 +38,36 @@ Exit statuses as for check.
 
 example:
   gofmt src/main.go | fsguard write src/main.go --session agent-7
-`)
+`
+
+func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	policyFile := fs.String("policy", "", "policy file")
+	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
+	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
+	fs.Usage = func() {
+		if cmd == "check" {
+			fmt.Fprint(stderr, checkUsage)
+		} else {
+			fmt.Fprint(stderr, writeUsage)
 		}
 		fs.PrintDefaults()
 	}
-	arg, code, ok := parseOne(fs, args, stderr)
+	name, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	pol, ok := policyFor(*policyFile, stderr)
-	if !ok {
-		return exitUsage
-	}
-	svc, closeSvc, err := openService(pol)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer closeSvc()
-	cwd, err := os.Getwd()
-	if err != nil {
-		return fail(stderr, err)
-	}
-	if cmd == "check" {
-		f, err := svc.Check(arg, cwd, *session)
+	req := control.Request{Op: cmd, Path: name, Session: *session}
+	if cmd == "write" {
+		const maxContent = 64 << 20 // the control socket's request bound
+		content, err := io.ReadAll(io.LimitReader(os.Stdin, maxContent+1))
 		if err != nil {
-			return preconditionExit(stderr, err)
+			return fail(stderr, err)
 		}
-		if f.NewFile {
-			fmt.Fprintf(stdout, "fresh: %q does not exist yet; it may be created\n", f.Path)
-		} else {
-			fmt.Fprintf(stdout, "fresh: %q is the version this session read\n", f.Path)
+		if len(content) > maxContent {
+			return fail(stderr, fmt.Errorf("the new content is larger than %d bytes; fsguard write takes at most that", maxContent))
 		}
-		return 0
+		req.Content = content
 	}
-	res, err := svc.Write(arg, cwd, *session, os.Stdin)
-	if err != nil {
-		return preconditionExit(stderr, err)
-	}
-	verb := "replaced"
-	if res.Created {
-		verb = "created"
-	}
-	fmt.Fprintf(stdout, "%s %q: %d bytes, %d lines\n", verb, res.Path, res.Bytes, res.TotalLines)
-	return 0
+	return perform(req, *policyFile, *socket, stdout, stderr)
 }

@@ -1,0 +1,83 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+
+	"fsguard/read"
+	"fsguard/refusal"
+)
+
+// Output is a command's complete answer: what goes to stdout and stderr,
+// and the exit status. The CLI prints it; the control socket sends it, so
+// an answer through the daemon is byte-identical to a direct one.
+type Output struct {
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+	Exit   int    `json:"exit"`
+}
+
+// Exit statuses.
+const (
+	ExitOK          = 0
+	ExitFail        = 1
+	ExitUsage       = 2
+	ExitNotObserved = 3
+	ExitStale       = 4
+)
+
+func errorOutput(err error) Output {
+	code := ExitFail
+	switch refusal.CodeOf(err) {
+	case refusal.NotObserved:
+		code = ExitNotObserved
+	case refusal.StaleVersion:
+		code = ExitStale
+	}
+	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: code}
+}
+
+// RenderRead renders a read's outcome in "text" or "json".
+func RenderRead(name string, res *ReadResult, err error, format string) Output {
+	if err != nil {
+		if format == "json" {
+			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitFail}
+		}
+		return errorOutput(err)
+	}
+	if format == "json" {
+		return Output{Stdout: string(res.JSON())}
+	}
+	var notes strings.Builder
+	for _, n := range res.Notes {
+		fmt.Fprintf(&notes, "Note: %s\n", n)
+	}
+	return Output{Stdout: res.Text(), Stderr: notes.String()}
+}
+
+// RenderCheck renders a check's outcome.
+func RenderCheck(f *Freshness, err error) Output {
+	if err != nil {
+		return errorOutput(err)
+	}
+	if f.NewFile {
+		return Output{Stdout: fmt.Sprintf("fresh: %q does not exist yet; it may be created\n", f.Path)}
+	}
+	return Output{Stdout: fmt.Sprintf("fresh: %q is the version this session read\n", f.Path)}
+}
+
+// RenderWrite renders a write's outcome.
+func RenderWrite(res *WriteResult, err error) Output {
+	if err != nil {
+		out := errorOutput(err)
+		if res != nil { // written, but not recorded
+			out.Stdout = fmt.Sprintf("replaced %q: %d bytes, %d lines\n", res.Path, res.Bytes, res.TotalLines)
+		}
+		return out
+	}
+	verb := "replaced"
+	if res.Created {
+		verb = "created"
+	}
+	return Output{Stdout: fmt.Sprintf("%s %q: %d bytes, %d lines\n", verb, res.Path, res.Bytes, res.TotalLines)}
+}

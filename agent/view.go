@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"fsguard/refusal"
+	"fsguard/roots"
+)
+
+// View maps between a caller's own view of the mount and the host paths
+// the guard works with. A caller in a container names /workspace/src/a.go;
+// the guard resolves /srv/project/src/a.go; the caller must only ever see
+// the first. Prefix is where the caller sees the mount; with one root the
+// mount's top is that root, with several each root is a directory named
+// by its name.
+type View struct {
+	Prefix string
+	Roots  []*roots.Root
+}
+
+func (v *View) multi() bool { return len(v.Roots) > 1 }
+
+// ToHost turns a caller's name (relative to its cwd, both in its view)
+// into the host path, or refuses a name outside the mount.
+func (v *View) ToHost(name, cwd string) (string, error) {
+	if err := roots.ValidateName(name); err != nil {
+		return "", err
+	}
+	abs := name
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(cwd, abs)
+	}
+	abs = filepath.Clean(abs)
+	rel, ok := strings.CutPrefix(abs, v.Prefix)
+	if !ok || (rel != "" && rel[0] != '/') {
+		return "", refusal.Cannot(refusal.OutsideAllowedRoots, abs, "outside the allowed roots ("+v.Prefix+"); read a file inside it")
+	}
+	rel = strings.TrimPrefix(rel, "/")
+	if !v.multi() {
+		return filepath.Join(v.Roots[0].Path, rel), nil
+	}
+	first, rest, _ := strings.Cut(rel, "/")
+	for _, r := range v.Roots {
+		if r.Name == first {
+			return filepath.Join(r.Path, rest), nil
+		}
+	}
+	return "", refusal.Cannot(refusal.NotFound, abs, "not found; the top of the mount holds only the roots")
+}
+
+// ToView turns a host path back into the caller's view.
+func (v *View) ToView(host string) string {
+	for _, r := range v.Roots {
+		for _, base := range []string{r.Real, r.Path} {
+			if rel, ok := strings.CutPrefix(host, base); ok && (rel == "" || rel[0] == '/') {
+				top := v.Prefix
+				if v.multi() {
+					top = filepath.Join(v.Prefix, r.Name)
+				}
+				return filepath.Join(top, rel)
+			}
+		}
+	}
+	return host
+}
+
+// rewrite puts a refusal into the caller's view: its path, and every host
+// root path named in its message (a suggestion, the list of roots).
+func (v *View) rewrite(err error) error {
+	var r *refusal.Error
+	if v == nil || !errors.As(err, &r) {
+		return err
+	}
+	out := *r
+	out.Path = v.ToView(r.Path)
+	msg := r.Message
+	for _, root := range v.Roots {
+		top := v.Prefix
+		if v.multi() {
+			top = filepath.Join(v.Prefix, root.Name)
+		}
+		for _, base := range []string{root.Real, root.Path} {
+			msg = replacePathPrefix(msg, base, top)
+		}
+	}
+	out.Message = msg
+	return &out
+}
+
+// replacePathPrefix replaces base where it starts a path in s (followed by
+// '/', a quote, a comma, ')' or the end), so /srv/p does not touch /srv/pq.
+func replacePathPrefix(s, base, with string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, base)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(base)
+		if end == len(s) || strings.ContainsRune(`/"), `, rune(s[end])) {
+			b.WriteString(s[:i])
+			b.WriteString(with)
+		} else {
+			b.WriteString(s[:end])
+		}
+		s = s[end:]
+	}
+}

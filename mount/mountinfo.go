@@ -1,0 +1,65 @@
+package mount
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// MountEntry is one line of a mountinfo file.
+type MountEntry struct {
+	Dev        string // "major:minor"
+	Root       string // the mounted subtree of the filesystem
+	MountPoint string
+	FSType     string
+}
+
+// Mountinfo reads /proc/<pid>/mountinfo (pid 0: this process).
+func Mountinfo(pid int) ([]MountEntry, error) {
+	who := "self"
+	if pid > 0 {
+		who = strconv.Itoa(pid)
+	}
+	f, err := os.Open("/proc/" + who + "/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []MountEntry
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint opts ... - fstype source superopts
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		e := MountEntry{Dev: fields[2], Root: unescapeMount(fields[3]), MountPoint: unescapeMount(fields[4])}
+		for i, fld := range fields {
+			if fld == "-" && i+1 < len(fields) {
+				e.FSType = fields[i+1]
+			}
+		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
