@@ -15,6 +15,10 @@ type Output struct {
 	Stdout string `json:"stdout"`
 	Stderr string `json:"stderr"`
 	Exit   int    `json:"exit"`
+	// Code is the refusal code when the operation was refused.
+	Code string `json:"code,omitempty"`
+	// Message is the refusal's message alone, without "Error: ".
+	Message string `json:"message,omitempty"`
 }
 
 // Exit statuses.
@@ -34,14 +38,14 @@ func errorOutput(err error) Output {
 	case refusal.StaleVersion:
 		code = ExitStale
 	}
-	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: code}
+	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: code, Code: string(refusal.CodeOf(err)), Message: err.Error()}
 }
 
 // RenderRead renders a read's outcome in "text" or "json".
 func RenderRead(name string, res *ReadResult, err error, format string) Output {
 	if err != nil {
 		if format == "json" {
-			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitFail}
+			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitFail, Code: string(refusal.CodeOf(err)), Message: err.Error()}
 		}
 		return errorOutput(err)
 	}

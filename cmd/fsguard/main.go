@@ -33,6 +33,8 @@ func init() {
 		{"write", "replace a file from stdin, atomically, if the check passes", runWrite},
 		{"journal", "audit the journal: query, tail, stats, verify, export", runJournal},
 		{"policy", "check a policy file and print the effective policy", runPolicy},
+		{"mcp", "serve the read, check and write tools over the Model Context Protocol (stdio)", runMCP},
+		{"version", "print the version", runVersion},
 		{"mount", "serve a guarded read-only FUSE view of the roots", runMount},
 		{"unmount", "unmount an fsguard mount", runUnmount},
 	}

@@ -61,31 +61,46 @@ flags:
 	return perform(req, *policyFile, *socket, stdout, stderr)
 }
 
-// perform runs a request through the daemon when a socket is given, and
-// directly otherwise; either way the output is rendered the same way.
+// perform runs one request and prints its output.
 func perform(req control.Request, policyFile, socket string, stdout, stderr io.Writer) int {
+	do, done, code := performer(policyFile, socket, stderr)
+	if do == nil {
+		return code
+	}
+	defer done()
+	return emit(stdout, stderr, do(req))
+}
+
+// performer returns a function that runs requests through the daemon when
+// a socket is given, and directly otherwise; either way the output is
+// rendered the same way. Requests get this process's cwd.
+func performer(policyFile, socket string, stderr io.Writer) (func(control.Request) agent.Output, func(), int) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return fail(stderr, err)
+		return nil, nil, fail(stderr, err)
 	}
-	req.Cwd = cwd
 	if socket != "" {
-		out, err := control.Call(socket, req)
-		if err != nil {
-			return fail(stderr, err)
-		}
-		return emit(stdout, stderr, out)
+		return func(req control.Request) agent.Output {
+			req.Cwd = cwd
+			out, err := control.Call(socket, req)
+			if err != nil {
+				return agent.Output{Stderr: "Error: " + err.Error() + "\n", Exit: agent.ExitFail, Message: err.Error()}
+			}
+			return out
+		}, func() {}, 0
 	}
 	pol, ok := policyFor(policyFile, stderr)
 	if !ok {
-		return exitUsage
+		return nil, nil, exitUsage
 	}
 	svc, closeSvc, err := openService(pol)
 	if err != nil {
-		return fail(stderr, err)
+		return nil, nil, fail(stderr, err)
 	}
-	defer closeSvc()
-	return emit(stdout, stderr, control.Do(svc, req))
+	return func(req control.Request) agent.Output {
+		req.Cwd = cwd
+		return control.Do(svc, req)
+	}, closeSvc, 0
 }
 
 func emit(stdout, stderr io.Writer, out agent.Output) int {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"fsguard/mcpserver"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func runMCP(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	policyFile := fs.String("policy", "", "policy file (direct mode)")
+	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
+	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id for this connection (default: $FSGUARD_SESSION, else a fresh random id)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: fsguard mcp [--policy FILE | --socket SOCK] [--session ID]
+
+Serves the Model Context Protocol over stdin/stdout with three tools:
+read {path, offset?, limit?}, check {path} and write {path, content}.
+Tool results are exactly the text of fsguard read; refusals are tool
+errors "CODE: message". The connection is one session.
+
+example (an MCP client's server command):
+  fsguard mcp --socket /run/fsguard.sock
+`)
+		fs.PrintDefaults()
+	}
+	pos, code, ok := parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	do, done, code := performer(*policyFile, *socket, stderr)
+	if do == nil {
+		return code
+	}
+	defer done()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := mcpserver.New(version(), *session, do).Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+		return fail(stderr, err)
+	}
+	return 0
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fmt.Fprintf(stdout, "fsguard %s\n", version())
+	return 0
+}
+
+// version is the module version, or the VCS revision for a source build.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "devel-" + s.Value[:12]
+		}
+	}
+	return "devel"
+}

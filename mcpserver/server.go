@@ -1,0 +1,116 @@
+// Package mcpserver owns fsguard's Model Context Protocol front end: the
+// tools read, check and write over stdio (the official Go SDK), with the
+// session bound to the connection. Every tool call becomes the same
+// request the CLI makes, so results carry exactly the text of `fsguard
+// read`, and refusals come back as tool errors with the stable code.
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+
+	"fsguard/agent"
+	"fsguard/control"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Perform carries out one request (directly or through the daemon).
+type Perform func(control.Request) agent.Output
+
+// ReadArgs are the read tool's arguments.
+type ReadArgs struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset,omitempty"`
+	Limit  int64  `json:"limit,omitempty"`
+}
+
+// CheckArgs are the check tool's arguments.
+type CheckArgs struct {
+	Path string `json:"path"`
+}
+
+// WriteArgs are the write tool's arguments.
+type WriteArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// pathSchema: a non-blank path without NUL.
+func pathSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", MinLength: ptr(1), Pattern: `^[^\x00]*[^\s\x00][^\x00]*$`,
+		Description: "file path, absolute or relative to the server's working directory"}
+}
+
+func positive(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "integer", Minimum: ptr(1.0), Description: desc}
+}
+
+func object(props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Properties: props, Required: required, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// New returns the MCP server. session names the connection's session; an
+// empty one gets a fresh random id, so every connection is its own session.
+func New(version, session string, perform Perform) *mcp.Server {
+	if session == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		session = "mcp-" + hex.EncodeToString(b[:])
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "fsguard", Version: version}, nil)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "read",
+		Description: "Read a line-numbered window of a UTF-8 text file. The footer says exactly how to continue (offset=N).",
+		InputSchema: object(map[string]*jsonschema.Schema{
+			"path":   pathSchema(),
+			"offset": positive("first line to show, 1-based (default 1)"),
+			"limit":  positive("most lines to show (default and maximum: the policy's max_lines)"),
+		}, "path"),
+	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
+		return result(perform(control.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Session: session})), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "check",
+		Description: "Say whether this session may write the file: it must have read the current version.",
+		InputSchema: object(map[string]*jsonschema.Schema{"path": pathSchema()}, "path"),
+	}, func(_ context.Context, _ *mcp.CallToolRequest, a CheckArgs) (*mcp.CallToolResult, any, error) {
+		return result(perform(control.Request{Op: "check", Path: a.Path, Session: session})), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "write",
+		Description: "Replace (or create) a file atomically. Refused unless this session read the current version.",
+		InputSchema: object(map[string]*jsonschema.Schema{
+			"path":    pathSchema(),
+			"content": {Type: "string", Description: "the complete new content"},
+		}, "path", "content"),
+	}, func(_ context.Context, _ *mcp.CallToolRequest, a WriteArgs) (*mcp.CallToolResult, any, error) {
+		return result(perform(control.Request{Op: "write", Path: a.Path, Content: []byte(a.Content), Session: session})), nil, nil
+	})
+	return s
+}
+
+// result turns a command's output into a tool result: stdout as the text
+// on success; on refusal an error result "CODE: message".
+func result(out agent.Output) *mcp.CallToolResult {
+	if out.Exit != 0 {
+		msg := out.Message
+		if msg == "" {
+			msg = strings.TrimSpace(strings.TrimPrefix(out.Stderr, "Error: "))
+		}
+		if out.Code != "" {
+			msg = out.Code + ": " + msg
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+	}
+	content := []mcp.Content{&mcp.TextContent{Text: out.Stdout}}
+	if notes := strings.TrimSpace(out.Stderr); notes != "" {
+		content = append(content, &mcp.TextContent{Text: notes})
+	}
+	return &mcp.CallToolResult{Content: content}
+}

@@ -1,0 +1,108 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestMCPTranscript drives `fsguard mcp` from the SDK's real client over a
+// pipe: it lists the tools, reads a file in two pages by following the
+// continuation, is refused .env, and gets FS_STALE_VERSION for a stale
+// write. The exchange, with the temp dir replaced by $ROOT, must match
+// tests/testdata/mcp.golden.
+func TestMCPTranscript(t *testing.T) {
+	root := t.TempDir()
+	var b strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	writeFile(t, filepath.Join(root, "notes.md"), b.String(), 0o644)
+	writeFile(t, filepath.Join(root, ".env"), "TOKEN=secret\n", 0o644)
+	cmd := exec.Command(binary, "mcp", "--session", "mcp-test")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(t.TempDir(), "j.db"), "FSGUARD_POLICY=", "FSGUARD_SOCKET=")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "fsguard-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	var tr strings.Builder
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		schema, _ := json.Marshal(tool.InputSchema)
+		fmt.Fprintf(&tr, "tool %s %s\n", tool.Name, schema)
+	}
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		a, _ := json.Marshal(args)
+		fmt.Fprintf(&tr, "\n> %s %s (isError=%v)\n", name, a, res.IsError)
+		for _, c := range res.Content {
+			fmt.Fprintf(&tr, "%s\n", c.(*mcp.TextContent).Text)
+		}
+		return res
+	}
+	first := call("read", map[string]any{"path": "notes.md", "limit": 20})
+	m := regexp.MustCompile(`Use offset=(\d+) to continue`).FindStringSubmatch(first.Content[0].(*mcp.TextContent).Text)
+	if m == nil {
+		t.Fatalf("first page has no continuation")
+	}
+	next, _ := strconv.Atoi(m[1])
+	second := call("read", map[string]any{"path": "notes.md", "offset": next, "limit": 20})
+	if !strings.Contains(second.Content[0].(*mcp.TextContent).Text, "(End of file - total 30 lines)") {
+		t.Fatal("second page did not reach the end")
+	}
+	if r := call("read", map[string]any{"path": ".env"}); !r.IsError || !strings.HasPrefix(r.Content[0].(*mcp.TextContent).Text, "DENIED: ") {
+		t.Fatal(".env was not refused with DENIED")
+	}
+	// Bad input is refused by the schema, before the tool runs.
+	for _, bad := range []map[string]any{{"path": ""}, {"path": "notes.md", "limit": 0}, {"path": "notes.md", "extra": 1}} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: bad})
+		if err == nil && !res.IsError {
+			t.Errorf("schema accepted %v", bad)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "notes.md"), []byte("changed outside\n"), 0o644)
+	if r := call("write", map[string]any{"path": "notes.md", "content": "mine\n"}); !r.IsError || !strings.HasPrefix(r.Content[0].(*mcp.TextContent).Text, "FS_STALE_VERSION: ") {
+		t.Fatal("stale write was not refused with FS_STALE_VERSION")
+	}
+	call("read", map[string]any{"path": "notes.md"})
+	call("write", map[string]any{"path": "notes.md", "content": "mine\n"})
+
+	got := strings.ReplaceAll(tr.String(), root, "$ROOT")
+	golden := filepath.Join("testdata", "mcp.golden")
+	if *update {
+		os.WriteFile(golden, []byte(got), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./tests -run TestMCPTranscript -update)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("transcript differs from %s:\n%s", golden, got)
+	}
+}
