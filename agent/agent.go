@@ -102,7 +102,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 		out.Notes = append(out.Notes, s.notRecorded())
 		return out, nil
 	}
-	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" {
+	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" && res.Image == nil {
 		held, err := s.Journal.Holds(req.Session, o.RealPath, rec.ContentID, res.Totals.Lines)
 		if err != nil {
 			return nil, err

@@ -19,6 +19,9 @@ type Output struct {
 	Code string `json:"code,omitempty"`
 	// Message is the refusal's message alone, without "Error: ".
 	Message string `json:"message,omitempty"`
+	// Image carries an image read's bytes for front ends that can show
+	// them (MCP); the text output only describes it.
+	Image *read.Image `json:"image,omitempty"`
 }
 
 // Exit statuses.
@@ -56,7 +59,7 @@ func RenderRead(name string, res *ReadResult, err error, format string) Output {
 	for _, n := range res.Notes {
 		fmt.Fprintf(&notes, "Note: %s\n", n)
 	}
-	return Output{Stdout: res.Text(), Stderr: notes.String()}
+	return Output{Stdout: res.Text(), Stderr: notes.String(), Image: res.Image}
 }
 
 // RenderCheck renders a check's outcome.

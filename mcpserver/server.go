@@ -109,6 +109,9 @@ func result(out agent.Output) *mcp.CallToolResult {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 	}
 	content := []mcp.Content{&mcp.TextContent{Text: out.Stdout}}
+	if out.Image != nil && out.Image.Data != nil {
+		content = append(content, &mcp.ImageContent{Data: out.Image.Data, MIMEType: out.Image.MIME})
+	}
 	if notes := strings.TrimSpace(out.Stderr); notes != "" {
 		content = append(content, &mcp.TextContent{Text: notes})
 	}

@@ -11,9 +11,13 @@ import (
 // Text renders the exact text envelope of a successful read.
 func (r *Result) Text() string {
 	var b strings.Builder
+	kind := "file"
+	if r.Image != nil {
+		kind = "image"
+	}
 	b.WriteString("<path>")
 	b.WriteString(r.Path)
-	b.WriteString("</path>\n<type>file</type>\n<content>\n")
+	b.WriteString("</path>\n<type>" + kind + "</type>\n<content>\n")
 	b.WriteString(r.Body)
 	b.WriteString("</content>\n")
 	return b.String()
@@ -40,6 +44,7 @@ type Envelope struct {
 	Observation  *Observation  `json:"observation,omitempty"`
 	Notes        []string      `json:"notes"`
 	Footer       string        `json:"footer,omitempty"`
+	Image        *Image        `json:"image,omitempty"`
 }
 
 // JSON renders a successful read.
@@ -47,7 +52,7 @@ func (r *Result) JSON() []byte {
 	e := Envelope{
 		Status: "ok", Path: r.Path, Range: &r.Range, Totals: &r.Totals,
 		Truncation: &r.Truncation, Continuation: r.Continuation,
-		Observation: &r.Observation, Notes: r.Notes, Footer: r.Footer,
+		Observation: &r.Observation, Notes: r.Notes, Footer: r.Footer, Image: r.Image,
 		Lines: make([]JSONLine, len(r.Lines)),
 	}
 	if e.Notes == nil {

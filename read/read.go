@@ -82,6 +82,8 @@ type Result struct {
 	Notes        []string
 	// Body is exactly what goes between <content> and </content>.
 	Body string
+	// Image is set for an image file: Body then describes it.
+	Image *Image
 }
 
 // Reader performs reads under one guard.
@@ -114,6 +116,9 @@ func (r *Reader) Read(req Request) (*Result, error) {
 	class, err := r.classify(f)
 	if err != nil {
 		return nil, err
+	}
+	if class.Class == sniff.Image {
+		return r.image(f, class.MIME, notes)
 	}
 	refuseKeys := r.Guard.Policy().Refuses(string(sniff.PrivateKey))
 	opts := window.Options{
@@ -169,7 +174,7 @@ func (r *Reader) classify(f *roots.File) (sniff.Result, error) {
 	case sniff.Binary:
 		return c, refusal.Cannot(refusal.Binary, f.Name, fmt.Sprintf("binary file (%s); fsguard shows text files only", c.MIME))
 	case sniff.Image:
-		return c, refusal.Cannot(refusal.Image, f.Name, fmt.Sprintf("image file (%s, %d bytes); fsguard shows text files only", c.MIME, f.Stat.Size))
+		return c, nil // described, not refused (see image)
 	case sniff.Encoding:
 		why := "not UTF-8 (" + c.MIME + ")"
 		if c.BadByte >= 0 {
@@ -178,6 +183,27 @@ func (r *Reader) classify(f *roots.File) (sniff.Result, error) {
 		return c, refusal.Cannot(refusal.Encoding, f.Name, why+"; fsguard shows UTF-8 text only")
 	}
 	return c, nil
+}
+
+// image answers a read of an image: its description, and its bytes when
+// they fit in max_media_bytes. The observation covers the whole file only
+// when the bytes were returned.
+func (r *Reader) image(f *roots.File, mime string, notes []string) (*Result, error) {
+	img, sum, err := readImage(f, mime, r.Guard.Policy().Limits.MaxMediaBytes)
+	if err != nil {
+		return nil, err
+	}
+	now, err := f.Restat()
+	if err != nil || now != f.Identity() {
+		return nil, refusal.Cannot(refusal.ChangedDuringRead, f.Name, "the file changed while it was being read; read it again")
+	}
+	res := &Result{Path: f.Name, Image: img, Body: imageBody(img), Notes: notes,
+		Totals: Totals{Bytes: f.Stat.Size, Complete: true}, Truncation: Truncation{Reason: "none", ClampedLines: []int64{}}}
+	st := f.Identity()
+	o := Observation{StatID: StatID(f.Real, st), ViewID: hashHex(res.Body), Identity: st, RealPath: f.Real, ContentID: &sum, WholeFileVisible: img.Data != nil}
+	o.ID = hashHex(o.StatID, sum, o.ViewID)
+	res.Observation = o
+	return res, nil
 }
 
 func privateKey(name string) error {

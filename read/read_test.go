@@ -3,6 +3,8 @@ package read
 import (
 	"bytes"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"net"
 	"os"
@@ -162,7 +164,6 @@ func TestRefusals(t *testing.T) {
 		{"sock", refusal.NotAFile},
 		{"dir", refusal.NotAFile},
 		{"bin.dat", refusal.Binary},
-		{"img.png", refusal.Image},
 		{"utf16.txt", refusal.Encoding},
 		{"latin1.txt", refusal.Encoding},
 	}
@@ -415,4 +416,38 @@ func mustScan(t *testing.T, fh *roots.File) *window.Result {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func TestImages(t *testing.T) {
+	f := newFixture(t)
+	var pngBuf bytes.Buffer
+	png.Encode(&pngBuf, image.NewRGBA(image.Rect(0, 0, 3, 2)))
+	png1x1 := pngBuf.String()
+	gif := "GIF89a\x05\x00\x04\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x05\x00\x04\x00\x00\x02\x02D\x01\x00;"
+	webp := "RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00\x2f\x09\xc0\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+	for name, tc := range map[string]struct {
+		content, mime string
+		w, h          int
+	}{
+		"a.png": {png1x1, "image/png", 3, 2}, "b.gif": {gif, "image/gif", 5, 4}, "c.webp": {webp, "image/webp", 10, 8},
+	} {
+		f.write(name, tc.content)
+		res, err := f.read(name, 0, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := fmt.Sprintf("(Image: %s, %dx%d pixels, %d bytes.", tc.mime, tc.w, tc.h, len(tc.content))
+		if !strings.Contains(res.Text(), "<type>image</type>") || !strings.Contains(res.Body, want) {
+			t.Errorf("%s: %q, want %q", name, res.Text(), want)
+		}
+		if string(res.Image.Data) != tc.content || !strings.Contains(string(res.JSON()), `"base64":"`) {
+			t.Errorf("%s: image bytes not returned", name)
+		}
+	}
+	// Larger than max_media_bytes: described, bytes withheld.
+	f.r.Guard.Policy().Limits.MaxMediaBytes = 10
+	res, _ := f.read("a.png", 0, 0)
+	if res.Image.Data != nil || !strings.Contains(res.Body, "larger than max_media_bytes") || res.Observation.WholeFileVisible {
+		t.Errorf("large image: %q", res.Body)
+	}
 }
