@@ -33,6 +33,20 @@ type Service struct {
 	// View, when set, is the caller's view of the mount: names come in and
 	// paths go out in it (the control socket). Nil in direct mode.
 	View *View
+	// OnRecord, when set, sees every record once it is committed (the
+	// daemon's metrics).
+	OnRecord func(*journal.Record)
+}
+
+// append commits a record and reports it to OnRecord.
+func (s *Service) append(r *journal.Record) error {
+	if err := s.Journal.Append(r); err != nil {
+		return err
+	}
+	if s.OnRecord != nil {
+		s.OnRecord(r)
+	}
+	return nil
 }
 
 // resolve turns a caller's name into what the guard resolves.
@@ -113,7 +127,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 			rec.ViewID, rec.Start, rec.End, rec.WholeFileVisible = "", 0, 0, false
 		}
 	}
-	if err := s.Journal.Append(rec); err != nil {
+	if err := s.append(rec); err != nil {
 		out.Notes = append(out.Notes, "nothing was recorded in the journal: "+err.Error())
 	}
 	return out, nil
@@ -139,7 +153,7 @@ func (s *Service) recordRefusal(session, path string, err error) {
 		if r, ok := err.(*refusal.Error); ok && r.Path != "" {
 			shown = r.Path
 		}
-		s.Journal.Append(&journal.Record{Kind: journal.KindDenial, Session: session, Path: shown, Code: string(code), Pid: s.Pid, Uid: s.Uid, Process: s.Process})
+		s.append(&journal.Record{Kind: journal.KindDenial, Session: session, Path: shown, Code: string(code), Pid: s.Pid, Uid: s.Uid, Process: s.Process})
 	}
 }
 

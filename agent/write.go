@@ -241,7 +241,7 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 		WholeFileVisible: true, Start: min(1, scan.TotalLines), End: scan.TotalLines, TotalLines: scan.TotalLines,
 		Identity: &id, Pid: s.Pid, Uid: s.Uid, Process: s.Process,
 	}
-	if err := s.Journal.Append(rec); err != nil {
+	if err := s.append(rec); err != nil {
 		return res, fmt.Errorf("the file was written, but the journal could not record it (%v): the next write will need a re-read", err)
 	}
 	return res, nil

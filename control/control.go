@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"fsguard/agent"
+	"fsguard/metrics"
 	"fsguard/mount"
 	"fsguard/read"
 
@@ -53,7 +54,9 @@ type Server struct {
 	// MountDev is the mount's device ("major:minor") by which the peer's
 	// view of the mount is found in its mountinfo.
 	MountDev string
-	http     *http.Server
+	// Metrics, when set, is served at GET /metrics.
+	Metrics *metrics.Set
+	http    *http.Server
 }
 
 // Serve listens on the unix socket at path (replacing a stale one) and
@@ -69,6 +72,12 @@ func (s *Server) Serve(path string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/op", s.handle)
 	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	if s.Metrics != nil {
+		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			s.Metrics.Write(w)
+		})
+	}
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,

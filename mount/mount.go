@@ -28,6 +28,8 @@ type Config struct {
 	AllowOther bool
 	Audit      Auditor
 	Debug      bool
+	// Latency, when set, is told how long each served operation took.
+	Latency func(op string, d time.Duration)
 }
 
 // Server is a live mount.
@@ -58,7 +60,7 @@ func Mount(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	v := &view{audit: cfg.Audit, cache: newSniffCache(1 << 16), mountPoint: mp, ids: map[idKey]uint64{},
-		kernelOpen: cfg.Policy.Mount.Open == "kernel"}
+		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency}
 	if v.audit == nil {
 		v.audit = &JSONLines{W: os.Stderr}
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"fsguard/refusal"
 	"fsguard/roots"
@@ -63,6 +64,7 @@ func (n *node) child(name string) string {
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	defer n.v.timed("lookup", time.Now())
 	g, r := n.v.root(n.root)
 	if r == nil {
 		return nil, syscall.ENOENT
@@ -84,6 +86,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 }
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	defer n.v.timed("getattr", time.Now())
 	if h, ok := f.(*handle); ok {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(h.f.Fd()), &st); err != nil {
@@ -107,6 +110,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	defer n.v.timed("readlink", time.Now())
 	g, r := n.v.root(n.root)
 	if r == nil {
 		return nil, syscall.ENOENT
@@ -139,6 +143,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 
 // load lists the directory through the guard.
 func (l *listing) load() syscall.Errno {
+	defer l.n.v.timed("readdir", time.Now())
 	n := l.n
 	g, r := n.v.root(n.root)
 	if r == nil {
@@ -166,6 +171,7 @@ func (l *listing) load() syscall.Errno {
 // "daemon" mode each open is checked here and large files are handed to
 // the kernel for passthrough reads.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	defer n.v.timed("open", time.Now())
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND|syscall.O_CREAT) != 0 {
 		return nil, 0, syscall.EROFS
 	}
@@ -210,6 +216,7 @@ func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
 // without one (kernel open mode) it admits the file afresh, so no byte
 // reaches the page cache that the current policy would not show.
 func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	defer n.v.timed("read", time.Now())
 	if h, ok := fh.(*handle); ok {
 		return h.Read(ctx, dest, off)
 	}

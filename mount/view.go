@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"fsguard/policy"
 	"fsguard/refusal"
@@ -32,6 +33,7 @@ type view struct {
 	mountPoint string
 	// kernelOpen: the kernel opens files without asking (see node.Open).
 	kernelOpen bool
+	latency    func(op string, d time.Duration)
 
 	idMu sync.Mutex
 	ids  map[idKey]uint64
@@ -55,6 +57,13 @@ func (v *view) ino(dev, ino uint64, mode uint32) uint64 {
 		v.ids[k] = id
 	}
 	return id
+}
+
+// timed reports an operation's latency; use as defer v.timed(op, time.Now()).
+func (v *view) timed(op string, start time.Time) {
+	if v.latency != nil {
+		v.latency(op, time.Since(start))
+	}
 }
 
 func (v *view) policy() *policy.Policy { return v.guard.Load().Policy() }

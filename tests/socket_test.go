@@ -1,7 +1,11 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +64,21 @@ func TestControlSocket(t *testing.T) {
 	}
 	if _, e, c, _ := client("x", "write", "../README.md"); c != 3 {
 		t.Fatalf("write of an unread file: %d %s", c, e)
+	}
+	// /metrics on the socket counts what happened.
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	resp, err := hc.Get("http://fsguard/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mout, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`fsguard_reads_total{origin="read"} 1`, `fsguard_denials_total{code="DENIED"}`, `fsguard_fuse_op_seconds_count{op="lookup"}`} {
+		if !strings.Contains(string(mout), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, mout)
+		}
 	}
 	// The daemon's journal holds the read, stamped with the client's pid.
 	cmd := exec.Command(binary, "journal", "query", "--session", "sock", "--format", "json")

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"fsguard/agent"
 	"fsguard/control"
 	"fsguard/journal"
+	"fsguard/metrics"
 	"fsguard/mount"
 )
 
@@ -49,7 +51,8 @@ flags:
 	if !ok {
 		return exitUsage
 	}
-	var audit mount.Auditor = &mount.JSONLines{W: stderr}
+	m := metrics.New()
+	var audit mount.Auditor = countingAudit{m: m, next: &mount.JSONLines{W: stderr}}
 	j, jerr := journal.Open(journal.Locate(pol.Journal.Path))
 	if jerr != nil {
 		log.Warn("no journal: denials are logged on stderr only", "err", jerr.Error())
@@ -60,6 +63,7 @@ flags:
 	srv, err := mount.Mount(mount.Config{
 		Policy: pol, MountPoint: arg, AllowOther: *allowOther,
 		Audit: audit, Debug: *debug,
+		Latency: func(op string, d time.Duration) { m.FuseOps.Observe(op, d) },
 	})
 	if err != nil {
 		return fail(stderr, err)
@@ -68,7 +72,7 @@ flags:
 		*socket = pol.Control.Socket
 	}
 	if *socket != "" {
-		ctl, err := serveControl(srv, j, jerr, *socket)
+		ctl, err := serveControl(srv, j, jerr, m, *socket)
 		if err != nil {
 			srv.Unmount()
 			return fail(stderr, fmt.Errorf("control socket %s: %w", *socket, err))
@@ -108,16 +112,37 @@ flags:
 
 // serveControl starts the control socket. Each request gets a service
 // built on the guard in force at that moment and the daemon's journal.
-func serveControl(srv *mount.Server, j *journal.Journal, jerr error, path string) (*control.Server, error) {
+func serveControl(srv *mount.Server, j *journal.Journal, jerr error, m *metrics.Set, path string) (*control.Server, error) {
 	dev, err := srv.Dev()
 	if err != nil {
 		return nil, err
 	}
-	c := &control.Server{MountDev: dev, Service: func() *agent.Service {
+	count := func(r *journal.Record) {
+		switch {
+		case r.Kind == journal.KindDenial:
+			m.Denials.Add(r.Code, 1)
+		case r.Origin == journal.OriginRead || r.Origin == journal.OriginLedger:
+			m.Reads.Add(r.Origin, 1)
+			m.Delivered.Add("", float64(r.Delivered))
+			m.Saved.Add("", float64(r.Saved))
+		}
+	}
+	c := &control.Server{MountDev: dev, Metrics: m, Service: func() *agent.Service {
 		g := srv.Guard()
-		return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView}
+		return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count}
 	}}
 	return c, c.Serve(path)
+}
+
+// countingAudit counts the mount's denials for /metrics.
+type countingAudit struct {
+	m    *metrics.Set
+	next mount.Auditor
+}
+
+func (a countingAudit) Denial(d mount.Denial) {
+	a.m.Denials.Add(string(d.Code), 1)
+	a.next.Denial(d)
 }
 
 // journalAudit records the mount's denials in the journal, and logs them

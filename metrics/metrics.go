@@ -1,0 +1,151 @@
+// Package metrics owns the daemon's Prometheus-format metrics: labelled
+// counters and latency histograms kept in memory since the daemon started,
+// written in the text exposition format. Small on purpose: a handful of
+// series, no client library.
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Counter is a monotonically increasing value per label value.
+type Counter struct {
+	Name, Help, Label string
+	mu                sync.Mutex
+	vals              map[string]float64
+}
+
+// Add adds v to the series with label value lv ("" when unlabelled).
+func (c *Counter) Add(lv string, v float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.vals == nil {
+		c.vals = map[string]float64{}
+	}
+	c.vals[lv] += v
+}
+
+func (c *Counter) write(w io.Writer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", c.Name, c.Help, c.Name)
+	if len(c.vals) == 0 && c.Label == "" {
+		fmt.Fprintf(w, "%s 0\n", c.Name)
+	}
+	for _, lv := range sortedKeys(c.vals) {
+		fmt.Fprintf(w, "%s%s %g\n", c.Name, labels(c.Label, lv, ""), c.vals[lv])
+	}
+}
+
+// Histogram counts observations into fixed buckets, per label value.
+type Histogram struct {
+	Name, Help, Label string
+	Buckets           []float64 // upper bounds, ascending, in seconds
+	mu                sync.Mutex
+	series            map[string]*hseries
+}
+
+type hseries struct {
+	counts []uint64
+	sum    float64
+	n      uint64
+}
+
+// Observe records one duration.
+func (h *Histogram) Observe(lv string, d time.Duration) {
+	s := d.Seconds()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.series == nil {
+		h.series = map[string]*hseries{}
+	}
+	hs := h.series[lv]
+	if hs == nil {
+		hs = &hseries{counts: make([]uint64, len(h.Buckets))}
+		h.series[lv] = hs
+	}
+	for i, b := range h.Buckets {
+		if s <= b {
+			hs.counts[i]++
+		}
+	}
+	hs.sum += s
+	hs.n++
+}
+
+func (h *Histogram) write(w io.Writer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", h.Name, h.Help, h.Name)
+	keys := make([]string, 0, len(h.series))
+	for k := range h.series {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, lv := range keys {
+		hs := h.series[lv]
+		for i, b := range h.Buckets {
+			fmt.Fprintf(w, "%s_bucket%s %d\n", h.Name, labels(h.Label, lv, fmt.Sprintf("%g", b)), hs.counts[i])
+		}
+		fmt.Fprintf(w, "%s_bucket%s %d\n", h.Name, labels(h.Label, lv, "+Inf"), hs.n)
+		fmt.Fprintf(w, "%s_sum%s %g\n%s_count%s %d\n", h.Name, labels(h.Label, lv, ""), hs.sum, h.Name, labels(h.Label, lv, ""), hs.n)
+	}
+}
+
+func labels(name, value, le string) string {
+	var parts []string
+	if name != "" {
+		parts = append(parts, fmt.Sprintf("%s=%q", name, value))
+	}
+	if le != "" {
+		parts = append(parts, fmt.Sprintf("le=%q", le))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Set is the daemon's metrics.
+type Set struct {
+	Reads     Counter
+	Denials   Counter
+	Delivered Counter
+	Saved     Counter
+	FuseOps   Histogram
+}
+
+// New returns the daemon's metric set.
+func New() *Set {
+	return &Set{
+		Reads:     Counter{Name: "fsguard_reads_total", Help: "Agent reads answered, by origin (read: lines shown; ledger: a notice instead).", Label: "origin"},
+		Denials:   Counter{Name: "fsguard_denials_total", Help: "Refused accesses, by refusal code.", Label: "code"},
+		Delivered: Counter{Name: "fsguard_bytes_delivered_total", Help: "Bytes of read output handed to agents."},
+		Saved:     Counter{Name: "fsguard_ledger_bytes_saved_total", Help: "Bytes not sent because the session already held the file."},
+		FuseOps: Histogram{Name: "fsguard_fuse_op_seconds", Help: "Latency of FUSE operations served by the daemon.", Label: "op",
+			Buckets: []float64{10e-6, 50e-6, 100e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1}},
+	}
+}
+
+// Write writes the exposition.
+func (s *Set) Write(w io.Writer) {
+	s.Reads.write(w)
+	s.Denials.write(w)
+	s.Delivered.write(w)
+	s.Saved.write(w)
+	s.FuseOps.write(w)
+}
