@@ -68,3 +68,16 @@ func TestCommandsExitCodesAndOutput(t *testing.T) {
 		t.Errorf("stale write: exit %d: %s", code, errs)
 	}
 }
+
+func TestBashCompletion(t *testing.T) {
+	script := `source <("$FSG" completion bash)
+COMP_WORDS=(fsguard jo); COMP_CWORD=1; _fsguard; echo "1:${COMPREPLY[*]}"
+COMP_WORDS=(fsguard read --no); COMP_CWORD=2; _fsguard; echo "2:${COMPREPLY[*]}"
+COMP_WORDS=(fsguard journal ve); COMP_CWORD=2; _fsguard; echo "3:${COMPREPLY[*]}"`
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), "FSG="+binary)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "1:journal") || !strings.Contains(string(out), "2:--no-dedupe") || !strings.Contains(string(out), "3:verify") {
+		t.Fatalf("completion: %v\n%s", err, out)
+	}
+}

@@ -35,6 +35,7 @@ func init() {
 		{"policy", "check a policy file and print the effective policy", runPolicy},
 		{"mcp", "serve the read, check and write tools over the Model Context Protocol (stdio)", runMCP},
 		{"version", "print the version", runVersion},
+		{"completion", "print a bash or zsh completion script", runCompletion},
 		{"mount", "serve a guarded read-only FUSE view of the roots", runMount},
 		{"unmount", "unmount an fsguard mount", runUnmount},
 	}
