@@ -20,6 +20,10 @@ var flagsOf = map[string]string{
 
 func runCompletion(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
+		code := exitUsage
+		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+			code = 0
+		}
 		fmt.Fprint(stderr, `usage: fsguard completion bash|zsh
 
 Prints a shell completion script.
@@ -28,7 +32,7 @@ examples:
   source <(fsguard completion bash)
   fsguard completion zsh > "${fpath[1]}/_fsguard"
 `)
-		return exitUsage
+		return code
 	}
 	var names []string
 	for _, c := range commands {
