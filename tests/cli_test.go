@@ -11,20 +11,8 @@ import (
 // fsguard runs the binary in dir with its own journal and session.
 func fsguard(t *testing.T, dir, journal, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+journal, "FSGUARD_SESSION=cli", "FSGUARD_POLICY=")
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	out, errs, code, _ := runBinary(t, dir, []string{"FSGUARD_JOURNAL=" + journal, "FSGUARD_SESSION=cli", "FSGUARD_POLICY="}, stdin, args...)
+	return out, errs, code
 }
 
 func TestCommandsExitCodesAndOutput(t *testing.T) {

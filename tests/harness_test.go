@@ -244,3 +244,23 @@ func writePolicy(t *testing.T, path string, roots []string, extra string) {
 	b.WriteString(extra)
 	writeFile(t, path, b.String(), 0o644)
 }
+
+// runBinary runs the fsguard binary in dir with extra environment and
+// stdin, and returns its stdout, stderr, exit status and pid.
+func runBinary(t *testing.T, dir string, env []string, stdin string, args ...string) (string, string, int, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code, cmd.Process.Pid
+}

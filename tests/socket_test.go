@@ -21,18 +21,7 @@ func TestControlSocket(t *testing.T) {
 	sock := filepath.Join(f.base, "ctl.sock")
 	d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
 	client := func(stdin string, args ...string) (string, string, int, int) {
-		cmd := exec.Command(binary, args...)
-		cmd.Dir = filepath.Join(f.mp, "src")
-		cmd.Env = append(os.Environ(), "FSGUARD_SOCKET="+sock, "FSGUARD_SESSION=sock", "FSGUARD_JOURNAL=/nonexistent/should-not-be-used.db")
-		cmd.Stdin = strings.NewReader(stdin)
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return out.String(), errb.String(), code, cmd.Process.Pid
+		return runBinary(t, filepath.Join(f.mp, "src"), []string{"FSGUARD_SOCKET=" + sock, "FSGUARD_SESSION=sock", "FSGUARD_JOURNAL=/nonexistent/should-not-be-used.db"}, stdin, args...)
 	}
 	out, errs, code, pid := client("", "read", "main.go")
 	if code != 0 || !strings.HasPrefix(out, "<path>"+filepath.Join(f.mp, "src", "main.go")+"</path>") || !strings.Contains(out, "1: package main") {
