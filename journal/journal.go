@@ -189,6 +189,12 @@ CREATE INDEX IF NOT EXISTS records_by_time ON records(time_ns);
 `
 
 func (j *Journal) init() error {
+	// The common case, an existing journal of this version, needs no write
+	// lock: only a new or older journal takes one.
+	var v string
+	if err := j.db.QueryRow(`SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v); err == nil && v == strconv.Itoa(SchemaVersion) {
+		return nil
+	}
 	ctx := context.Background()
 	tx, err := j.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -198,7 +204,6 @@ func (j *Journal) init() error {
 	if _, err := tx.Exec(schema); err != nil {
 		return err
 	}
-	var v string
 	err = tx.QueryRow(`SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v)
 	switch {
 	case err == sql.ErrNoRows:
