@@ -79,6 +79,6 @@ _fsguard() {
   fi
 }
 _fsguard "$@"
-`, strings.Join(names, " "), strings.ReplaceAll(cases.String(), ")", ")"))
+`, strings.Join(names, " "), cases.String())
 	return 0
 }
