@@ -53,7 +53,10 @@ type Policy struct {
 type Root struct {
 	Path string `toml:"path"`
 	Name string `toml:"name"`
-	Real string `toml:"-"`
+	// CrossMounts lets paths enter mount points below the root. Off by
+	// default: a bind mount inside a root does not widen the view.
+	CrossMounts bool   `toml:"cross_mounts"`
+	Real        string `toml:"-"`
 }
 
 // Deny holds the deny rules: absolute subtrees and globs.
@@ -424,7 +427,7 @@ func (p *Policy) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# effective policy (source: %s)\n", p.Source)
 	for _, r := range p.Roots {
-		fmt.Fprintf(&b, "[[root]]\npath = %q\nname = %q\n", r.Path, r.Name)
+		fmt.Fprintf(&b, "[[root]]\npath = %q\nname = %q\ncross_mounts = %v\n", r.Path, r.Name, r.CrossMounts)
 		if r.Real != r.Path {
 			fmt.Fprintf(&b, "# resolves to %q\n", r.Real)
 		}

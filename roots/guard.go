@@ -38,7 +38,11 @@ type Root struct {
 	Path string // absolute path as configured
 	Real string // symlink-free path; what fd refers to
 	Dev  uint64 // device of the root directory
-	fd   int
+	// crossMounts lets resolution enter mount points below the root; by
+	// default a bind mount inside a root is a wall (RESOLVE_NO_XDEV), so
+	// binding /etc under a root does not put /etc in the view.
+	crossMounts bool
+	fd          int
 }
 
 // FD returns the root's O_PATH directory descriptor. It stays valid until
@@ -60,7 +64,7 @@ func New(p *policy.Policy) (*Guard, error) {
 			g.Close()
 			return nil, fmt.Errorf("root %s: %w", pr.Path, err)
 		}
-		g.roots = append(g.roots, &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, fd: fd})
+		g.roots = append(g.roots, &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, crossMounts: pr.CrossMounts, fd: fd})
 	}
 	return g, nil
 }
@@ -203,11 +207,16 @@ func (g *Guard) Open(name, cwd string) (*File, error) {
 	return g.OpenIn(root, rel, display)
 }
 
-// openBeneath resolves rel beneath dirfd. It first forbids symlinks
+// open resolves rel beneath the root. It first forbids symlinks
 // altogether: in the common case (no link on the path) the real path is
 // then known without asking the kernel for it.
-func openBeneath(dirfd int, rel string, flags uint64) (fd int, viaLink bool, err error) {
-	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+func (r *Root) open(rel string, flags uint64) (fd int, viaLink bool, err error) {
+	dirfd := r.fd
+	var xdev uint64 = unix.RESOLVE_NO_XDEV
+	if r.crossMounts {
+		xdev = 0
+	}
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | xdev}
 	for {
 		fd, err = unix.Openat2(dirfd, rel, &how)
 		if err != unix.EINTR && err != unix.EAGAIN {
@@ -217,7 +226,7 @@ func openBeneath(dirfd int, rel string, flags uint64) (fd int, viaLink bool, err
 	if err != unix.ELOOP {
 		return fd, false, err
 	}
-	how.Resolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
+	how.Resolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | xdev
 	for {
 		fd, err = unix.Openat2(dirfd, rel, &how)
 		if err != unix.EINTR && err != unix.EAGAIN {
@@ -248,7 +257,7 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 	}
 	// O_PATH first: opening a FIFO or a device for reading can block or have
 	// side effects; an O_PATH descriptor can be fstat'ed and does neither.
-	pfd, viaLink, err := openBeneath(root.fd, rel, unix.O_PATH)
+	pfd, viaLink, err := root.open(rel, unix.O_PATH)
 	if err == unix.EXDEV {
 		return g.openAcross(root, rel, display, hops)
 	}
@@ -316,7 +325,7 @@ func (g *Guard) openAcross(root *Root, rel, display string, hops int) (*File, er
 	}
 	r2, rel2 := g.rootOf(target)
 	if r2 == nil || hops > 0 {
-		return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the allowed roots; read a file inside them")
+		return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the path leads outside the allowed roots (through a symbolic link or a mount point); read a file inside them")
 	}
 	return g.openIn(r2, rel2, display, hops+1)
 }
