@@ -243,18 +243,28 @@ func (j *Journal) checkHead() error {
 	if err := j.db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
 		return j.damage(err)
 	}
-	if fi, err := os.Stat(j.path); err == nil && before && walEmpty() && fi.Size() < pages*pageSize {
+	// The main file is looked at only after the WAL is seen empty again,
+	// so a checkpoint that ran meanwhile has already grown it.
+	after := walEmpty()
+	if fi, err := os.Stat(j.path); err == nil && before && after && fi.Size() < pages*pageSize {
 		return &DamageError{Path: j.path, Why: fmt.Sprintf("the file is %d bytes but holds %d pages of %d: it was truncated", fi.Size(), pages, pageSize)}
 	}
-	seq, hash, err := j.head(j.db)
+	// One statement is one snapshot: a writer committing meanwhile cannot
+	// make the head and the last record disagree.
+	var seqS, hash string
+	var lastSeq sql.NullInt64
+	var lastHash sql.NullString
+	err := j.db.QueryRow(`SELECT
+		(SELECT value FROM meta WHERE key = 'head_seq'),
+		(SELECT value FROM meta WHERE key = 'head_hash'),
+		(SELECT seq FROM records ORDER BY seq DESC LIMIT 1),
+		(SELECT hash FROM records ORDER BY seq DESC LIMIT 1)`).Scan(&seqS, &hash, &lastSeq, &lastHash)
 	if err != nil {
 		return j.damage(err)
 	}
-	var lastSeq sql.NullInt64
-	var lastHash sql.NullString
-	err = j.db.QueryRow(`SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1`).Scan(&lastSeq, &lastHash)
-	if err != nil && err != sql.ErrNoRows {
-		return j.damage(err)
+	seq, err := strconv.ParseInt(seqS, 10, 64)
+	if err != nil {
+		return &DamageError{Path: j.path, Why: "the head is unreadable: " + err.Error()}
 	}
 	if lastSeq.Int64 != seq || (seq > 0 && lastHash.String != hash) {
 		return &DamageError{Path: j.path, Why: fmt.Sprintf("the head says record %d but the last record is %d", seq, lastSeq.Int64)}

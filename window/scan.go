@@ -63,10 +63,9 @@ type Result struct {
 	MarkerAt   int64 // offset of the first marker, or -1
 }
 
-// chunkSize is the read size; nbuf buffers let reading, scanning and
-// hashing overlap.
-//
-// chunkSize is a variable so tests can move chunk boundaries around.
+// chunkSize is the read size (a variable so tests can move chunk
+// boundaries around); nbuf buffers let reading, scanning and hashing
+// overlap.
 var chunkSize = 256 << 10
 
 const nbuf = 4
