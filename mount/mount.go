@@ -170,8 +170,8 @@ func (s *Server) Reload(p *policy.Policy) error {
 	return nil
 }
 
-// invalidate tells the kernel to forget every name it has cached, so the
-// next lookup of each asks the new policy.
+// invalidate tells the kernel to forget every name, attribute and cached
+// page it holds, so the next lookup or read of each asks the new policy.
 func (s *Server) invalidate() {
 	var walk func(n *fs.Inode, depth int)
 	walk = func(n *fs.Inode, depth int) {
@@ -180,6 +180,7 @@ func (s *Server) invalidate() {
 		}
 		for name, c := range n.Children() {
 			walk(c, depth+1)
+			c.NotifyContent(0, 0) // offset 0, length 0: the whole file
 			n.NotifyEntry(name)
 		}
 	}
