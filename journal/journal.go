@@ -338,8 +338,13 @@ func (r *Record) seal() (string, string) {
 	if err != nil {
 		panic(err) // Record has only marshalable fields
 	}
+	return string(b), chainHash(r.PrevHash, string(b))
+}
+
+// chainHash is sha256(prev_hash || body), hex.
+func chainHash(prev, body string) string {
 	h := sha256.New()
-	h.Write([]byte(r.PrevHash))
-	h.Write(b)
-	return string(b), hex.EncodeToString(h.Sum(nil))
+	h.Write([]byte(prev))
+	h.Write([]byte(body))
+	return hex.EncodeToString(h.Sum(nil))
 }

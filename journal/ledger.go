@@ -18,9 +18,9 @@ func (j *Journal) Holds(session, realPath, contentID string, totalLines int64) (
 	defer rows.Close()
 	var spans [][2]int64
 	for rows.Next() {
-		r, err := scanRecord(rows)
+		r, err := j.scanRecord(rows)
 		if err != nil {
-			return false, j.damage(err)
+			return false, err
 		}
 		if r.Origin == OriginWrite || totalLines == 0 {
 			return true, nil // it wrote exactly this content, or read it empty
@@ -65,6 +65,5 @@ func (j *Journal) LastObservation(session, realPath string) (*Record, error) {
 	if !rows.Next() {
 		return nil, j.damage0(rows.Err())
 	}
-	r, err := scanRecord(rows)
-	return r, j.damage0(err)
+	return j.scanRecord(rows)
 }

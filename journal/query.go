@@ -50,9 +50,9 @@ func (j *Journal) Query(f Filter) ([]*Record, error) {
 	defer rows.Close()
 	var out []*Record
 	for rows.Next() {
-		r, err := scanRecord(rows)
+		r, err := j.scanRecord(rows)
 		if err != nil {
-			return nil, j.damage(err)
+			return nil, err
 		}
 		if f.PathGlob != "" {
 			if ok, _ := path.Match(f.PathGlob, r.Path); !ok {
@@ -67,14 +67,20 @@ func (j *Journal) Query(f Filter) ([]*Record, error) {
 	return out, j.damage0(rows.Err())
 }
 
-func scanRecord(rows *sql.Rows) (*Record, error) {
+// scanRecord decodes one record and checks it against its own hash, so a
+// record altered in place is reported the moment anything reads it (a
+// check, the ledger, a query), not only by a full verify.
+func (j *Journal) scanRecord(rows *sql.Rows) (*Record, error) {
 	var body, prev, hash string
 	if err := rows.Scan(&body, &prev, &hash); err != nil {
-		return nil, err
+		return nil, j.damage(err)
+	}
+	if chainHash(prev, body) != hash {
+		return nil, &DamageError{Path: j.path, Why: "a record does not match its hash: it was altered"}
 	}
 	r := &Record{}
 	if err := json.Unmarshal([]byte(body), r); err != nil {
-		return nil, err
+		return nil, &DamageError{Path: j.path, Why: "a record is not valid JSON: " + err.Error()}
 	}
 	r.PrevHash, r.Hash = prev, hash
 	return r, nil

@@ -1,8 +1,6 @@
 package journal
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 )
@@ -46,10 +44,7 @@ func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
 		if prevHash != prev {
 			return n, &Bad{Seq: seq, Why: "its prev_hash does not match the record before it"}
 		}
-		h := sha256.New()
-		h.Write([]byte(prevHash))
-		h.Write([]byte(body))
-		if hex.EncodeToString(h.Sum(nil)) != hash {
+		if chainHash(prevHash, body) != hash {
 			return n, &Bad{Seq: seq, Why: "its hash does not match its content: the record was altered"}
 		}
 		var r Record
