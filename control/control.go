@@ -14,8 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"fsguard/agent"
@@ -133,7 +131,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	svc := s.Service()
-	svc.Pid, svc.Uid, svc.Process = peer.Pid, peer.Uid, processName(peer.Pid)
+	svc.Pid, svc.Uid, svc.Process = peer.Pid, peer.Uid, mount.ProcessName(peer.Pid)
 	prefix, err := viewOf(peer.Pid, s.MountDev)
 	if err != nil {
 		reply(w, agent.Output{Stderr: "Error: " + err.Error() + "\n", Exit: agent.ExitFail})
@@ -178,23 +176,6 @@ func viewOf(pid uint32, dev string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the fsguard mount is not visible to the calling process (a bind of the whole mount is needed); fsguard read over the socket reads through the mount")
-}
-
-func processName(pid uint32) string {
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// DevOf returns the "major:minor" of the filesystem mounted at mp.
-func DevOf(mp string) (string, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(mp, &st); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)), nil
 }
 
 // Call sends a request to the daemon at socket and returns its answer.

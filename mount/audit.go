@@ -34,14 +34,14 @@ func newDenial(c *fuse.Caller, path string, code refusal.Code) Denial {
 	d := Denial{Time: time.Now().UTC(), Path: path, Code: code}
 	if c != nil {
 		d.Pid, d.Uid = c.Pid, c.Uid
-		d.Process = processName(c.Pid)
+		d.Process = ProcessName(c.Pid)
 	}
 	return d
 }
 
-// processName reads the caller's command name. The caller may be gone by
+// ProcessName reads a process's command name. The caller may be gone by
 // now; an empty name is the honest answer then.
-func processName(pid uint32) string {
+func ProcessName(pid uint32) string {
 	if pid == 0 {
 		return ""
 	}

@@ -133,7 +133,11 @@ func (r *Reader) Read(req Request) (*Result, error) {
 	if err != nil {
 		return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
 	}
-	if err := verify(f, scan); err != nil {
+	scanned := int64(-1) // a partial scan says nothing about the size
+	if scan.Complete {
+		scanned = scan.Bytes
+	}
+	if err := verify(f, scanned); err != nil {
 		return nil, err
 	}
 	if scan.MarkerAt >= 0 {
@@ -193,9 +197,8 @@ func (r *Reader) image(f *roots.File, mime string, notes []string) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	now, err := f.Restat()
-	if err != nil || now != f.Identity() {
-		return nil, refusal.Cannot(refusal.ChangedDuringRead, f.Name, "the file changed while it was being read; read it again")
+	if err := verify(f, f.Stat.Size); err != nil {
+		return nil, err
 	}
 	res := &Result{Path: f.Name, Image: img, Body: imageBody(img), Notes: notes,
 		Totals: Totals{Bytes: f.Stat.Size, Complete: true}, Truncation: Truncation{Reason: "none", ClampedLines: []int64{}}}
@@ -211,13 +214,13 @@ func privateKey(name string) error {
 }
 
 // verify refuses a read during which the file changed: its identity moved,
-// or the bytes scanned disagree with its size.
-func verify(f *roots.File, scan *window.Result) error {
+// or the bytes read to EOF (scanned >= 0) disagree with its size.
+func verify(f *roots.File, scanned int64) error {
 	now, err := f.Restat()
 	if err != nil {
 		return refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error (%v); try again", err))
 	}
-	if now != f.Identity() || (scan.Complete && scan.Bytes != f.Stat.Size) {
+	if now != f.Identity() || (scanned >= 0 && scanned != f.Stat.Size) {
 		return refusal.Cannot(refusal.ChangedDuringRead, f.Name, "the file changed while it was being read; read it again")
 	}
 	return nil

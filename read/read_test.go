@@ -386,7 +386,7 @@ func TestChangedDuringRead(t *testing.T) {
 	if err := os.WriteFile(path, []byte("short\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err = verify(fh, mustScan(t, fh))
+	err = verify(fh, mustScan(t, fh).Bytes)
 	if refusal.CodeOf(err) != refusal.ChangedDuringRead {
 		t.Fatalf("got %v", err)
 	}
