@@ -1,0 +1,119 @@
+// Package watch owns noticing changes in the backing tree: it turns what
+// the kernel reports about the allowed roots (fanotify, else inotify) into
+// events that name a directory and the entry in it that changed, so that
+// the mount can tell the kernel to forget exactly what it cached of them.
+//
+// It decides nothing about policy and knows nothing of FUSE: an event says
+// only where something changed, never what is there now. Everything that
+// reads the entry afterwards asks the guard afresh.
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Op is what happened to an entry.
+type Op uint8
+
+const (
+	// Changed: the entry's content or attributes changed in place.
+	Changed Op = iota + 1
+	// Added: the name now exists (created, or moved in, possibly over
+	// another entry of that name).
+	Added
+	// Removed: the name went away (deleted, or moved out).
+	Removed
+	// Lost: the kernel dropped events; anything may have changed.
+	Lost
+)
+
+func (o Op) String() string {
+	switch o {
+	case Changed:
+		return "changed"
+	case Added:
+		return "added"
+	case Removed:
+		return "removed"
+	case Lost:
+		return "lost"
+	}
+	return fmt.Sprintf("op(%d)", o)
+}
+
+// Event is one change. Dir is the real, absolute path of the directory
+// that holds the entry, always inside one of the watched roots; Name is
+// the entry. A Lost event has neither.
+type Event struct {
+	Op   Op
+	Dir  string
+	Name string
+}
+
+// Backends, in the order "auto" tries them.
+const (
+	Fanotify = "fanotify"
+	Inotify  = "inotify"
+	Auto     = "auto"
+)
+
+// Watcher is a running watch over a set of roots.
+type Watcher struct {
+	backend string
+	stop    func() error
+}
+
+// Backend names the mechanism in use.
+func (w *Watcher) Backend() string { return w.backend }
+
+// Close stops the watch; no callback runs after it returns.
+func (w *Watcher) Close() error { return w.stop() }
+
+// Options tune a watch.
+type Options struct {
+	// Skip is a path never descended into (the mount point of the view
+	// itself, which may lie inside a root).
+	Skip string
+}
+
+// Start watches the real, absolute directories roots with backend
+// ("auto": fanotify, else inotify) and calls fn, from one goroutine, with
+// each batch of events. It returns only once the watch is in place, so a
+// change made after Start returns is always reported.
+func Start(roots []string, backend string, o Options, fn func([]Event)) (*Watcher, error) {
+	switch backend {
+	case Fanotify:
+		return startFanotify(roots, fn)
+	case Inotify:
+		return startInotify(roots, o, fn)
+	case Auto, "":
+		w, ferr := startFanotify(roots, fn)
+		if ferr == nil {
+			return w, nil
+		}
+		w, ierr := startInotify(roots, o, fn)
+		if ierr == nil {
+			return w, nil
+		}
+		return nil, errors.Join(ferr, ierr)
+	}
+	return nil, fmt.Errorf("unknown watch backend %q", backend)
+}
+
+// inside reports whether dir is one of roots or beneath one.
+func inside(roots []string, dir string) bool {
+	for _, r := range roots {
+		if dir == r || strings.HasPrefix(dir, r) && (strings.HasSuffix(r, "/") || dir[len(r)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// split turns a full path into the event for its parent directory.
+func split(op Op, path string) Event {
+	return Event{Op: op, Dir: filepath.Dir(path), Name: filepath.Base(path)}
+}

@@ -1,0 +1,147 @@
+package watch
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// collector gathers events and lets a test wait for one.
+type collector struct{ ch chan Event }
+
+func (c *collector) fn(evs []Event) {
+	for _, e := range evs {
+		c.ch <- e
+	}
+}
+
+// await waits for an event matching want, failing after a deadline.
+func (c *collector) await(t *testing.T, want Event) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case e := <-c.ch:
+			if e == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no event %+v", want)
+		}
+	}
+}
+
+func backends(t *testing.T) []string {
+	out := []string{Inotify}
+	w, err := Start([]string{t.TempDir()}, Fanotify, Options{}, func([]Event) {})
+	if err == nil {
+		w.Close()
+		out = append(out, Fanotify)
+	} else if os.Geteuid() == 0 && os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
+		t.Fatalf("fanotify unavailable as root in CI: %v", err)
+	} else {
+		t.Logf("fanotify unavailable here: %v", err)
+	}
+	return out
+}
+
+func TestEvents(t *testing.T) {
+	for _, backend := range backends(t) {
+		t.Run(backend, func(t *testing.T) {
+			root, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			outside := t.TempDir()
+			must(t, os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
+			must(t, os.WriteFile(filepath.Join(root, "a", "b", "f.txt"), []byte("1\n"), 0o644))
+			c := &collector{ch: make(chan Event, 1024)}
+			w, err := Start([]string{root}, backend, Options{}, c.fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if w.Backend() != backend {
+				t.Fatalf("backend %q, want %q", w.Backend(), backend)
+			}
+			ab := filepath.Join(root, "a", "b")
+			steps := []struct {
+				name string
+				do   func()
+				want Event
+			}{
+				{"modify", func() { appendTo(t, filepath.Join(ab, "f.txt")) }, Event{Changed, ab, "f.txt"}},
+				{"create", func() { must(t, os.WriteFile(filepath.Join(ab, "new.txt"), nil, 0o644)) }, Event{Added, ab, "new.txt"}},
+				{"chmod", func() { must(t, os.Chmod(filepath.Join(ab, "new.txt"), 0o600)) }, Event{Changed, ab, "new.txt"}},
+				{"rename from", func() { must(t, os.Rename(filepath.Join(ab, "new.txt"), filepath.Join(ab, "moved.txt"))) }, Event{Removed, ab, "new.txt"}},
+				{"rename to", func() {}, Event{Added, ab, "moved.txt"}},
+				{"delete", func() { must(t, os.Remove(filepath.Join(ab, "moved.txt"))) }, Event{Removed, ab, "moved.txt"}},
+				{"mkdir", func() { must(t, os.Mkdir(filepath.Join(root, "d"), 0o755)) }, Event{Added, root, "d"}},
+				{"in a new dir", func() { must(t, os.WriteFile(filepath.Join(root, "d", "x"), nil, 0o644)) }, Event{Added, filepath.Join(root, "d"), "x"}},
+				{"dir rename", func() { must(t, os.Rename(filepath.Join(root, "a"), filepath.Join(root, "z"))) }, Event{Added, root, "z"}},
+				// After the move, events inside are named by the new path.
+				{"in a moved dir", func() { appendTo(t, filepath.Join(root, "z", "b", "f.txt")) }, Event{Changed, filepath.Join(root, "z", "b"), "f.txt"}},
+				{"truncate", func() { must(t, os.Truncate(filepath.Join(root, "z", "b", "f.txt"), 0)) }, Event{Changed, filepath.Join(root, "z", "b"), "f.txt"}},
+				{"rmdir", func() { must(t, os.RemoveAll(filepath.Join(root, "d"))) }, Event{Removed, root, "d"}},
+			}
+			for _, s := range steps {
+				s.do()
+				c.await(t, s.want)
+			}
+			// Changes outside the roots are not reported.
+			must(t, os.WriteFile(filepath.Join(outside, "o"), nil, 0o644))
+			must(t, os.WriteFile(filepath.Join(root, "last"), nil, 0o644))
+			for {
+				e := <-c.ch
+				if e.Dir == outside {
+					t.Fatalf("event outside the roots: %+v", e)
+				}
+				if e.Name == "last" {
+					break
+				}
+			}
+		})
+	}
+}
+
+func TestCloseStopsCallbacks(t *testing.T) {
+	for _, backend := range backends(t) {
+		root := t.TempDir()
+		calls := make(chan struct{}, 100)
+		w, err := Start([]string{root}, backend, Options{}, func([]Event) { calls <- struct{}{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatalf("%s: close: %v", backend, err)
+		}
+		must(t, os.WriteFile(filepath.Join(root, "after"), nil, 0o644))
+		// Close waited for the reader to end, so nothing can be delivered.
+		select {
+		case <-calls:
+			t.Fatalf("%s: callback after Close", backend)
+		default:
+		}
+	}
+}
+
+func TestUnknownBackend(t *testing.T) {
+	if _, err := Start([]string{t.TempDir()}, "kqueue", Options{}, func([]Event) {}); err == nil {
+		t.Fatal("an unknown backend started")
+	}
+}
+
+func appendTo(t *testing.T, p string) {
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	f.WriteString("more\n")
+	f.Close()
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
