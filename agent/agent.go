@@ -36,6 +36,10 @@ type Service struct {
 	// OnRecord, when set, sees every record once it is committed (the
 	// daemon's metrics).
 	OnRecord func(*journal.Record)
+	// OnWrite, when set, is told the real path of every file a write
+	// replaced or created, before the write answers (the daemon makes the
+	// kernel forget what it cached of it).
+	OnWrite func(real string)
 }
 
 // append commits a record and reports it to OnRecord.

@@ -225,7 +225,12 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 		return nil, writeErr(display, err)
 	}
 	committed = true
-	if err := dir.Sync(); err != nil {
+	real := filepath.Join(dir.Root.Real, dir.Rel, base)
+	err = dir.Sync()
+	if s.OnWrite != nil {
+		s.OnWrite(real) // the rename stands even if the sync failed
+	}
+	if err != nil {
 		return nil, writeErr(display, err)
 	}
 	var now unix.Stat_t
@@ -233,7 +238,6 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 		return nil, writeErr(display, err)
 	}
 	id := roots.IdentityOf(&now)
-	real := filepath.Join(dir.Root.Real, dir.Rel, base)
 	res := &WriteResult{Path: display, Bytes: n, TotalLines: scan.TotalLines, ContentID: hex.EncodeToString(scan.Sum[:]), Created: checked == nil}
 	rec := &journal.Record{
 		Kind: journal.KindObservation, Origin: journal.OriginWrite, Session: session,

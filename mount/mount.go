@@ -3,14 +3,19 @@ package mount
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"fsguard/policy"
 	"fsguard/roots"
+	"fsguard/watch"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -30,6 +35,9 @@ type Config struct {
 	Debug      bool
 	// Latency, when set, is told how long each served operation took.
 	Latency func(op string, d time.Duration)
+	// Log receives the mount's own notices (which watch is in use, or
+	// that none could be set). Nil: discarded.
+	Log *slog.Logger
 }
 
 // Server is a live mount.
@@ -38,7 +46,24 @@ type Server struct {
 	v    *view
 	mp   string
 	root fs.InodeEmbedder
+	log  *slog.Logger
+
+	watchMu sync.Mutex
+	watcher *watch.Watcher // nil: no watch; the short timeouts stand in
+	// live is set once the kernel answers the mount: before that there is
+	// nothing cached to invalidate, and the tree is still being set up.
+	live atomic.Bool
 }
+
+// fallbackTimeout bounds the kernel's caching of names and attributes
+// when no watch of the backing tree could be set: a change then shows
+// within this long instead of within the configured timeouts.
+const fallbackTimeout = time.Second
+
+// maxRead is the largest READ the kernel sends (max_pages follows it):
+// 1 MiB requests make a sequential read of a large file a quarter as many
+// round trips, and guarded opens, as the 128 KiB default.
+const maxRead = 1 << 20
 
 // overlayfsMagic is statfs's f_type for overlayfs.
 const overlayfsMagic = 0x794c7630
@@ -59,21 +84,31 @@ func Mount(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &view{audit: cfg.Audit, cache: newSniffCache(1 << 16), mountPoint: mp, ids: map[idKey]uint64{},
+	v := &view{audit: cfg.Audit, cache: newSniffCache(1 << 16), mountPoint: mp, devs: map[uint64]uint64{}, odd: map[idKey]uint64{},
 		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency}
 	if v.audit == nil {
 		v.audit = &JSONLines{W: os.Stderr}
 	}
 	v.guard.Store(g)
+	s := &Server{v: v, mp: mp, log: cfg.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 
-	var rootNode fs.InodeEmbedder
 	if rs := g.Roots(); len(rs) == 1 {
-		rootNode = &node{v: v, root: rs[0].Name, rel: ".", shown: "/"}
+		s.root = newBase(v, rs[0].Name, "/")
 	} else {
-		rootNode = &top{v: v}
+		s.root = &top{v: v}
 	}
 	pol := cfg.Policy
 	entry, attr := pol.Mount.EntryTimeout.Duration, pol.Mount.AttrTimeout.Duration
+	// The watch is in place before the mount exists, so no change made
+	// after the kernel first caches something can be missed.
+	if err := s.startWatch(g); err != nil {
+		entry, attr = min(entry, fallbackTimeout), min(attr, fallbackTimeout)
+		s.log.Warn("no watch of the backing tree; the kernel caches names and attributes briefly instead, so changes show within the timeout",
+			"err", err.Error(), "entry_timeout", entry.String(), "attr_timeout", attr.String())
+	}
 	opts := &fs.Options{
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,
@@ -87,17 +122,36 @@ func Mount(cfg Config) (*Server, error) {
 			DirectMountFlags:     syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV,
 			EnableSymlinkCaching: true,
 			MaxBackground:        64,
+			MaxWrite:             maxRead,
 			DisableXAttrs:        true,
 			MaxStackDepth:        stackDepth(g),
 			Debug:                cfg.Debug,
 		},
 	}
-	srv, err := fs.Mount(mp, rootNode, opts)
+	srv, err := fs.Mount(mp, s.root, opts)
 	if err != nil {
+		s.stopWatch()
 		g.Close()
 		return nil, fmt.Errorf("mount %s: %w", mp, err)
 	}
-	return &Server{srv: srv, v: v, mp: mp, root: rootNode}, nil
+	s.srv = srv
+	s.live.Store(true)
+	s.raiseReadahead()
+	return s, nil
+}
+
+// raiseReadahead lets the kernel read ahead as far as one READ reaches.
+// The kernel offers a new FUSE mount only its 128 KiB default at INIT, so
+// it is raised afterwards through the mount's backing device (root only;
+// without it reads are merely smaller).
+func (s *Server) raiseReadahead() {
+	dev, err := s.Dev()
+	if err == nil {
+		err = os.WriteFile("/sys/class/bdi/"+dev+"/read_ahead_kb", []byte(strconv.Itoa(maxRead>>10)), 0)
+	}
+	if err != nil {
+		s.log.Info("readahead left at the kernel's default", "err", err.Error())
+	}
 }
 
 // stackDepth is 2 when a root lives on overlayfs (a container's own
@@ -145,6 +199,7 @@ func (s *Server) Wait() { s.srv.Wait() }
 // Unmount unmounts; if the mount is busy it is detached (MNT_DETACH), so
 // that a signal always ends the mount.
 func (s *Server) Unmount() error {
+	s.stopWatch()
 	if err := s.srv.Unmount(); err != nil {
 		if derr := unix.Unmount(s.mp, unix.MNT_DETACH); derr != nil {
 			return fmt.Errorf("unmount %s: %v (detach: %v)", s.mp, err, derr)
@@ -162,6 +217,10 @@ func (s *Server) Reload(p *policy.Policy) error {
 		return err
 	}
 	old := s.v.guard.Swap(g)
+	s.stopWatch()
+	if err := s.startWatch(g); err != nil {
+		s.log.Warn("no watch of the backing tree after the reload; changes show only as the kernel's caches expire", "err", err.Error())
+	}
 	// Operations in flight may still hold the old root descriptors; a
 	// closed descriptor number could be reused by an unrelated open, so
 	// they are closed only once those operations are long done.

@@ -3,7 +3,9 @@ package mount
 import (
 	"context"
 	"io"
-	"path/filepath"
+	"path"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,15 +18,22 @@ import (
 )
 
 // node is one entry beneath a root: a directory, a regular file or an
-// admitted symbolic link. It holds names, not descriptors, so that every
-// operation is decided afresh beneath the root's descriptor.
+// admitted symbolic link. It holds neither a descriptor nor a path: its
+// path is where the kernel's tree of names puts it now (see where), so a
+// rename in the backing tree, once the kernel looked the new name up,
+// moves the node and everything below it, and every operation is decided
+// afresh beneath the root's descriptor.
 type node struct {
 	fs.Inode
 	v    *view
 	root string // root name
-	rel  string // path relative to the root; "." for the root itself
-	// shown is the path as a caller in the mount names it, for the audit.
-	shown string
+	// base is the node of the root's top directory (itself for that one).
+	base *node
+	// top is the root's path as a caller in the mount names it: "/" for a
+	// single-root mount, "/name" for one root of several. Set on base only.
+	top string
+	// key is the backing identity the node's inode number stands for.
+	key idKey
 }
 
 var (
@@ -47,6 +56,7 @@ var (
 	_ fs.NodeRemovexattrer  = (*node)(nil)
 	_ fs.NodeCopyFileRanger = (*node)(nil)
 	_ fs.NodeAllocater      = (*node)(nil)
+	_ fs.NodeOnForgetter    = (*node)(nil)
 )
 
 func caller(ctx context.Context) *fuse.Caller {
@@ -56,21 +66,63 @@ func caller(ctx context.Context) *fuse.Caller {
 	return nil
 }
 
-func (n *node) child(name string) string {
-	if n.rel == "." {
-		return name
+// newBase makes the node of a root's top directory.
+func newBase(v *view, root, top string) *node {
+	n := &node{v: v, root: root, top: top}
+	n.base = n
+	return n
+}
+
+// where returns the node's path relative to its root ("." for the root)
+// and as a caller in the mount names it. ok is false when no name leads
+// to the node any more (its entry was removed from the backing tree while
+// the kernel still holds it): such a node resolves nothing.
+func (n *node) where() (rel, shown string, ok bool) {
+	if n == n.base {
+		return ".", n.top, true
 	}
-	return n.rel + "/" + name
+	var segs []string
+	for p := &n.Inode; p != &n.base.Inode; {
+		name, parent := p.Parent()
+		if parent == nil {
+			return "", "", false
+		}
+		segs = append(segs, name)
+		p = parent
+	}
+	slices.Reverse(segs)
+	rel = strings.Join(segs, "/")
+	return rel, path.Join(n.base.top, rel), true
+}
+
+// child returns the path of name in the directory n.
+func child(rel, shown, name string) (string, string) {
+	if rel == "." {
+		return name, path.Join(shown, name)
+	}
+	return rel + "/" + name, shown + "/" + name
+}
+
+// resolve finds the guard, root and paths an operation on n works with.
+func (n *node) resolve() (*roots.Guard, *roots.Root, string, string, syscall.Errno) {
+	g, r := n.v.root(n.root)
+	if r == nil {
+		return nil, nil, "", "", syscall.ENOENT
+	}
+	rel, shown, ok := n.where()
+	if !ok {
+		return nil, nil, "", "", syscall.ENOENT
+	}
+	return g, r, rel, shown, 0
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	defer n.v.timed("lookup", time.Now())
-	g, r := n.v.root(n.root)
-	if r == nil {
-		return nil, syscall.ENOENT
+	g, r, rel, shown, errno := n.resolve()
+	if errno != 0 {
+		return nil, errno
 	}
-	rel := n.child(name)
-	shown := filepath.Join(n.shown, name)
+	rel, shown = child(rel, shown, name)
 	if n.v.hidesMountPoint(r, rel) {
 		return nil, syscall.ENOENT
 	}
@@ -79,11 +131,15 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return nil, n.v.refuse(caller(ctx), shown, err)
 	}
 	fillAttr(&out.Attr, &e.Stat)
-	mode := e.Stat.Mode & unix.S_IFMT
-	out.Attr.Ino = n.v.ino(e.Stat.Dev, e.Stat.Ino, mode)
-	child := &node{v: n.v, root: n.root, rel: rel, shown: shown}
-	return n.NewInode(ctx, child, fs.StableAttr{Mode: mode, Ino: out.Attr.Ino}), 0
+	key := idKey{e.Stat.Dev, e.Stat.Ino, e.Stat.Mode & unix.S_IFMT}
+	out.Attr.Ino = n.v.ino(key)
+	c := &node{v: n.v, root: n.root, base: n.base, key: key}
+	return n.NewInode(ctx, c, fs.StableAttr{Mode: key.typ, Ino: out.Attr.Ino}), 0
 }
+
+// OnForget runs when the kernel has forgotten the node: its inode number
+// is released, so the number map holds only what the kernel holds.
+func (n *node) OnForget() { n.v.forget(n.key, n.StableAttr().Ino) }
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	defer n.v.timed("getattr", time.Now())
@@ -96,13 +152,13 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		out.Attr.Ino = n.StableAttr().Ino
 		return 0
 	}
-	g, r := n.v.root(n.root)
-	if r == nil {
-		return syscall.ENOENT
+	g, r, rel, shown, errno := n.resolve()
+	if errno != 0 {
+		return errno
 	}
-	e, err := g.Entry(r, n.rel)
+	e, err := g.Entry(r, rel)
 	if err != nil {
-		return n.v.refuse(caller(ctx), n.shown, err)
+		return n.v.refuse(caller(ctx), shown, err)
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	out.Attr.Ino = n.StableAttr().Ino
@@ -111,13 +167,13 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	defer n.v.timed("readlink", time.Now())
-	g, r := n.v.root(n.root)
-	if r == nil {
-		return nil, syscall.ENOENT
+	g, r, rel, shown, errno := n.resolve()
+	if errno != 0 {
+		return nil, errno
 	}
-	e, err := g.Entry(r, n.rel)
+	e, err := g.Entry(r, rel)
 	if err != nil {
-		return nil, n.v.refuse(caller(ctx), n.shown, err)
+		return nil, n.v.refuse(caller(ctx), shown, err)
 	}
 	if e.Link == "" {
 		return nil, syscall.EINVAL
@@ -145,20 +201,20 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 func (l *listing) load() syscall.Errno {
 	defer l.n.v.timed("readdir", time.Now())
 	n := l.n
-	g, r := n.v.root(n.root)
-	if r == nil {
-		return syscall.ENOENT
+	g, r, rel, shown, errno := n.resolve()
+	if errno != 0 {
+		return errno
 	}
-	list, err := g.List(r, n.rel)
+	list, err := g.List(r, rel)
 	if err != nil {
-		return n.v.refuse(l.caller, n.shown, err)
+		return n.v.refuse(l.caller, shown, err)
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	for _, e := range list {
-		if n.v.hidesMountPoint(r, n.child(e.Name)) {
+		if c, _ := child(rel, shown, e.Name); n.v.hidesMountPoint(r, c) {
 			continue
 		}
-		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(r.Dev, e.Ino, e.Mode)})
+		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
 	}
 	l.loaded = true
 	return 0
@@ -191,13 +247,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 // admit opens the node's file through the guard and refuses a content
 // class that the policy refuses.
 func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
-	g, r := n.v.root(n.root)
-	if r == nil {
-		return nil, syscall.ENOENT
+	g, r, rel, shown, errno := n.resolve()
+	if errno != 0 {
+		return nil, errno
 	}
-	f, err := g.OpenIn(r, n.rel, n.shown)
+	f, err := g.OpenIn(r, rel, shown)
 	if err != nil {
-		return nil, n.v.refuse(caller(ctx), n.shown, err)
+		return nil, n.v.refuse(caller(ctx), shown, err)
 	}
 	class, err := n.v.classify(f)
 	if err != nil {
@@ -206,7 +262,7 @@ func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
 	}
 	if g.Policy().Refuses(string(class)) {
 		f.Close()
-		n.v.audit.Denial(newDenial(caller(ctx), n.shown, refusal.Denied))
+		n.v.audit.Denial(newDenial(caller(ctx), shown, refusal.Denied))
 		return nil, syscall.EACCES
 	}
 	return f, 0

@@ -33,8 +33,10 @@ func (t *top) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return nil, fs.ToErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
-	out.Attr.Ino = t.v.ino(st.Dev, st.Ino, unix.S_IFDIR)
-	n := &node{v: t.v, root: name, rel: ".", shown: "/" + name}
+	key := idKey{st.Dev, st.Ino, unix.S_IFDIR}
+	out.Attr.Ino = t.v.ino(key)
+	n := newBase(t.v, name, "/"+name)
+	n.key = key
 	return t.NewInode(ctx, n, fs.StableAttr{Mode: unix.S_IFDIR, Ino: out.Attr.Ino}), 0
 }
 

@@ -19,7 +19,6 @@ import (
 	"fsguard/sniff"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"golang.org/x/sys/unix"
 )
 
 // view is the state shared by every node of one mount.
@@ -36,7 +35,11 @@ type view struct {
 	latency    func(op string, d time.Duration)
 
 	idMu sync.Mutex
-	ids  map[idKey]uint64
+	devs map[uint64]uint64 // device → its index in inode numbers
+	// odd maps identities whose numbers do not fit the computed layout;
+	// an entry goes when the kernel forgets the node.
+	odd     map[idKey]uint64
+	nextOdd uint64
 }
 
 type idKey struct {
@@ -44,19 +47,53 @@ type idKey struct {
 	typ      uint32
 }
 
-// ino gives every (device, inode, type) a distinct inode number in the
-// mount. Raw inode numbers from several roots on several devices could
-// collide, and go-fuse merges nodes that share a number.
-func (v *view) ino(dev, ino uint64, mode uint32) uint64 {
-	k := idKey{dev, ino, mode & unix.S_IFMT}
+// Inode numbers in the mount are computed, not remembered: raw numbers
+// from several roots on several devices could collide, and go-fuse merges
+// nodes that share a number, so each (device, type, inode) gets
+//
+//	device index (15 bits) | type (4 bits) | backing inode (44 bits)
+//
+// which costs no memory per file. An identity that does not fit (a huge
+// inode number, as overlayfs's xino makes, or a 32,768th device) gets a
+// number from a counter with the top bit set, held until the kernel
+// forgets the node.
+const (
+	inoBits = 44
+	typBits = 4
+	devBits = 15
+)
+
+// ino returns the mount's inode number for a backing identity.
+func (v *view) ino(k idKey) uint64 {
 	v.idMu.Lock()
 	defer v.idMu.Unlock()
-	id, ok := v.ids[k]
+	d, ok := v.devs[k.dev]
 	if !ok {
-		id = uint64(len(v.ids)) + 2 // 1 is the mount's root
-		v.ids[k] = id
+		d = uint64(len(v.devs)) + 1 // never 0: 1 is the mount's root
+		v.devs[k.dev] = d
+	}
+	if k.ino < 1<<inoBits && d < 1<<devBits {
+		return d<<(inoBits+typBits) | uint64(k.typ>>12)<<inoBits | k.ino
+	}
+	id, ok := v.odd[k]
+	if !ok {
+		v.nextOdd++
+		id = 1<<63 | v.nextOdd
+		v.odd[k] = id
 	}
 	return id
+}
+
+// forget releases an identity's number once the kernel forgot its node.
+func (v *view) forget(k idKey, ino uint64) {
+	if ino&(1<<63) == 0 {
+		return
+	}
+	v.idMu.Lock()
+	defer v.idMu.Unlock()
+	if v.odd[k] == ino {
+		delete(v.odd, k)
+	}
 }
 
 // timed reports an operation's latency; use as defer v.timed(op, time.Now()).

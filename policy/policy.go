@@ -107,6 +107,11 @@ type Mount struct {
 	// large are read through FUSE passthrough; smaller ones through the
 	// daemon and the page cache.
 	PassthroughMinBytes int64 `toml:"passthrough_min_bytes"`
+	// Watch is how the daemon learns of changes in the backing tree, to
+	// invalidate what the kernel cached: "auto" (fanotify, else inotify),
+	// "fanotify", "inotify", or "off" (no watch: names and attributes are
+	// then cached for at most 1 s, so changes show within that).
+	Watch string `toml:"watch"`
 }
 
 // Control configures the daemon's control socket.
@@ -151,6 +156,7 @@ func defaults() Policy {
 			EntryTimeout:        Duration{60 * time.Second},
 			AttrTimeout:         Duration{60 * time.Second},
 			PassthroughMinBytes: 64 * 1024,
+			Watch:               "auto",
 		},
 	}
 }
@@ -328,6 +334,11 @@ func (p *Policy) finish(data []byte) error {
 	default:
 		return fmt.Errorf("%smount.open must be \"kernel\" or \"daemon\", got %q", at("open", p.Mount.Open), p.Mount.Open)
 	}
+	switch p.Mount.Watch {
+	case "auto", "fanotify", "inotify", "off":
+	default:
+		return fmt.Errorf("%smount.watch must be \"auto\", \"fanotify\", \"inotify\" or \"off\", got %q", at("watch", p.Mount.Watch), p.Mount.Watch)
+	}
 	switch p.Mount.Denied {
 	case "hide", "eacces":
 	default:
@@ -445,8 +456,8 @@ func (p *Policy) Summary() string {
 	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\n", tomlList(p.Sniff.Refuse))
 	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequire_whole_view = %v\n", p.Journal.Path, p.Journal.RequireWholeView)
 	m := p.Mount
-	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\n",
-		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes)
+	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\nwatch = %q\n",
+		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes, m.Watch)
 	fmt.Fprintf(&b, "\n[control]\nsocket = %q\n", p.Control.Socket)
 	return b.String()
 }

@@ -62,7 +62,7 @@ flags:
 	}
 	srv, err := mount.Mount(mount.Config{
 		Policy: pol, MountPoint: arg, AllowOther: *allowOther,
-		Audit: audit, Debug: *debug,
+		Audit: audit, Debug: *debug, Log: log,
 		Latency: func(op string, d time.Duration) { m.FuseOps.Observe(op, d) },
 	})
 	if err != nil {
@@ -80,7 +80,7 @@ flags:
 		defer ctl.Close()
 		log.Info("control socket", "path", *socket)
 	}
-	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source, "socket": *socket})
+	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source, "socket": *socket, "watch": srv.Watch()})
 	fmt.Fprintf(stdout, "%s\n", ready)
 	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
 
@@ -129,7 +129,7 @@ func serveControl(srv *mount.Server, j *journal.Journal, jerr error, m *metrics.
 	}
 	c := &control.Server{MountDev: dev, Metrics: m, Service: func() *agent.Service {
 		g := srv.Guard()
-		return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count}
+		return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
 	}}
 	return c, c.Serve(path)
 }

@@ -1,0 +1,152 @@
+package mount
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"fsguard/roots"
+	"fsguard/watch"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+)
+
+// The kernel caches names, attributes, listings and pages for as long as
+// the policy's timeouts allow, which keeps the mount near native speed.
+// What keeps it fresh is invalidation: every change the watch reports in
+// the backing tree, and every write the daemon makes itself, tells the
+// kernel to forget exactly the entries, attributes and pages it held of
+// what changed, before anyone can read them again.
+
+// startWatch watches the guard's roots with the policy's backend.
+func (s *Server) startWatch(g *roots.Guard) error {
+	backend := g.Policy().Mount.Watch
+	if backend == "off" {
+		return errors.New(`mount.watch = "off"`)
+	}
+	var dirs []string
+	for _, r := range g.Roots() {
+		dirs = append(dirs, r.Real)
+	}
+	w, err := watch.Start(dirs, backend, watch.Options{Skip: s.mp}, s.apply)
+	if err != nil {
+		return err
+	}
+	s.watchMu.Lock()
+	s.watcher = w
+	s.watchMu.Unlock()
+	s.log.Info("watching the backing tree", "backend", w.Backend(), "roots", len(dirs))
+	return nil
+}
+
+func (s *Server) stopWatch() {
+	s.watchMu.Lock()
+	w := s.watcher
+	s.watcher = nil
+	s.watchMu.Unlock()
+	if w != nil {
+		w.Close()
+	}
+}
+
+// Watch names the watch in use ("fanotify", "inotify"), or "" when there
+// is none and the short fallback timeouts keep the view fresh.
+func (s *Server) Watch() string {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.watcher == nil {
+		return ""
+	}
+	return s.watcher.Backend()
+}
+
+// Refresh makes the kernel forget what it holds of the file at real (a
+// real path beneath a root) and of its directory's listing. The daemon
+// calls it after its own writes, before the write answers, so the writer
+// never reads its old bytes back through the mount.
+func (s *Server) Refresh(real string) {
+	s.apply([]watch.Event{{Op: watch.Added, Dir: filepath.Dir(real), Name: filepath.Base(real)}})
+}
+
+// apply turns changes into invalidations of what the kernel holds. Only
+// nodes the kernel knows are touched: a name it never looked up has
+// nothing cached to be stale.
+func (s *Server) apply(evs []watch.Event) {
+	if !s.live.Load() {
+		return
+	}
+	seen := make(map[watch.Event]bool, len(evs))
+	for _, e := range evs {
+		if seen[e] {
+			continue
+		}
+		seen[e] = true
+		if e.Op == watch.Lost {
+			s.invalidate()
+			continue
+		}
+		for _, dir := range s.held(e.Dir) {
+			c := dir.GetChild(e.Name)
+			switch e.Op {
+			case watch.Changed:
+				if c != nil {
+					c.NotifyContent(0, 0) // attributes and every page
+				}
+			case watch.Added, watch.Removed:
+				if c != nil && e.Op == watch.Removed {
+					dir.NotifyDelete(e.Name, c)
+					// The name no longer leads to the node: a path made
+					// through it (see node.where) would name whatever
+					// takes its place.
+					dir.RmChild(e.Name)
+				} else {
+					dir.NotifyEntry(e.Name) // also drops a cached "not there"
+				}
+				if c != nil {
+					c.NotifyContent(0, 0) // an open file's pages are of the old entry
+				}
+				dir.NotifyContent(0, 0) // the listing and the directory's times
+			}
+		}
+	}
+}
+
+// held finds the kernel's node of a real directory path, in each root
+// that contains it, or none when the kernel holds nothing of it.
+func (s *Server) held(dir string) []*fs.Inode {
+	var out []*fs.Inode
+	for _, r := range s.v.guard.Load().Roots() {
+		rel, ok := beneath(r.Real, dir)
+		if !ok {
+			continue
+		}
+		n := s.root.EmbeddedInode()
+		if _, multi := s.root.(*top); multi {
+			n = n.GetChild(r.Name)
+		}
+		for _, name := range strings.Split(rel, "/") {
+			if n == nil || name == "" {
+				break
+			}
+			n = n.GetChild(name)
+		}
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// beneath returns p relative to base ("" for base itself).
+func beneath(base, p string) (string, bool) {
+	if p == base {
+		return "", true
+	}
+	if base == "/" {
+		return p[1:], strings.HasPrefix(p, "/")
+	}
+	if strings.HasPrefix(p, base) && p[len(base)] == '/' {
+		return p[len(base)+1:], true
+	}
+	return "", false
+}
