@@ -1,0 +1,458 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Freshness: what the backing tree holds now is what a reader through the
+// mount sees, within the watch's latency, while the kernel keeps caching
+// names, attributes, listings and pages for a minute.
+
+// watchBackends are the watches the tests run over; each must be in use,
+// not silently replaced by another. "/daemon" also has the daemon open
+// files (FOPEN_KEEP_CACHE, passthrough for large ones) instead of the
+// kernel.
+var watchBackends = []string{"fanotify", "inotify", "fanotify/daemon"}
+
+// freshMount mounts f's root with the given watch backend.
+func freshMount(t *testing.T, f *fixture, backend string, args ...string) *daemon {
+	t.Helper()
+	backend, open, _ := strings.Cut(backend, "/")
+	if open == "" {
+		open = "kernel"
+	}
+	writePolicy(t, f.policy, []string{f.root}, fmt.Sprintf("[mount]\nwatch = %q\nopen = %q\n", backend, open))
+	d := startMount(t, f.mp, append([]string{"--policy", f.policy}, args...)...)
+	want := backend
+	if backend == "off" {
+		want = ""
+	}
+	if d.ready["watch"] != want {
+		t.Fatalf("watch %q in use, want %q: %s", d.ready["watch"], want, d.log.String())
+	}
+	return d
+}
+
+// within polls cond until it holds, and fails the test if it does not
+// within limit. It returns how long that took.
+func within(t *testing.T, limit time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := cond()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not seen through the mount within %v: %v", what, limit, err)
+		}
+		time.Sleep(time.Millisecond) // a poll interval, not a synchronisation
+	}
+}
+
+// shows reports whether the file at p reads as want (nil want: absent,
+// both by name and in its directory's listing).
+func shows(p string, want []byte) error {
+	ents, err := os.ReadDir(filepath.Dir(p))
+	if want == nil && errors.Is(err, fs.ErrNotExist) {
+		return nil // the directory went too
+	}
+	if err != nil {
+		return err
+	}
+	listed := slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == filepath.Base(p) })
+	b, err := os.ReadFile(p)
+	switch {
+	case want == nil && (err == nil || listed):
+		return fmt.Errorf("%s still there (listed %v, read %v)", p, listed, err)
+	case want == nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: %v, want ENOENT", p, err)
+	case want == nil:
+		return nil
+	case err != nil:
+		return err
+	case !listed:
+		return fmt.Errorf("%s readable but not listed", p)
+	case !bytes.Equal(b, want):
+		return fmt.Errorf("%s reads %.40q, want %.40q", p, b, want)
+	}
+	return nil
+}
+
+// TestOwnWritesShowAtOnce: a write through the daemon's socket answers
+// only once the kernel forgot the old bytes, so a cat right after it shows
+// the new ones, every time. With the watch off, nothing but the write's
+// own invalidation can make that so.
+func TestOwnWritesShowAtOnce(t *testing.T) {
+	for _, backend := range []string{"off", "fanotify"} {
+		t.Run(backend, func(t *testing.T) {
+			f := newFixture(t)
+			sock := filepath.Join(f.base, "ctl.sock")
+			freshMount(t, f, backend, "--socket", sock)
+			env := []string{"FSGUARD_SOCKET=" + sock, "FSGUARD_SESSION=w"}
+			p := filepath.Join(f.mp, "src", "main.go")
+			if _, e, c, _ := runBinary(t, f.mp, env, "", "read", p); c != 0 {
+				t.Fatalf("read: %d %s", c, e)
+			}
+			for i := range 200 {
+				if i%50 == 0 {
+					// A new file too: its name must appear in the listing
+					// the kernel cached.
+					name := filepath.Join(f.mp, "src", fmt.Sprintf("new%d.go", i))
+					os.ReadDir(filepath.Dir(name))
+					os.Stat(name) // a cached "not there"
+					if _, e, c, _ := runBinary(t, f.mp, env, "package new\n", "write", name); c != 0 {
+						t.Fatalf("create: %d %s", c, e)
+					}
+					if err := shows(name, []byte("package new\n")); err != nil {
+						t.Fatalf("after creating through the socket: %v", err)
+					}
+				}
+				want := fmt.Sprintf("package main // %d\n", i)
+				mustRun(t, "cat", p) // the old bytes are in the page cache
+				if _, e, c, _ := runBinary(t, f.mp, env, want, "write", p); c != 0 {
+					t.Fatalf("write %d: %d %s", i, c, e)
+				}
+				if got := mustRun(t, "cat", p); got != want {
+					t.Fatalf("write %d: cat right after shows %q, want %q", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestExternalChangesShow: host editors, build tools and git change the
+// backing tree behind the daemon's back; the watch makes the kernel forget
+// what it cached, for every kind of change.
+func TestExternalChangesShow(t *testing.T) {
+	const limit = time.Second
+	for _, backend := range watchBackends {
+		t.Run(backend, func(t *testing.T) {
+			f := newFixture(t)
+			freshMount(t, f, backend)
+			real := func(p string) string { return filepath.Join(f.root, p) }
+			seen := func(p string) string { return filepath.Join(f.mp, p) }
+			// Warm every cache the kernel has: names, "not there"s,
+			// attributes, listings and pages.
+			warm := func(paths ...string) {
+				for _, p := range paths {
+					os.ReadDir(filepath.Dir(seen(p)))
+					os.ReadFile(seen(p))
+					os.Stat(seen(p))
+				}
+			}
+			steps := []struct {
+				name   string
+				change func()
+				check  map[string][]byte // path → content; nil: absent
+			}{
+				{"edit in place, same size", func() { inPlace(t, real("README.md"), "# HELLO\nsee src/\n") },
+					map[string][]byte{"README.md": []byte("# HELLO\nsee src/\n")}},
+				{"truncate", func() { must(t, os.Truncate(real("README.md"), 0)) },
+					map[string][]byte{"README.md": {}}},
+				{"grow", func() { inPlace(t, real("README.md"), strings.Repeat("grown\n", 30000)) },
+					map[string][]byte{"README.md": []byte(strings.Repeat("grown\n", 30000))}},
+				{"create", func() { writeFile(t, real("src/new.go"), "package src\n", 0o644) },
+					map[string][]byte{"src/new.go": []byte("package src\n")}},
+				{"delete", func() { must(t, os.Remove(real("src/new.go"))) },
+					map[string][]byte{"src/new.go": nil}},
+				{"rename", func() { must(t, os.Rename(real("src/main.go"), real("src/app.go"))) },
+					map[string][]byte{"src/main.go": nil, "src/app.go": []byte("package main\n\nfunc main() {}\n")}},
+				{"replace by rename", func() { replace(t, real("src/app.go"), "package app\n") },
+					map[string][]byte{"src/app.go": []byte("package app\n")}},
+				{"new directory", func() { writeFile(t, real("pkg/sub/x.go"), "package sub\n", 0o644) },
+					map[string][]byte{"pkg/sub/x.go": []byte("package sub\n")}},
+				{"directory rename", func() { must(t, os.Rename(real("pkg"), real("lib"))) },
+					map[string][]byte{"pkg/sub/x.go": nil, "pkg": nil, "lib/sub/x.go": []byte("package sub\n")}},
+				{"edit in a renamed directory", func() { inPlace(t, real("lib/sub/x.go"), "package sux\n") },
+					map[string][]byte{"lib/sub/x.go": []byte("package sux\n")}},
+				{"directory delete", func() { must(t, os.RemoveAll(real("lib"))) },
+					map[string][]byte{"lib/sub/x.go": nil, "lib": nil}},
+			}
+			for _, s := range steps {
+				for p := range s.check {
+					warm(p)
+				}
+				s.change()
+				for p, want := range s.check {
+					d := within(t, limit, s.name+": "+p, func() error {
+						if want == nil {
+							if _, err := os.Lstat(seen(p)); !errors.Is(err, fs.ErrNotExist) {
+								return fmt.Errorf("%s: %v, want ENOENT", p, err)
+							}
+							return shows(seen(p), nil)
+						}
+						return shows(seen(p), want)
+					})
+					t.Logf("%s: %s in %v", s.name, p, d)
+				}
+			}
+		})
+	}
+}
+
+// TestPolicyFollowsContent: a verdict is of one version of a file; a file
+// that turns into a private key, or a new .env, is refused at once.
+func TestPolicyFollowsContent(t *testing.T) {
+	for _, backend := range watchBackends {
+		t.Run(backend, func(t *testing.T) {
+			f := newFixture(t)
+			freshMount(t, f, backend)
+			p := filepath.Join(f.mp, "src", "main.go")
+			if got := mustRun(t, "cat", p); !strings.HasPrefix(got, "package main") {
+				t.Fatalf("cat: %q", got)
+			}
+			inPlace(t, filepath.Join(f.root, "src", "main.go"), "-----BEGIN OPENSSH PRIVATE KEY-----\n"+canary+"\n-----END OPENSSH PRIVATE KEY-----\n")
+			within(t, time.Second, "a file turned into a key", func() error {
+				b, err := os.ReadFile(p)
+				if bytes.Contains(b, []byte(canary)) {
+					t.Fatalf("the key's bytes were served: %q", b)
+				}
+				if !errors.Is(err, syscall.EACCES) {
+					return fmt.Errorf("read: %v, want EACCES", err)
+				}
+				return nil
+			})
+			env := filepath.Join(f.mp, "src", ".env")
+			os.ReadDir(filepath.Dir(env))
+			writeFile(t, filepath.Join(f.root, "src", ".env"), canary+"=1\n", 0o644)
+			writeFile(t, filepath.Join(f.root, "src", "visible.txt"), "ok\n", 0o644)
+			// Once a later change in the same directory shows, the .env's
+			// creation was seen too, and must be hidden.
+			within(t, time.Second, "a file created after the .env", func() error { return shows(filepath.Join(f.mp, "src", "visible.txt"), []byte("ok\n")) })
+			if err := shows(env, nil); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(env); err == nil || bytes.Contains(b, []byte(canary)) {
+				t.Fatalf("new .env read through the mount: %q %v", b, err)
+			}
+		})
+	}
+}
+
+// TestGitCheckoutShows: checking out another branch in the backing tree
+// (1,000 files changed, some deleted, some added) shows through the mount
+// after every file was read and cached.
+func TestGitCheckoutShows(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	for _, backend := range watchBackends {
+		t.Run(backend, func(t *testing.T) {
+			f := newFixture(t)
+			repo := filepath.Join(f.root, "repo")
+			git := func(args ...string) {
+				mustRun(t, "git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-C", repo}, args...)...)
+			}
+			content := func(branch string, i int) string { return fmt.Sprintf("%s file %d\n", branch, i) }
+			path := func(i int) string { return filepath.Join(fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%04d.txt", i)) }
+			for i := range 1000 {
+				writeFile(t, filepath.Join(repo, path(i)), content("main", i), 0o644)
+			}
+			git("init", "-q", "-b", "main")
+			git("add", ".")
+			git("commit", "-qm", "main")
+			git("checkout", "-qb", "other")
+			for i := range 1000 {
+				switch {
+				case i%10 == 0:
+					must(t, os.Remove(filepath.Join(repo, path(i))))
+				default:
+					writeFile(t, filepath.Join(repo, path(i)), content("other", i), 0o644)
+				}
+			}
+			for i := 1000; i < 1100; i++ {
+				writeFile(t, filepath.Join(repo, path(i)), content("other", i), 0o644)
+			}
+			git("add", "-A")
+			git("commit", "-qm", "other")
+			git("checkout", "-q", "main")
+
+			freshMount(t, f, backend)
+			mrepo := filepath.Join(f.mp, "repo")
+			for i := range 1100 {
+				os.ReadFile(filepath.Join(mrepo, path(i)))
+			}
+			for d := range 20 {
+				os.ReadDir(filepath.Join(mrepo, fmt.Sprintf("d%02d", d)))
+			}
+			start := time.Now()
+			git("checkout", "-q", "other")
+			done := time.Since(start)
+			var wrong []string
+			took := within(t, 5*time.Second, "git checkout", func() error {
+				wrong = wrong[:0]
+				for i := range 1100 {
+					var want []byte
+					if i >= 1000 || i%10 != 0 {
+						want = []byte(content("other", i))
+					}
+					if err := shows(filepath.Join(mrepo, path(i)), want); err != nil {
+						wrong = append(wrong, err.Error())
+					}
+				}
+				if len(wrong) > 0 {
+					return fmt.Errorf("%d files wrong, e.g. %s", len(wrong), wrong[0])
+				}
+				return nil
+			})
+			t.Logf("git checkout of 1,100 files took %v; the mount showed all of it %v after it finished", done, took)
+		})
+	}
+}
+
+// TestNoWatchFallsBackToShortTimeouts: with no watch the daemon says so
+// once, and changes still show, within the 1 s the kernel may cache.
+func TestNoWatchFallsBackToShortTimeouts(t *testing.T) {
+	f := newFixture(t)
+	d := freshMount(t, f, "off")
+	if n := strings.Count(d.log.String(), "no watch of the backing tree"); n != 1 {
+		t.Fatalf("%d notices of the missing watch, want 1:\n%s", n, d.log.String())
+	}
+	p := filepath.Join(f.mp, "README.md")
+	mustRun(t, "cat", p)
+	inPlace(t, filepath.Join(f.root, "README.md"), "# changed\n")
+	took := within(t, 3*time.Second, "edit without a watch", func() error { return shows(p, []byte("# changed\n")) })
+	writeFile(t, filepath.Join(f.root, "later.txt"), "later\n", 0o644)
+	took2 := within(t, 3*time.Second, "create without a watch", func() error { return shows(filepath.Join(f.mp, "later.txt"), []byte("later\n")) })
+	t.Logf("without a watch: an edit showed in %v, a new file in %v", took, took2)
+	if max(took, took2) > 1500*time.Millisecond {
+		t.Fatalf("changes took %v, %v to show; the fallback timeout is 1s", took, took2)
+	}
+}
+
+// TestStaleness measures how long a change in the backing tree takes to
+// show through the mount: 500 random edits, creates, deletes and renames
+// while a reader polls. After a change first shows, no later read may see
+// the old state again.
+func TestStaleness(t *testing.T) {
+	for _, backend := range watchBackends {
+		t.Run(backend, func(t *testing.T) {
+			f := newFixture(t)
+			dir := filepath.Join(f.root, "w")
+			files := map[string][]byte{}
+			for i := range 40 {
+				name := fmt.Sprintf("f%02d.txt", i)
+				files[name] = []byte(strings.Repeat(name+"\n", 1+i*50))
+				writeFile(t, filepath.Join(dir, name), string(files[name]), 0o644)
+			}
+			freshMount(t, f, backend)
+			seen := filepath.Join(f.mp, "w")
+			for name := range files {
+				os.ReadFile(filepath.Join(seen, name))
+			}
+			rng := rand.New(rand.NewPCG(8, 500))
+			var lat []time.Duration
+			next := 100
+			for op := range 500 {
+				names := make([]string, 0, len(files))
+				for n := range files {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				pick := names[rng.IntN(len(names))]
+				body := []byte(fmt.Sprintf("op %d\n%s", op, strings.Repeat("x", rng.IntN(20000))))
+				expect := map[string][]byte{}
+				kind := rng.IntN(5)
+				if len(files) < 10 {
+					kind = 1
+				}
+				switch kind {
+				case 0: // edit in place
+					inPlace(t, filepath.Join(dir, pick), string(body))
+					files[pick], expect[pick] = body, body
+				case 1: // create
+					name := fmt.Sprintf("n%03d.txt", next)
+					next++
+					os.Stat(filepath.Join(seen, name)) // a cached "not there"
+					writeFile(t, filepath.Join(dir, name), string(body), 0o644)
+					files[name], expect[name] = body, body
+				case 2: // delete
+					must(t, os.Remove(filepath.Join(dir, pick)))
+					delete(files, pick)
+					expect[pick] = nil
+				case 3: // rename
+					name := fmt.Sprintf("n%03d.txt", next)
+					next++
+					must(t, os.Rename(filepath.Join(dir, pick), filepath.Join(dir, name)))
+					files[name], expect[name], expect[pick] = files[pick], files[pick], nil
+					delete(files, pick)
+				case 4: // replace by rename, as editors and fsguard write do
+					replace(t, filepath.Join(dir, pick), string(body))
+					files[pick], expect[pick] = body, body
+				}
+				changed := time.Now()
+				for name, want := range expect {
+					p := filepath.Join(seen, name)
+					for shows(p, want) != nil {
+						if time.Since(changed) > 5*time.Second {
+							t.Fatalf("op %d: %s not seen in 5s: %v", op, name, shows(p, want))
+						}
+					}
+				}
+				lat = append(lat, time.Since(changed))
+				// Once shown, never the old state again.
+				for range 3 {
+					for name, want := range expect {
+						if err := shows(filepath.Join(seen, name), want); err != nil {
+							t.Fatalf("op %d: the old state came back after the change showed: %v", op, err)
+						}
+					}
+				}
+				// Let the kernel cache this version again, so the next
+				// change has something stale to be.
+				for name := range expect {
+					os.ReadFile(filepath.Join(seen, name))
+				}
+			}
+			slices.Sort(lat)
+			p50, p99, worst := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+			fmt.Printf("staleness %s: 500 changes, p50 %v, p99 %v, max %v\n", backend, p50, p99, worst)
+			if p99 > 100*time.Millisecond || worst > time.Second {
+				t.Fatalf("staleness p99 %v (want ≤100ms), max %v (want ≤1s)", p99, worst)
+			}
+		})
+	}
+}
+
+// inPlace rewrites a file's content without replacing its inode, as a
+// build tool or `>` redirection does.
+func inPlace(t *testing.T, p, content string) {
+	t.Helper()
+	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	must(t, fh.Close())
+}
+
+// replace writes a new file and renames it over p, as editors do.
+func replace(t *testing.T, p, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp")
+	writeFile(t, tmp, content, 0o644)
+	must(t, os.Rename(tmp, p))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
