@@ -20,7 +20,8 @@ import (
 // while the backing tree swaps a directory with a symlink to outside
 // (RENAME_EXCHANGE) as fast as it can, and readers check stable files
 // byte for byte. It runs FSGUARD_LOAD_SECONDS (default 5; the soak script
-// uses 60). Zero canary bytes, zero errors on stable files, bounded RSS.
+// uses 60). Zero canary bytes, zero errors on stable files, zero stale
+// reads of what a writer changes meanwhile, bounded RSS.
 func TestLoadWithSymlinkSwaps(t *testing.T) {
 	seconds := 5
 	if s := os.Getenv("FSGUARD_LOAD_SECONDS"); s != "" {
@@ -40,6 +41,7 @@ func TestLoadWithSymlinkSwaps(t *testing.T) {
 		writeFile(t, filepath.Join(root, "flip", fmt.Sprintf("g%02d.txt", i)), "inside flip\n", 0o644)
 		writeFile(t, filepath.Join(outside, fmt.Sprintf("g%02d.txt", i)), canary+"\n", 0o644)
 	}
+	must(t, os.Mkdir(filepath.Join(root, "live"), 0o755))
 	if err := os.Symlink(outside, filepath.Join(root, "spare")); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func TestLoadWithSymlinkSwaps(t *testing.T) {
 	d := startMount(t, mp, "--policy", pol)
 
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
-	var swaps, greps, checks, stableErrs, leaks atomic.Int64
+	var swaps, greps, checks, stableErrs, leaks, edits, stale, early atomic.Int64
 	var mu sync.Mutex
 	var firstErr string
 	note := func(s string) {
@@ -97,6 +99,57 @@ func TestLoadWithSymlinkSwaps(t *testing.T) {
 			}
 		}()
 	}
+	// A writer edits the backing tree the whole time, as a host editor or
+	// a build does, and waits for each version to show through the mount:
+	// once it has, no read may serve the older bytes again. New names come
+	// and go, so the kernel's nodes (and the daemon's) must be forgotten.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		live := filepath.Join(root, "live")
+		for v := 0; time.Now().Before(deadline); v++ {
+			name := fmt.Sprintf("l%02d.txt", v%20)
+			want := strings.Repeat(fmt.Sprintf("version %d of %s\n", v, name), 1+v%300)
+			real := filepath.Join(live, name)
+			var err error
+			if v%2 == 0 { // in place
+				err = os.WriteFile(real, []byte(want), 0o644)
+			} else if err = os.WriteFile(real+".tmp", []byte(want), 0o644); err == nil {
+				err = os.Rename(real+".tmp", real) // as editors do
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(live, fmt.Sprintf("churn-%d.txt", v)), []byte(want), 0o644)
+			}
+			if err != nil {
+				note("writer: " + err.Error())
+				return
+			}
+			os.Remove(filepath.Join(live, fmt.Sprintf("churn-%d.txt", v-5)))
+			seen := filepath.Join(mp, "live", name)
+			changed := time.Now()
+			for {
+				got, err := os.ReadFile(seen)
+				if err == nil && string(got) == want {
+					break
+				}
+				if time.Since(changed) > time.Second {
+					stableErrs.Add(1)
+					note(fmt.Sprintf("%s version %d not visible after 1s: %v", name, v, err))
+					break
+				}
+			}
+			for range 2 {
+				if got, err := os.ReadFile(seen); err != nil || string(got) != want {
+					stale.Add(1)
+					note(fmt.Sprintf("%s served older bytes after version %d showed: %v %.30q", name, v, err, got))
+				}
+			}
+			edits.Add(1)
+			if v == 50 {
+				early.Store(rssNow(d.cmd.Process.Pid))
+			}
+		}
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -112,17 +165,23 @@ func TestLoadWithSymlinkSwaps(t *testing.T) {
 		}
 	}()
 	wg.Wait()
-	rss := peakRSS(d.cmd.Process.Pid)
-	t.Logf("%ds: %d swaps, %d grep -r runs, %d stable file checks; daemon peak RSS %d kB",
-		seconds, swaps.Load(), greps.Load(), checks.Load(), rss)
+	rss, end := peakRSS(d.cmd.Process.Pid), rssNow(d.cmd.Process.Pid)
+	t.Logf("%ds: %d swaps, %d grep -r runs, %d stable file checks, %d edits of the backing tree; daemon RSS %d kB after 50 edits, %d kB at the end, peak %d kB",
+		seconds, swaps.Load(), greps.Load(), checks.Load(), edits.Load(), early.Load(), end, rss)
+	if stale.Load() > 0 {
+		t.Errorf("%d reads served older bytes after the change was visible; first: %s", stale.Load(), firstErr)
+	}
+	if e := early.Load(); e > 0 && end > e+64<<10 {
+		t.Errorf("daemon RSS grew from %d kB to %d kB while the writer churned names", e, end)
+	}
 	if leaks.Load() > 0 {
 		t.Errorf("%d grep runs returned canary bytes", leaks.Load())
 	}
 	if stableErrs.Load() > 0 {
 		t.Errorf("%d errors on stable, allowed files; first: %s", stableErrs.Load(), firstErr)
 	}
-	if swaps.Load() < 100 || greps.Load() < 16 {
-		t.Errorf("the load did not run: %d swaps, %d greps", swaps.Load(), greps.Load())
+	if swaps.Load() < 100 || greps.Load() < 16 || edits.Load() < 10 {
+		t.Errorf("the load did not run: %d swaps, %d greps, %d edits", swaps.Load(), greps.Load(), edits.Load())
 	}
 	if rss > 256<<10 {
 		t.Errorf("daemon peak RSS %d kB exceeds 256 MiB", rss)
@@ -130,13 +189,19 @@ func TestLoadWithSymlinkSwaps(t *testing.T) {
 }
 
 // peakRSS returns a process's VmHWM in kB.
-func peakRSS(pid int) int64 {
+func peakRSS(pid int) int64 { return procStatus(pid, "VmHWM:") }
+
+// rssNow returns a process's VmRSS in kB.
+func rssNow(pid int) int64 { return procStatus(pid, "VmRSS:") }
+
+// procStatus returns a kB figure from /proc/pid/status.
+func procStatus(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return -1
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
+		if strings.HasPrefix(l, field) {
 			v, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
 			return v
 		}
