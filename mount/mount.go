@@ -60,10 +60,14 @@ type Server struct {
 // within this long instead of within the configured timeouts.
 const fallbackTimeout = time.Second
 
-// maxRead is the largest READ the kernel sends (max_pages follows it):
-// 1 MiB requests make a sequential read of a large file a quarter as many
-// round trips, and guarded opens, as the 128 KiB default.
-const maxRead = 1 << 20
+// maxRead is the largest READ the kernel sends (max_pages follows it).
+// Large READs make a first read of a big file a fraction of the round
+// trips, and guarded opens, of the 128 KiB default (1 GiB: ~1.1 s
+// instead of ~2.5 s here). It stays under 1 MiB because go-fuse splices
+// a reply through a pipe sized reply + header + one page, and a pipe's
+// largest size (fs.pipe-max-size) is 1 MiB by default; a reply that does
+// not fit is copied instead, and logged.
+const maxRead = 1<<20 - 8<<10
 
 // overlayfsMagic is statfs's f_type for overlayfs.
 const overlayfsMagic = 0x794c7630
