@@ -82,6 +82,9 @@ type ReadRequest struct {
 type ReadResult struct {
 	*read.Result
 	Notice string // non-empty: the window was withheld, this was said instead
+	// Footer follows a notice for part of a file: the window's own
+	// continuation footer, so paging still works.
+	Footer string
 	Notes  []string
 }
 
@@ -120,13 +123,26 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 		out.Notes = append(out.Notes, s.notRecorded())
 		return out, nil
 	}
-	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" && res.Image == nil {
-		held, err := s.Journal.Holds(req.Session, o.RealPath, rec.ContentID, res.Totals.Lines)
+	// The ledger answers for the window asked for: the whole file, or the
+	// lines A-B of it, when the session was handed every one of them in
+	// this version. A window with a clamped line is always sent: its full
+	// text was never delivered.
+	a, b, whole := o.Range.Start, o.Range.End, o.WholeFileVisible
+	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" && res.Image == nil && rec.Clamped == 0 && (whole || a >= 1) {
+		if whole {
+			a, b = 1, res.Totals.Lines
+		}
+		held, err := s.Journal.HoldsLines(req.Session, o.RealPath, rec.ContentID, a, b, res.Totals.Lines)
 		if err != nil {
 			return nil, err
 		}
 		if held {
-			out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold all %d lines. Use --no-dedupe to see them again.)", res.Totals.Lines)
+			if whole {
+				out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold all %d lines. Use --no-dedupe to see them again.)", res.Totals.Lines)
+			} else {
+				out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold lines %d-%d. Use --no-dedupe to see them again.)", a, b)
+				out.Footer = res.Footer // paging goes on from the window
+			}
 			rec.Origin, rec.Saved, rec.Delivered = journal.OriginLedger, rec.Delivered, int64(len(out.Notice))
 			rec.ViewID, rec.Start, rec.End, rec.WholeFileVisible = "", 0, 0, false
 		}
@@ -167,7 +183,11 @@ func (r *ReadResult) Text() string {
 		return r.Result.Text()
 	}
 	var b strings.Builder
-	b.WriteString("<path>" + r.Path + "</path>\n<type>file</type>\n<content>\n" + r.Notice + "\n</content>\n")
+	b.WriteString("<path>" + r.Path + "</path>\n<type>file</type>\n<content>\n" + r.Notice + "\n")
+	if r.Footer != "" {
+		b.WriteString("\n" + r.Footer + "\n")
+	}
+	b.WriteString("</content>\n")
 	return b.String()
 }
 
@@ -178,7 +198,12 @@ func (r *ReadResult) JSON() []byte {
 		return r.Result.JSON()
 	}
 	cp := *r.Result
-	cp.Lines, cp.Continuation, cp.Footer = nil, nil, r.Notice
+	cp.Lines, cp.Footer = nil, r.Notice
+	if r.Footer == "" {
+		cp.Continuation = nil
+	} else {
+		cp.Footer = r.Notice + "\n" + r.Footer
+	}
 	cp.Notes = append(append([]string{}, r.Notes...), r.Notice)
 	return cp.JSON()
 }

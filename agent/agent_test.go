@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,9 +49,13 @@ func (e *env) write(name, content string) string {
 	return p
 }
 
-func (e *env) read(name string, offset, limit int64) *ReadResult {
+func (e *env) read(name string, offset, limit int64, session ...string) *ReadResult {
 	e.t.Helper()
-	r, err := e.svc.Read(ReadRequest{Request: read.Request{Path: name, Offset: offset, Limit: limit, Cwd: e.root}, Session: "s1"})
+	sess := "s1"
+	if len(session) > 0 {
+		sess = session[0]
+	}
+	r, err := e.svc.Read(ReadRequest{Request: read.Request{Path: name, Offset: offset, Limit: limit, Cwd: e.root}, Session: sess})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -192,12 +197,12 @@ func TestLedgerNeedsEveryLine(t *testing.T) {
 	e := newEnv(t)
 	e.write("g.txt", "1\n2\n3\n4\n5\n")
 	e.read("g.txt", 1, 2)
-	if r := e.read("g.txt", 1, 2); r.Notice != "" {
-		t.Fatal("a partly seen file was answered with a notice")
+	if r := e.read("g.txt", 1, 3); r.Notice != "" {
+		t.Fatal("a window with a line never handed over was answered with a notice")
 	}
-	e.read("g.txt", 3, 3) // now every line has been handed over
-	if r := e.read("g.txt", 1, 2); r.Notice == "" {
-		t.Fatal("a file held whole in two pages was not recognised")
+	e.read("g.txt", 4, 5) // now every line has been handed over
+	if r := e.read("g.txt", 0, 0); !strings.Contains(r.Notice, "you already hold all 5 lines") {
+		t.Fatalf("a file held whole in pages was not recognised: %q", r.Notice)
 	}
 	// Another session holds nothing.
 	r, _ := e.svc.Read(ReadRequest{Request: read.Request{Path: "g.txt", Cwd: e.root}, Session: "s2"})
@@ -209,6 +214,44 @@ func TestLedgerNeedsEveryLine(t *testing.T) {
 	e.read("long.txt", 0, 0)
 	if r := e.read("long.txt", 0, 0); r.Notice != "" {
 		t.Fatal("a file with a clamped line was reported held")
+	}
+}
+
+// TestLedgerWindows: a window the session holds in this version is
+// answered with a notice for that range and the usual footer; an edit
+// anywhere in the file makes it a new version, held by nobody.
+func TestLedgerWindows(t *testing.T) {
+	e := newEnv(t)
+	var b strings.Builder
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	e.write("w.txt", b.String())
+	e.read("w.txt", 41, 20)
+	r := e.read("w.txt", 41, 20)
+	if r.Notice != "(Unchanged since your last read - you already hold lines 41-60. Use --no-dedupe to see them again.)" {
+		t.Fatalf("notice for a held window: %q", r.Notice)
+	}
+	txt := r.Text()
+	if !strings.Contains(txt, "(Showing lines 41-60 of 100. Use offset=61 to continue.)") || strings.Contains(txt, "line 41") {
+		t.Fatalf("a held window's answer: %q", txt)
+	}
+	if js := string(r.JSON()); !strings.Contains(js, `"continuation":{"path":"w.txt","offset":61,"limit":20}`) || strings.Contains(js, `"lines":[`) {
+		t.Fatalf("a held window's JSON lost its continuation: %s", js)
+	}
+	if r := e.read("w.txt", 45, 10); r.Notice == "" {
+		t.Fatal("a window inside a held one was sent again")
+	}
+	if r := e.read("w.txt", 55, 10); r.Notice != "" {
+		t.Fatal("a window reaching past what is held was answered with a notice")
+	}
+	// An edit far from the window: the window must be sent again.
+	e.write("w.txt", strings.Replace(b.String(), "line 99\n", "line 99 edited\n", 1))
+	if r := e.read("w.txt", 41, 20); r.Notice != "" || !strings.Contains(r.Text(), "line 41") {
+		t.Fatalf("a window held only in an older version was answered with a notice: %q", r.Notice)
+	}
+	if r := e.read("w.txt", 41, 20, "s-other"); r.Notice != "" {
+		t.Fatal("another session was told it holds the window")
 	}
 }
 

@@ -151,7 +151,7 @@ func TestCovers(t *testing.T) {
 		{nil, 3, false},
 	}
 	for _, tt := range tests {
-		if got := covers(tt.spans, tt.total); got != tt.want {
+		if got := covers(tt.spans, 1, tt.total); got != tt.want {
 			t.Errorf("covers(%v, %d) = %v", tt.spans, tt.total, got)
 		}
 	}

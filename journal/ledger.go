@@ -1,11 +1,18 @@
 package journal
 
 // Holds reports whether session was handed every line of this content of
-// this file: the union of the line ranges of its read observations of
-// (realPath, contentID) that had no clamped line, and of its writes of that
-// content, covers lines 1..totalLines. It keys on what was delivered, never
-// on path and hash alone.
+// this file (HoldsLines over 1..totalLines).
 func (j *Journal) Holds(session, realPath, contentID string, totalLines int64) (bool, error) {
+	return j.HoldsLines(session, realPath, contentID, 1, totalLines, totalLines)
+}
+
+// HoldsLines reports whether session was handed every line start..end of
+// this content of this file: the union of the line ranges of its read
+// observations of (realPath, contentID) that had no clamped line, and of
+// its writes of that content, covers start..end. It keys on what was
+// delivered, never on path and hash alone: a line of another version, or
+// one shown shortened, is not held.
+func (j *Journal) HoldsLines(session, realPath, contentID string, start, end, totalLines int64) (bool, error) {
 	if contentID == "" {
 		return false, nil // a partial scan identifies no content
 	}
@@ -34,13 +41,13 @@ func (j *Journal) Holds(session, realPath, contentID string, totalLines int64) (
 		return false, j.damage(err)
 	}
 	// An empty version is held only through a record of it (found above).
-	return totalLines > 0 && covers(spans, totalLines), nil
+	return totalLines > 0 && start >= 1 && start <= end && covers(spans, start, end), nil
 }
 
-// covers reports whether the spans cover 1..total.
-func covers(spans [][2]int64, total int64) bool {
-	next := int64(1)
-	for changed := true; changed && next <= total; {
+// covers reports whether the spans cover from..to.
+func covers(spans [][2]int64, from, to int64) bool {
+	next := from
+	for changed := true; changed && next <= to; {
 		changed = false
 		for _, s := range spans {
 			if s[0] <= next && s[1] >= next {
@@ -49,7 +56,7 @@ func covers(spans [][2]int64, total int64) bool {
 			}
 		}
 	}
-	return next > total
+	return next > to
 }
 
 // LastObservation returns the session's latest read or write observation
