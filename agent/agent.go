@@ -143,7 +143,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 				out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold lines %d-%d. Use --no-dedupe to see them again.)", a, b)
 				out.Footer = res.Footer // paging goes on from the window
 			}
-			rec.Origin, rec.Saved, rec.Delivered = journal.OriginLedger, rec.Delivered, int64(len(out.Notice))
+			rec.Origin, rec.Saved, rec.Delivered = journal.OriginLedger, rec.Delivered, int64(len(out.Notice)+len(out.Footer))
 			rec.ViewID, rec.Start, rec.End, rec.WholeFileVisible = "", 0, 0, false
 		}
 	}
