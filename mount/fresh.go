@@ -116,9 +116,12 @@ func (s *Server) apply(evs []watch.Event) {
 func (s *Server) held(dir string) []*fs.Inode {
 	var out []*fs.Inode
 	for _, r := range s.v.guard.Load().Roots() {
-		rel, ok := beneath(r.Real, dir)
+		rel, ok := roots.Within(r.Real, dir)
 		if !ok {
 			continue
+		}
+		if rel == "." {
+			rel = ""
 		}
 		n := s.root.EmbeddedInode()
 		if _, multi := s.root.(*top); multi {
@@ -135,18 +138,4 @@ func (s *Server) held(dir string) []*fs.Inode {
 		}
 	}
 	return out
-}
-
-// beneath returns p relative to base ("" for base itself).
-func beneath(base, p string) (string, bool) {
-	if p == base {
-		return "", true
-	}
-	if base == "/" {
-		return p[1:], strings.HasPrefix(p, "/")
-	}
-	if strings.HasPrefix(p, base) && p[len(base)] == '/' {
-		return p[len(base)+1:], true
-	}
-	return "", false
 }

@@ -97,10 +97,15 @@ func (n *node) where() (rel, shown string, ok bool) {
 
 // child returns the path of name in the directory n.
 func child(rel, shown, name string) (string, string) {
+	return childRel(rel, name), path.Join(shown, name)
+}
+
+// childRel is child's first result alone, for the listing's hot loop.
+func childRel(rel, name string) string {
 	if rel == "." {
-		return name, path.Join(shown, name)
+		return name
 	}
-	return rel + "/" + name, shown + "/" + name
+	return rel + "/" + name
 }
 
 // resolve finds the guard, root and paths an operation on n works with.
@@ -211,7 +216,7 @@ func (l *listing) load() syscall.Errno {
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	for _, e := range list {
-		if c, _ := child(rel, shown, e.Name); n.v.hidesMountPoint(r, c) {
+		if n.v.hidesMountPoint(r, childRel(rel, e.Name)) {
 			continue
 		}
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})

@@ -152,7 +152,7 @@ func (g *Guard) rootOf(abs string) (*Root, string) {
 	bestRel, bestLen := "", -1
 	for _, r := range g.roots {
 		for _, base := range []string{r.Path, r.Real} {
-			if rel, ok := within(base, abs); ok && len(base) > bestLen {
+			if rel, ok := Within(base, abs); ok && len(base) > bestLen {
 				best, bestRel, bestLen = r, rel, len(base)
 			}
 		}
@@ -160,7 +160,9 @@ func (g *Guard) rootOf(abs string) (*Root, string) {
 	return best, bestRel
 }
 
-func within(base, abs string) (string, bool) {
+// Within returns abs relative to base ("." for base itself), and whether
+// abs is base or beneath it. Both are clean absolute paths.
+func Within(base, abs string) (string, bool) {
 	if abs == base {
 		return ".", true
 	}
