@@ -127,17 +127,14 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 	// lines A-B of it, when the session was handed every one of them in
 	// this version. A window with a clamped line is always sent: its full
 	// text was never delivered.
-	a, b, whole := o.Range.Start, o.Range.End, o.WholeFileVisible
-	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" && res.Image == nil && rec.Clamped == 0 && (whole || a >= 1) {
-		if whole {
-			a, b = 1, res.Totals.Lines
-		}
+	a, b := o.Range.Start, o.Range.End
+	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" && res.Image == nil && rec.Clamped == 0 {
 		held, err := s.Journal.HoldsLines(req.Session, o.RealPath, rec.ContentID, a, b, res.Totals.Lines)
 		if err != nil {
 			return nil, err
 		}
 		if held {
-			if whole {
+			if o.WholeFileVisible {
 				out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold all %d lines. Use --no-dedupe to see them again.)", res.Totals.Lines)
 			} else {
 				out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold lines %d-%d. Use --no-dedupe to see them again.)", a, b)
