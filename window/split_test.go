@@ -1,0 +1,40 @@
+package window
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"testing"
+)
+
+// Split must divide a file exactly as the scanner numbers it, and Join must
+// give back the same bytes: edits and diffs rely on both.
+func TestSplitAgreesWithScan(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	inputs := []string{"", "abc", "abc\n", "\n\n", "a\r\nb\r\n", "a\rb\rc", "a\r\n\rb\n\r\n", "\r\n\r", "\xEF\xBB\xBFbom\r\nx"}
+	alphabet := []byte("ab\r\n ")
+	for i := 0; i < 300; i++ {
+		b := make([]byte, r.Intn(40))
+		for j := range b {
+			b[j] = alphabet[r.Intn(len(alphabet))]
+		}
+		inputs = append(inputs, string(b))
+	}
+	for _, in := range inputs {
+		bom, lines := Split([]byte(in))
+		if got := Join(bom, lines); !bytes.Equal(got, []byte(in)) {
+			t.Fatalf("%q: Join(Split) = %q", in, got)
+		}
+		want := reference([]byte(in), true)
+		if fmt.Sprint(Texts(lines)) != fmt.Sprint(want) {
+			t.Fatalf("%q: Split texts %q, scanner's %q", in, Texts(lines), want)
+		}
+		res, err := Scan(bytes.NewReader([]byte(in)), Options{Offset: 1, Limit: 1000, MaxLineChars: 2000, MaxBytes: 1 << 20, SkipBOM: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TotalLines != int64(len(lines)) {
+			t.Fatalf("%q: Split has %d lines, the scanner counts %d", in, len(lines), res.TotalLines)
+		}
+	}
+}
