@@ -36,6 +36,9 @@ const Genesis = "000000000000000000000000000000000000000000000000000000000000000
 const (
 	KindObservation = "observation"
 	KindDenial      = "denial"
+	// KindEviction: the held-content store dropped a version's content
+	// (blobs), so a session holding it gets lines, not a diff, next time.
+	KindEviction = "eviction"
 )
 
 // Origins of an observation.
@@ -43,6 +46,8 @@ const (
 	OriginRead   = "read"   // the agent was shown lines
 	OriginWrite  = "write"  // the agent wrote this version
 	OriginLedger = "ledger" // the agent was told it already holds the file
+	OriginDiff   = "diff"   // the agent was shown a diff against a version it held
+	OriginEdit   = "edit"   // the agent edited lines of this version
 )
 
 // Identity is a file version's fast-path identity.
@@ -75,6 +80,10 @@ type Record struct {
 	Identity         *Identity `json:"identity,omitempty"`
 	Delivered        int64     `json:"delivered,omitempty"` // bytes shown
 	Saved            int64     `json:"saved,omitempty"`     // bytes a ledger notice saved
+	// Held, when set, is the lines of this version the session holds
+	// through this record (a diff or an edit leaves more than Start-End).
+	Held    [][2]int64 `json:"held,omitempty"`
+	Anchors bool       `json:"anchors,omitempty"` // lines were shown with their anchors
 
 	// Denials.
 	Code string `json:"code,omitempty"`

@@ -139,21 +139,31 @@ func TestNewerSchemaRefused(t *testing.T) {
 
 func TestCovers(t *testing.T) {
 	tests := []struct {
-		spans [][2]int64
-		total int64
-		want  bool
+		spans    [][2]int64
+		from, to int64
+		want     bool
 	}{
-		{[][2]int64{{1, 10}}, 10, true},
-		{[][2]int64{{1, 5}, {6, 10}}, 10, true},
-		{[][2]int64{{6, 10}, {1, 5}}, 10, true},
-		{[][2]int64{{1, 5}, {7, 10}}, 10, false},
-		{[][2]int64{{2, 10}}, 10, false},
-		{nil, 3, false},
+		{[][2]int64{{1, 10}}, 1, 10, true},
+		{[][2]int64{{1, 5}, {6, 10}}, 1, 10, true},
+		{[][2]int64{{6, 10}, {1, 5}}, 1, 10, true},
+		{[][2]int64{{1, 5}, {7, 10}}, 1, 10, false},
+		{[][2]int64{{1, 5}, {7, 10}}, 7, 9, true},
+		{[][2]int64{{1, 5}, {3, 8}}, 2, 8, true},
+		{[][2]int64{{2, 10}}, 1, 10, false},
+		{[][2]int64{{1, 10}}, 5, 4, false},
+		{nil, 1, 3, false},
 	}
 	for _, tt := range tests {
-		if got := covers(tt.spans, 1, tt.total); got != tt.want {
-			t.Errorf("covers(%v, %d) = %v", tt.spans, tt.total, got)
+		var h Held
+		for _, s := range tt.spans {
+			h.add(s[0], s[1])
 		}
+		if got := h.Covers(tt.from, tt.to); got != tt.want {
+			t.Errorf("%v covers %d-%d = %v (merged %v)", tt.spans, tt.from, tt.to, got, h.Spans)
+		}
+	}
+	if got := SpansOf(9, func(n int64) bool { return n != 4 && n < 8 }); fmt.Sprint(got) != "[[1 3] [5 7]]" {
+		t.Errorf("SpansOf = %v", got)
 	}
 }
 

@@ -92,6 +92,9 @@ type Stats struct {
 	Reads          int64            `json:"reads"`
 	Writes         int64            `json:"writes"`
 	LedgerNotices  int64            `json:"ledgerNotices"`
+	Diffs          int64            `json:"diffs"`
+	Edits          int64            `json:"edits"`
+	Evictions      int64            `json:"evictions"`
 	Denials        int64            `json:"denials"`
 	DenialsByCode  map[string]int64 `json:"denialsByCode"`
 	BytesDelivered int64            `json:"bytesDelivered"`
@@ -128,6 +131,12 @@ func (j *Journal) Stats() (*Stats, error) {
 			s.Writes += n
 		case origin == OriginLedger:
 			s.LedgerNotices += n
+		case origin == OriginDiff:
+			s.Diffs += n
+		case origin == OriginEdit:
+			s.Edits += n
+		case kind == KindEviction:
+			s.Evictions += n
 		}
 	}
 	if err := rows.Err(); err != nil {

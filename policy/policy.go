@@ -88,6 +88,10 @@ type Journal struct {
 	// RequireWholeView: a write needs the session to have been handed
 	// every line of the current version, not just some of it.
 	RequireWholeView bool `toml:"require_whole_view"`
+	// HeldMaxBytes caps the held-content store beside the journal (the
+	// versions sessions were handed, compressed, for diffs on changed
+	// re-reads and for anchored edits); 0 keeps nothing.
+	HeldMaxBytes int64 `toml:"held_max_bytes"`
 }
 
 // Mount tunes the FUSE view.
@@ -149,7 +153,8 @@ func defaults() Policy {
 			SampleBytes:   8192,
 			MaxMediaBytes: 5 << 20,
 		},
-		Sniff: Sniff{Refuse: []string{"private-key"}},
+		Sniff:   Sniff{Refuse: []string{"private-key"}},
+		Journal: Journal{HeldMaxBytes: 256 << 20},
 		Mount: Mount{
 			Denied:              "hide",
 			Open:                "kernel",
@@ -201,7 +206,7 @@ type raw struct {
 // Parse decodes and validates policy text.
 func Parse(data []byte) (*Policy, error) {
 	d := defaults()
-	r := raw{Limits: d.Limits, Sniff: d.Sniff, Mount: d.Mount}
+	r := raw{Limits: d.Limits, Sniff: d.Sniff, Journal: d.Journal, Mount: d.Mount}
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&r)
 	if err != nil {
 		var pe toml.ParseError
@@ -323,6 +328,9 @@ func (p *Policy) finish(data []byte) error {
 	}
 	if l.MaxLineChars < 16 || l.MaxBytes < 4*l.MaxLineChars+64 {
 		return fmt.Errorf("%slimits.max_bytes (%d) must hold at least one clamped line: at least 4*max_line_chars+64 = %d", at("max_bytes", ""), l.MaxBytes, 4*l.MaxLineChars+64)
+	}
+	if p.Journal.HeldMaxBytes < 0 {
+		return fmt.Errorf("%sjournal.held_max_bytes must be 0 (keep nothing) or a positive number of bytes, got %d", at("held_max_bytes", ""), p.Journal.HeldMaxBytes)
 	}
 	for _, c := range p.Sniff.Refuse {
 		if !contains(SniffClasses, c) {
@@ -454,7 +462,7 @@ func (p *Policy) Summary() string {
 	fmt.Fprintf(&b, "\n[limits]\nmax_lines = %d\nmax_line_chars = %d\nmax_bytes = %d\nmax_scan_bytes = %d\nsample_bytes = %d\nmax_media_bytes = %d\n",
 		l.MaxLines, l.MaxLineChars, l.MaxBytes, l.MaxScanBytes, l.SampleBytes, l.MaxMediaBytes)
 	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\n", tomlList(p.Sniff.Refuse))
-	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequire_whole_view = %v\n", p.Journal.Path, p.Journal.RequireWholeView)
+	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequire_whole_view = %v\nheld_max_bytes = %d\n", p.Journal.Path, p.Journal.RequireWholeView, p.Journal.HeldMaxBytes)
 	m := p.Mount
 	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\nwatch = %q\n",
 		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes, m.Watch)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"fsguard/refusal"
+	"fsguard/window"
 )
 
 // Text renders the exact text envelope of a successful read.
@@ -27,6 +28,7 @@ func (r *Result) Text() string {
 type JSONLine struct {
 	N         int64  `json:"n"`
 	Text      string `json:"text"`
+	Anchor    string `json:"anchor,omitempty"` // with anchors, for an unclamped line
 	Truncated bool   `json:"truncated,omitempty"`
 }
 
@@ -45,6 +47,7 @@ type Envelope struct {
 	Notes        []string      `json:"notes"`
 	Footer       string        `json:"footer,omitempty"`
 	Image        *Image        `json:"image,omitempty"`
+	Diff         *Diff         `json:"diff,omitempty"`
 }
 
 // JSON renders a successful read.
@@ -52,7 +55,7 @@ func (r *Result) JSON() []byte {
 	e := Envelope{
 		Status: "ok", Path: r.Path, Range: &r.Range, Totals: &r.Totals,
 		Truncation: &r.Truncation, Continuation: r.Continuation,
-		Observation: &r.Observation, Notes: r.Notes, Footer: r.Footer, Image: r.Image,
+		Observation: &r.Observation, Notes: r.Notes, Footer: r.Footer, Image: r.Image, Diff: r.Diff,
 		Lines: make([]JSONLine, len(r.Lines)),
 	}
 	if e.Notes == nil {
@@ -60,6 +63,9 @@ func (r *Result) JSON() []byte {
 	}
 	for i, l := range r.Lines {
 		e.Lines[i] = JSONLine{N: l.N, Text: l.Text, Truncated: l.Truncated}
+		if r.Anchors && !l.Truncated {
+			e.Lines[i].Anchor = window.Anchor(l.Text)
+		}
 	}
 	return marshal(e)
 }

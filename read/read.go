@@ -6,6 +6,7 @@
 package read
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -26,6 +27,11 @@ type Request struct {
 	Offset int64
 	Limit  int64
 	Cwd    string
+	// Anchors renders each line as "N#hh: text" (see window.Anchor).
+	Anchors bool
+	// Keep returns the file's bytes in Result.Content when it is at most
+	// this big (a scan reads them all anyway, for the hash).
+	Keep int64
 }
 
 // Range is an inclusive span of line numbers; zero when nothing was shown.
@@ -84,6 +90,20 @@ type Result struct {
 	Body string
 	// Image is set for an image file: Body then describes it.
 	Image *Image
+	// Anchors: the lines were shown with their anchors.
+	Anchors bool
+	// Diff, set by the ledger, replaces Lines in JSON.
+	Diff *Diff
+	// Content is the whole file, when Request.Keep allowed it and the
+	// scan reached the end; it is exactly what ContentID names.
+	Content []byte
+}
+
+// Diff is a changed re-read's answer: a unified diff (file headers and
+// hunks) against the version, contentId Against, the session holds.
+type Diff struct {
+	Against string `json:"against"`
+	Unified string `json:"unified"`
 }
 
 // Reader performs reads under one guard.
@@ -124,12 +144,18 @@ func (r *Reader) Read(req Request) (*Result, error) {
 	opts := window.Options{
 		Offset: req.Offset, Limit: int(req.Limit),
 		MaxLineChars: lim.MaxLineChars, MaxBytes: lim.MaxBytes,
-		MaxScanBytes: lim.MaxScanBytes, SkipBOM: class.BOM > 0,
+		MaxScanBytes: lim.MaxScanBytes, SkipBOM: class.BOM > 0, Anchors: req.Anchors,
 	}
 	if refuseKeys {
 		opts.FindMarker = sniff.FindKey
 	}
-	scan, err := window.Scan(io.NewSectionReader(f, 0, 1<<62), opts)
+	var src io.Reader = io.NewSectionReader(f, 0, 1<<62)
+	var kept *bytes.Buffer
+	if f.Stat.Size <= req.Keep {
+		kept = bytes.NewBuffer(make([]byte, 0, f.Stat.Size))
+		src = io.TeeReader(src, kept)
+	}
+	scan, err := window.Scan(src, opts)
 	if err != nil {
 		return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
 	}
@@ -153,7 +179,11 @@ func (r *Reader) Read(req Request) (*Result, error) {
 		}
 		return nil, refusal.New(refusal.OffsetOutOfRange, f.Name, "offset %d is out of range for %q (%d lines)", req.Offset, f.Name, total)
 	}
-	return build(f, req, scan, notes, lim.MaxLineChars), nil
+	res := build(f, req, scan, notes, lim.MaxLineChars)
+	if kept != nil && scan.Complete && int64(kept.Len()) == scan.Bytes {
+		res.Content = kept.Bytes()
+	}
+	return res, nil
 }
 
 // classify sniffs the sample and refuses what is not text.
@@ -228,17 +258,18 @@ func verify(f *roots.File, scanned int64) error {
 
 func build(f *roots.File, req Request, scan *window.Result, notes []string, maxLineChars int) *Result {
 	res := &Result{
-		Path:   f.Name,
-		Lines:  scan.Lines,
-		Totals: Totals{Lines: scan.TotalLines, Bytes: scan.Bytes, Complete: scan.Complete},
-		Notes:  notes,
+		Path:    f.Name,
+		Lines:   scan.Lines,
+		Totals:  Totals{Lines: scan.TotalLines, Bytes: scan.Bytes, Complete: scan.Complete},
+		Notes:   notes,
+		Anchors: req.Anchors,
 		Truncation: Truncation{
 			Reason: "none", ClampedLines: []int64{}, MaxLineChars: maxLineChars,
 		},
 	}
 	var body strings.Builder
 	for _, l := range scan.Lines {
-		window.Render(&body, l, maxLineChars)
+		window.Render(&body, l, maxLineChars, req.Anchors)
 		if l.Truncated {
 			res.Truncation.ClampedLines = append(res.Truncation.ClampedLines, l.N)
 		}

@@ -28,6 +28,7 @@ type Options struct {
 	MaxBytes     int   // the shown lines (as rendered) fit in this many bytes
 	MaxScanBytes int64 // stop counting and hashing after this many bytes
 	SkipBOM      bool  // do not show a leading UTF-8 byte order mark
+	Anchors      bool  // lines are rendered with anchors (for the byte cap)
 	// FindMarker, when set, is called on each chunk with up to 128 bytes
 	// of the chunk before it, and reports the offset in data of a marker
 	// (negative: it began in prefix). The first hit is Result.MarkerAt.
@@ -274,7 +275,7 @@ func (s *scanner) emit() {
 	text, truncated := clamp(s.cur, s.o.MaxLineChars, s.curOver)
 	s.cur, s.curOver = s.cur[:0], false
 	l := Line{N: s.line, Text: text, Truncated: truncated}
-	size := RenderedSize(l, s.o.MaxLineChars)
+	size := RenderedSize(l, s.o.MaxLineChars, s.o.Anchors)
 	if s.res.ViewBytes+size > s.o.MaxBytes && len(s.res.Lines) > 0 {
 		s.res.Cut = CutBytes
 		s.done = true
