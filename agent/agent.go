@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"fsguard/blobs"
 	"fsguard/journal"
 	"fsguard/read"
 	"fsguard/refusal"
@@ -36,6 +37,9 @@ type Service struct {
 	// OnRecord, when set, sees every record once it is committed (the
 	// daemon's metrics).
 	OnRecord func(*journal.Record)
+	// Held, when set, keeps the content sessions were handed, so a
+	// changed file can be answered with a diff.
+	Held *blobs.Store
 	// OnWrite, when set, is told the real path of every file a write
 	// replaced or created, before the write answers (the daemon makes the
 	// kernel forget what it cached of it).
@@ -78,14 +82,17 @@ type ReadRequest struct {
 }
 
 // ReadResult is a read's outcome: either the window, or a ledger notice
-// that the session already holds the whole unchanged file.
+// that the session already holds it, or a diff that brings the version
+// the session holds up to date.
 type ReadResult struct {
 	*read.Result
 	Notice string // non-empty: the window was withheld, this was said instead
 	// Footer follows a notice for part of a file: the window's own
 	// continuation footer, so paging still works.
 	Footer string
-	Notes  []string
+	// Diff is set when the notice is a diff against a held version.
+	Diff  *read.Diff
+	Notes []string
 }
 
 // Read performs a read, answers from the ledger when the session already
@@ -96,6 +103,9 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 	if req.Path, req.Cwd, err = s.resolve(req.Path, req.Cwd); err != nil {
 		s.recordRefusal(req.Session, named, err)
 		return nil, err
+	}
+	if s.Held != nil {
+		req.Keep = s.Held.MaxFile()
 	}
 	res, err := (&read.Reader{Guard: s.Guard}).Read(req.Request)
 	if err != nil {
@@ -114,7 +124,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 		Session: req.Session, Path: res.Path, RealPath: o.RealPath, Pid: s.Pid, Uid: s.Uid, Process: s.Process,
 		StatID: o.StatID, ViewID: o.ViewID, ObsID: o.ID, WholeFileVisible: o.WholeFileVisible,
 		Start: o.Range.Start, End: o.Range.End, Clamped: len(res.Truncation.ClampedLines),
-		TotalLines: res.Totals.Lines, Identity: &o.Identity, Delivered: int64(len(res.Body)),
+		TotalLines: res.Totals.Lines, Identity: &o.Identity, Delivered: int64(len(res.Body)), Anchors: res.Anchors,
 	}
 	if o.ContentID != nil {
 		rec.ContentID = *o.ContentID
@@ -125,28 +135,45 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 	}
 	// The ledger answers for the window asked for: the whole file, or the
 	// lines A-B of it, when the session was handed every one of them in
-	// this version. A window with a clamped line is always sent: its full
-	// text was never delivered.
+	// this version; a file changed since the session's last read, with a
+	// diff when that says the same in fewer bytes. A window with a clamped
+	// line is always sent: its full text was never delivered.
 	a, b := o.Range.Start, o.Range.End
 	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" && res.Image == nil && rec.Clamped == 0 {
-		held, err := s.Journal.HoldsLines(req.Session, o.RealPath, rec.ContentID, a, b, res.Totals.Lines)
+		held, err := s.Journal.Holding(req.Session, o.RealPath, rec.ContentID, res.Totals.Lines, req.Anchors)
 		if err != nil {
 			return nil, err
 		}
-		if held {
+		var change *changeAnswer
+		switch {
+		case held.Window(a, b, res.Totals.Lines):
 			if o.WholeFileVisible {
 				out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold all %d lines. Use --no-dedupe to see them again.)", res.Totals.Lines)
 			} else {
 				out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold lines %d-%d. Use --no-dedupe to see them again.)", a, b)
 				out.Footer = res.Footer // paging goes on from the window
 			}
-			rec.Origin, rec.Saved, rec.Delivered = journal.OriginLedger, rec.Delivered, int64(len(out.Notice)+len(out.Footer))
-			rec.ViewID, rec.Start, rec.End, rec.WholeFileVisible = "", 0, 0, false
+			rec.Origin, rec.Start, rec.End = journal.OriginLedger, 0, 0
+		case !req.Anchors: // a diff carries no anchors: an anchored read gets lines
+			if change, err = s.answerChange(req.Session, res); err != nil {
+				return nil, err
+			}
+		}
+		if change != nil {
+			out.Notice, out.Footer = change.notice, res.Footer
+			out.Diff = &read.Diff{Against: change.against, Unified: change.unified}
+			rec.Origin, rec.Held = journal.OriginDiff, change.held
+		}
+		if out.Notice != "" {
+			rec.Saved, rec.Delivered = rec.Delivered, int64(len(out.Notice)+len(out.Footer))
+			rec.Saved -= rec.Delivered
+			rec.ViewID, rec.WholeFileVisible = "", false
 		}
 	}
 	if err := s.append(rec); err != nil {
 		out.Notes = append(out.Notes, "nothing was recorded in the journal: "+err.Error())
 	}
+	s.keep(rec.ContentID, o.RealPath, res.Content)
 	return out, nil
 }
 
@@ -188,20 +215,22 @@ func (r *ReadResult) Text() string {
 	return b.String()
 }
 
-// JSON renders a read result as JSON.
+// JSON renders a read result as JSON. A notice replaces the lines; a
+// diff's text is in "diff", and the footer keeps only its first line.
 func (r *ReadResult) JSON() []byte {
 	if r.Notice == "" {
 		r.Result.Notes = r.Notes
 		return r.Result.JSON()
 	}
+	notice, _, _ := strings.Cut(r.Notice, "\n")
 	cp := *r.Result
-	cp.Lines, cp.Footer = nil, r.Notice
+	cp.Lines, cp.Footer, cp.Diff = nil, notice, r.Diff
 	if r.Footer == "" {
 		cp.Continuation = nil
 	} else {
-		cp.Footer = r.Notice + "\n" + r.Footer
+		cp.Footer = notice + "\n" + r.Footer
 	}
-	cp.Notes = append(append([]string{}, r.Notes...), r.Notice)
+	cp.Notes = append(append([]string{}, r.Notes...), notice)
 	return cp.JSON()
 }
 

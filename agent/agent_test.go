@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"fsguard/blobs"
 	"fsguard/journal"
 	"fsguard/policy"
 	"fsguard/read"
@@ -36,8 +37,12 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { j.Close(); g.Close() })
-	return &env{t: t, root: root, svc: (&Service{Guard: g, Journal: j}).Self()}
+	h, err := blobs.Open(filepath.Join(t.TempDir(), "j.held.db"), 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(); j.Close(); g.Close() })
+	return &env{t: t, root: root, svc: (&Service{Guard: g, Journal: j, Held: h}).Self()}
 }
 
 func (e *env) write(name, content string) string {

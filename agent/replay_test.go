@@ -3,18 +3,91 @@ package agent
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
 	"fsguard/read"
 )
 
+// belief is what a model agent knows of a file: some of its lines, as of
+// version ver, learnt only from what fsguard sent it.
+type belief struct {
+	ver   int
+	lines map[int64]string
+}
+
+// patch applies a unified diff to what the agent knows. A context or
+// removed line the agent does not know, or knows differently, means the
+// diff leaned on a line it never held: an error. Lines after the last hunk
+// shift by the hunks' net growth.
+func (b *belief) patch(unified string) error {
+	next := map[int64]string{}
+	var delta, oldAt, newAt, copied int64 // copied: old lines below this are placed
+	move := func(upTo int64) {            // carry known old lines [copied, upTo) across
+		for l, t := range b.lines {
+			if l >= copied && l < upTo {
+				next[l+delta] = t
+			}
+		}
+		copied = upTo
+	}
+	for _, ln := range strings.Split(strings.TrimSuffix(unified, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(ln, "--- ") || strings.HasPrefix(ln, "+++ "):
+		case strings.HasPrefix(ln, "@@ "):
+			f := strings.Fields(ln) // @@ -a,b +c,d @@
+			oldStart, _ := strconv.ParseInt(strings.Split(f[1][1:], ",")[0], 10, 64)
+			newStart, _ := strconv.ParseInt(strings.Split(f[2][1:], ",")[0], 10, 64)
+			if !strings.Contains(f[1], ",") || !strings.HasSuffix(f[1], ",0") {
+				move(oldStart)
+			} else {
+				move(oldStart + 1) // an empty old side sits after line oldStart
+			}
+			oldAt, newAt = oldStart, newStart
+			if strings.HasSuffix(f[1], ",0") {
+				oldAt++
+			}
+			if strings.HasSuffix(f[2], ",0") {
+				newAt++
+			}
+			if newAt-oldAt != delta {
+				return fmt.Errorf("hunk %s: lines before it moved by %d, the hunk says %d", ln, delta, newAt-oldAt)
+			}
+		default:
+			text := ln[1:]
+			switch ln[0] {
+			case ' ', '-':
+				if got, ok := b.lines[oldAt]; !ok || got != text {
+					return fmt.Errorf("the diff leans on old line %d (%q), which the agent holds as %q (held: %v)", oldAt, text, got, ok)
+				}
+				if ln[0] == ' ' {
+					next[newAt] = text
+					newAt++
+				} else {
+					delta--
+				}
+				oldAt++
+			case '+':
+				next[newAt] = text
+				newAt++
+				delta++
+			}
+			copied = oldAt
+		}
+	}
+	move(1 << 62)
+	b.lines = next
+	return nil
+}
+
 // TestReplayLedger replays an agent-like trace — 160 steps over 12 files
-// of 40–2,600 lines, edits between reads, a third of the reads at an
-// offset — and reports the bytes the ledger saved. Every notice is checked
-// against an independent model of what the session was handed: a notice
-// for a line the session does not hold in this version is untruthful, and
-// fails the test.
+// of 40–2,600 lines, edits (changed, inserted and deleted lines) between
+// reads, a third of the reads at an offset — and reports the bytes the
+// ledger and its diffs saved. A model agent learns only from what it is
+// sent: a notice must be about lines it holds, as they are now, and a diff
+// must apply to what it holds and leave it holding only true lines. Any
+// other answer is untruthful and fails the test.
 func TestReplayLedger(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(12, 160))
@@ -22,10 +95,11 @@ func TestReplayLedger(t *testing.T) {
 		name  string
 		lines []string
 		ver   int
+		knows belief
 	}
 	var files []*file
 	for i := range 12 {
-		f := &file{name: fmt.Sprintf("f%02d.go", i)}
+		f := &file{name: fmt.Sprintf("f%02d.go", i), knows: belief{ver: -1}}
 		n := 40 + rng.IntN(2561)
 		for l := range n {
 			f.lines = append(f.lines, fmt.Sprintf("\t// file %d line %d: %s", i, l+1, strings.Repeat("x", rng.IntN(60))))
@@ -33,15 +107,24 @@ func TestReplayLedger(t *testing.T) {
 		files = append(files, f)
 		e.write(f.name, strings.Join(f.lines, "\n")+"\n")
 	}
-	// held[name][version] is the set of lines the model knows were sent.
-	held := map[string]map[int]map[int64]bool{}
-	var sent, full, notices, untruthful, wholeSaved int64
+	var sent, full, notices, diffs, untruthful, wholeSaved int64
+	lie := func(step int, f *file, format string, args ...any) {
+		untruthful++
+		t.Errorf("step %d, %s: "+format, append([]any{step, f.name}, args...)...)
+	}
 	for step := range 160 {
 		// The agent works on a few files at a time, as agents do.
 		f := files[(step/20*3+rng.IntN(4))%len(files)]
 		if rng.Float64() < 0.12 {
 			l := rng.IntN(len(f.lines))
-			f.lines[l] += " // edited"
+			switch p := rng.Float64(); {
+			case p < 0.6:
+				f.lines[l] += " // edited"
+			case p < 0.8:
+				f.lines = append(f.lines[:l], append([]string{fmt.Sprintf("\t// inserted at step %d", step)}, f.lines[l:]...)...)
+			default:
+				f.lines = append(f.lines[:l], f.lines[l+1:]...)
+			}
 			f.ver++
 			e.write(f.name, strings.Join(f.lines, "\n")+"\n")
 			continue
@@ -55,43 +138,64 @@ func TestReplayLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		full += int64(len(r.Body))
-		if held[f.name] == nil {
-			held[f.name] = map[int]map[int64]bool{}
-		}
-		h := held[f.name][f.ver]
-		if h == nil {
-			h = map[int64]bool{}
-			held[f.name][f.ver] = h
-		}
-		if r.Notice != "" {
-			notices++
+		a, b := r.Range.Start, r.Range.End
+		k := &f.knows
+		switch {
+		case r.Diff != nil:
+			diffs++
 			sent += int64(len(r.Notice) + len(r.Footer))
-			if r.Footer == "" { // a whole-file notice, all the old ledger gave
-				wholeSaved += int64(len(r.Body) - len(r.Notice))
+			if err := k.patch(r.Diff.Unified); err != nil {
+				lie(step, f, "%v", err)
+				continue
 			}
-			for l := r.Range.Start; l <= r.Range.End; l++ {
-				if !h[l] {
-					untruthful++
-					t.Errorf("step %d: notice for %s lines %d-%d, but line %d of this version was never sent", step, f.name, r.Range.Start, r.Range.End, l)
+			k.ver = f.ver
+			for l, text := range k.lines {
+				if int(l) > len(f.lines) || f.lines[l-1] != text {
+					lie(step, f, "after the diff the agent holds line %d as %q, but it is not", l, text)
 					break
 				}
 			}
-			continue
-		}
-		sent += int64(len(r.Body))
-		if len(r.Truncation.ClampedLines) == 0 {
-			for l := r.Range.Start; l <= r.Range.End; l++ {
-				h[l] = true
+			for l := a; l <= b; l++ {
+				if _, ok := k.lines[l]; !ok {
+					lie(step, f, "after the diff the agent still lacks line %d of its window %d-%d", l, a, b)
+					break
+				}
+			}
+		case r.Notice != "":
+			notices++
+			sent += int64(len(r.Notice) + len(r.Footer))
+			if r.Footer == "" { // a whole-file notice, all the first ledger gave
+				wholeSaved += int64(len(r.Body) - len(r.Notice))
+			}
+			if k.ver != f.ver {
+				lie(step, f, "notice for lines %d-%d, but the agent holds version %d and the file is at %d", a, b, k.ver, f.ver)
+				continue
+			}
+			for l := a; l <= b; l++ {
+				if got, ok := k.lines[l]; !ok || got != f.lines[l-1] {
+					lie(step, f, "notice for lines %d-%d, but the agent does not hold line %d as it is", a, b, l)
+					break
+				}
+			}
+		default:
+			sent += int64(len(r.Body))
+			if k.ver != f.ver {
+				*k = belief{ver: f.ver, lines: map[int64]string{}}
+			}
+			if len(r.Truncation.ClampedLines) == 0 {
+				for _, l := range r.Lines {
+					k.lines[l.N] = l.Text
+				}
 			}
 		}
 	}
 	saved := 100 * float64(full-sent) / float64(full)
-	fmt.Printf("replay: 160 steps, %d bytes without the ledger, %d sent, %.1f%% saved (whole-file notices alone: %.1f%%), %d notices, %d untruthful\n",
-		full, sent, saved, 100*float64(wholeSaved)/float64(full), notices, untruthful)
+	fmt.Printf("replay: 160 steps, %d bytes as lines, %d sent, %.1f%% saved (whole-file notices alone: %.1f%%), %d notices, %d diffs, %d untruthful\n",
+		full, sent, saved, 100*float64(wholeSaved)/float64(full), notices, diffs, untruthful)
 	if saved < 60 {
 		t.Errorf("the ledger saved %.1f%% of the bytes, want at least 60%%", saved)
 	}
-	if notices == 0 {
-		t.Fatal("the trace produced no notice: it tests nothing")
+	if notices == 0 || diffs == 0 {
+		t.Fatal("the trace produced no notice or no diff: it tests nothing")
 	}
 }

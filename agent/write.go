@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -203,7 +204,13 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 	if err != nil {
 		return nil, writeErr(display, err)
 	}
-	scan, err := window.Scan(io.NewSectionReader(tf, 0, 1<<62), window.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16})
+	var src io.Reader = io.NewSectionReader(tf, 0, 1<<62)
+	var kept *bytes.Buffer // what the session wrote is a version it holds
+	if s.Held != nil && n <= s.Held.MaxFile() {
+		kept = bytes.NewBuffer(make([]byte, 0, n))
+		src = io.TeeReader(src, kept)
+	}
+	scan, err := window.Scan(src, window.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16})
 	if err != nil {
 		return nil, writeErr(display, err)
 	}
@@ -247,6 +254,9 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 	}
 	if err := s.append(rec); err != nil {
 		return res, fmt.Errorf("the file was written, but the journal could not record it (%v): the next write will need a re-read", err)
+	}
+	if kept != nil {
+		s.keep(res.ContentID, real, kept.Bytes())
 	}
 	return res, nil
 }

@@ -18,9 +18,9 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	usage := func() {
 		fmt.Fprint(stderr, `usage: fsguard journal <query|tail|stats|verify|export> [flags]
 
-  query  [--session S] [--path GLOB] [--since T] [--until T] [--kind observation|denial] [--format table|json]
+  query  [--session S] [--path GLOB] [--since T] [--until T] [--kind observation|denial|eviction] [--format table|json]
   tail   [-f] [-n N]          the last records; -f follows new ones
-  stats                       reads, writes, denials by code, bytes delivered and saved by the ledger
+  stats                       reads, writes, edits, diffs, denials by code, bytes delivered and saved
   verify                      walk the hash chain; exit 1 naming the first bad record
   export --jsonl              every record as one JSON object a line
 
@@ -49,7 +49,7 @@ examples:
 	pathGlob := fs.String("path", "", "only paths matching this glob")
 	since := fs.String("since", "", "only records at or after T")
 	until := fs.String("until", "", "only records before T")
-	kind := fs.String("kind", "", "observation or denial")
+	kind := fs.String("kind", "", "observation, denial or eviction")
 	format := fs.String("format", "table", "table or json")
 	follow := fs.Bool("f", false, "follow (tail)")
 	count := fs.Int("n", 20, "records to show (tail)")
@@ -119,11 +119,12 @@ examples:
 			return 0
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "records\t%d\nsessions\t%d\nreads\t%d\nwrites\t%d\nledger notices\t%d\ndenials\t%d\n", st.Records, st.Sessions, st.Reads, st.Writes, st.LedgerNotices, st.Denials)
+		fmt.Fprintf(tw, "records\t%d\nsessions\t%d\nreads\t%d\nwrites\t%d\nedits\t%d\nledger notices\t%d\ndiffs\t%d\nheld content evicted\t%d\ndenials\t%d\n",
+			st.Records, st.Sessions, st.Reads, st.Writes, st.Edits, st.LedgerNotices, st.Diffs, st.Evictions, st.Denials)
 		for code, n := range st.DenialsByCode {
 			fmt.Fprintf(tw, "  %s\t%d\n", code, n)
 		}
-		fmt.Fprintf(tw, "bytes delivered\t%d\nbytes saved by the ledger\t%d\n", st.BytesDelivered, st.BytesSaved)
+		fmt.Fprintf(tw, "bytes delivered\t%d\nbytes saved by the ledger and diffs\t%d\n", st.BytesDelivered, st.BytesSaved)
 		tw.Flush()
 	case "verify":
 		start := time.Now()
@@ -210,7 +211,10 @@ func printRecords(w io.Writer, recs []*journal.Record, format string) {
 		}
 		for _, r := range recs {
 			detail := r.Code
-			if r.Kind == journal.KindObservation {
+			switch r.Kind {
+			case journal.KindEviction:
+				detail = "held content " + r.ContentID[:min(12, len(r.ContentID))] + " evicted: the next changed re-read gets lines"
+			case journal.KindObservation:
 				detail = fmt.Sprintf("%s lines %d-%d of %d", r.Origin, r.Start, r.End, r.TotalLines)
 				if r.WholeFileVisible {
 					detail += " (whole file)"

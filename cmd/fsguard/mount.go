@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"fsguard/agent"
+	"fsguard/blobs"
 	"fsguard/control"
 	"fsguard/journal"
 	"fsguard/metrics"
@@ -60,6 +61,15 @@ flags:
 		defer j.Close()
 		audit = journalAudit{j: j, log: log, fallback: audit}
 	}
+	var held *blobs.Store
+	if j != nil {
+		var herr error
+		if held, herr = openHeld(pol, j); herr != nil {
+			log.Warn("no held-content store: changed files are re-sent as lines, and anchored edits need a fresh read", "err", herr.Error())
+		} else if held != nil {
+			defer held.Close()
+		}
+	}
 	srv, err := mount.Mount(mount.Config{
 		Policy: pol, MountPoint: arg, AllowOther: *allowOther,
 		Audit: audit, Debug: *debug, Log: log,
@@ -72,7 +82,7 @@ flags:
 		*socket = pol.Control.Socket
 	}
 	if *socket != "" {
-		ctl, err := serveControl(srv, j, jerr, m, *socket)
+		ctl, err := serveControl(srv, j, jerr, held, m, *socket)
 		if err != nil {
 			srv.Unmount()
 			return fail(stderr, fmt.Errorf("control socket %s: %w", *socket, err))
@@ -112,7 +122,7 @@ flags:
 
 // serveControl starts the control socket. Each request gets a service
 // built on the guard in force at that moment and the daemon's journal.
-func serveControl(srv *mount.Server, j *journal.Journal, jerr error, m *metrics.Set, path string) (*control.Server, error) {
+func serveControl(srv *mount.Server, j *journal.Journal, jerr error, held *blobs.Store, m *metrics.Set, path string) (*control.Server, error) {
 	dev, err := srv.Dev()
 	if err != nil {
 		return nil, err
@@ -121,7 +131,7 @@ func serveControl(srv *mount.Server, j *journal.Journal, jerr error, m *metrics.
 		switch {
 		case r.Kind == journal.KindDenial:
 			m.Denials.Add(r.Code, 1)
-		case r.Origin == journal.OriginRead || r.Origin == journal.OriginLedger:
+		case r.Origin == journal.OriginRead || r.Origin == journal.OriginLedger || r.Origin == journal.OriginDiff:
 			m.Reads.Add(r.Origin, 1)
 			m.Delivered.Add("", float64(r.Delivered))
 			m.Saved.Add("", float64(r.Saved))
@@ -129,7 +139,7 @@ func serveControl(srv *mount.Server, j *journal.Journal, jerr error, m *metrics.
 	}
 	c := &control.Server{MountDev: dev, Metrics: m, Service: func() *agent.Service {
 		g := srv.Guard()
-		return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
+		return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, Held: held, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
 	}}
 	return c, c.Serve(path)
 }

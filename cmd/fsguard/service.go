@@ -2,6 +2,7 @@ package main
 
 import (
 	"fsguard/agent"
+	"fsguard/blobs"
 	"fsguard/journal"
 	"fsguard/policy"
 	"fsguard/roots"
@@ -21,11 +22,24 @@ func openService(pol *policy.Policy) (*agent.Service, func(), error) {
 		s.JournalErr = err
 	} else {
 		s.Journal = j
+		s.Held, _ = openHeld(pol, j) // without it, changed files come as lines
 	}
 	return s, func() {
 		if s.Journal != nil {
 			s.Journal.Close()
 		}
+		if s.Held != nil {
+			s.Held.Close()
+		}
 		g.Close()
 	}, nil
+}
+
+// openHeld opens the held-content store beside the journal, or returns
+// nil when the policy keeps nothing.
+func openHeld(pol *policy.Policy, j *journal.Journal) (*blobs.Store, error) {
+	if pol.Journal.HeldMaxBytes == 0 {
+		return nil, nil
+	}
+	return blobs.Open(blobs.Beside(j.Path()), pol.Journal.HeldMaxBytes)
 }
