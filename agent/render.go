@@ -88,3 +88,40 @@ func RenderWrite(res *WriteResult, err error) Output {
 	}
 	return Output{Stdout: fmt.Sprintf("%s %q: %d bytes, %d lines\n", verb, res.Path, res.Bytes, res.TotalLines)}
 }
+
+// RenderEdit renders an edit's outcome: the changed lines with context and
+// their anchors, so the next edit needs no re-read, and where later lines
+// went.
+func RenderEdit(res *EditResult, err error) Output {
+	if res == nil {
+		return errorOutput(err)
+	}
+	var b strings.Builder
+	b.WriteString("<path>" + res.Path + "</path>\n<type>edit</type>\n<content>\n" + res.Shown + "\n")
+	moved := ""
+	switch after := res.End < res.TotalLines; {
+	case after && res.Moved > 0:
+		moved = fmt.Sprintf(" Lines after them moved down by %d.", res.Moved)
+	case after && res.Moved < 0:
+		moved = fmt.Sprintf(" Lines after them moved up by %d.", -res.Moved)
+	}
+	switch {
+	case res.End == res.Start:
+		fmt.Fprintf(&b, "(Edited line %d.%s The file now has %d lines.)\n", res.Start, moved, res.TotalLines)
+	case res.End > res.Start:
+		fmt.Fprintf(&b, "(Edited lines %d-%d.%s The file now has %d lines.)\n", res.Start, res.End, moved, res.TotalLines)
+	default:
+		fmt.Fprintf(&b, "(Edited: lines deleted after line %d.%s The file now has %d lines.)\n", res.End, moved, res.TotalLines)
+	}
+	b.WriteString("</content>\n")
+	out := Output{Stdout: b.String()}
+	if res.Elsewhere {
+		out.Stderr = "Note: the file had also changed elsewhere since your last read; those changes were kept. Read those lines again before relying on them.\n"
+	}
+	if err != nil {
+		e := errorOutput(err)
+		out.Stderr += e.Stderr
+		out.Exit, out.Code, out.Message = e.Exit, e.Code, e.Message
+	}
+	return out
+}

@@ -147,6 +147,28 @@ func (s *Service) Write(name, cwd, session string, content io.Reader) (*WriteRes
 }
 
 func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteResult, error) {
+	return s.replace(name, cwd, session, func(f *roots.File) (io.Reader, *edited, error) {
+		if f == nil {
+			return content, nil, nil // a new file needs no read
+		}
+		return content, nil, s.checkFile(f, session)
+	})
+}
+
+// edited says what an edit changed, for its record: the lines of the new
+// version the session holds afterwards, and the lines it was shown.
+type edited struct {
+	held       [][2]int64
+	start, end int64
+}
+
+// produce gives the new content for the file f (nil: it does not exist
+// yet), having checked that the session may replace it; a nil *edited
+// means the session wrote the whole new content.
+type produce func(f *roots.File) (io.Reader, *edited, error)
+
+// replace is the one atomic write path, under Write and Edit.
+func (s *Service) replace(name, cwd, session string, newContent produce) (*WriteResult, error) {
 	name, cwd, err := s.resolve(name, cwd)
 	if err != nil {
 		return nil, err
@@ -154,12 +176,14 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 	var dir *roots.Dir
 	var base, display string
 	var checked *roots.Identity
+	var content io.Reader
+	var ed *edited
 	mode := uint32(0o644)
 	f, err := s.Guard.Open(name, cwd)
 	switch {
 	case err == nil:
 		defer f.Close()
-		if err := s.checkFile(f, session); err != nil {
+		if content, ed, err = newContent(f); err != nil {
 			return nil, err
 		}
 		id := f.Identity()
@@ -169,6 +193,9 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 		var root *roots.Root
 		var rel string
 		root, rel, display, err = s.Guard.Locate(name, cwd)
+		if err == nil {
+			content, ed, err = newContent(nil)
+		}
 		if err == nil {
 			dir, base, err = s.Guard.OpenParent(root, rel, display)
 		}
@@ -251,6 +278,9 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 		Path: s.shown(display), RealPath: real, StatID: read.StatID(real, id), ContentID: res.ContentID,
 		WholeFileVisible: true, Start: min(1, scan.TotalLines), End: scan.TotalLines, TotalLines: scan.TotalLines,
 		Identity: &id, Pid: s.Pid, Uid: s.Uid, Process: s.Process,
+	}
+	if ed != nil {
+		rec.Origin, rec.WholeFileVisible, rec.Held, rec.Start, rec.End = journal.OriginEdit, false, ed.held, ed.start, ed.end
 	}
 	if err := s.append(rec); err != nil {
 		return res, fmt.Errorf("the file was written, but the journal could not record it (%v): the next write will need a re-read", err)

@@ -32,6 +32,10 @@ const (
 	// Write preconditions (fsguard check / fsguard write).
 	NotObserved  Code = "FS_NOT_OBSERVED"
 	StaleVersion Code = "FS_STALE_VERSION"
+
+	// Exact-text edits (fsguard edit --old/--new).
+	EditNoMatch   Code = "FS_EDIT_NO_MATCH"
+	EditAmbiguous Code = "FS_EDIT_AMBIGUOUS"
 )
 
 // Error is a refusal: a code, the path as the caller named it, and a complete

@@ -57,3 +57,10 @@ func Anchor(text string) string {
 func truncMarker(maxLineChars int) string {
 	return "... (line truncated to " + strconv.Itoa(maxLineChars) + " chars)"
 }
+
+// LineOf makes the shown form of line n of a whole file, clamped as the
+// scanner clamps.
+func LineOf(n int64, text string, maxLineChars int) Line {
+	t, cut := clamp([]byte(text), maxLineChars, false)
+	return Line{N: n, Text: t, Truncated: cut}
+}
