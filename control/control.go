@@ -1,5 +1,5 @@
 // Package control owns the daemon's control socket: HTTP+JSON over a unix
-// socket through which `fsguard read`, `check` and `write` inside a
+// socket through which `fsguard read`, `check`, `write` and `edit` inside a
 // container ask the daemon, which owns the journal. The daemon never takes
 // the client's word for who it is or where it stands: the caller's pid and
 // uid come from SO_PEERCRED, and its view of the mount (where the mount
@@ -26,15 +26,17 @@ import (
 
 // Request is one agent operation. Path and Cwd are in the caller's view.
 type Request struct {
-	Op       string `json:"op"` // read | check | write
-	Path     string `json:"path"`
-	Cwd      string `json:"cwd"`
-	Session  string `json:"session"`
-	Offset   int64  `json:"offset,omitempty"`
-	Limit    int64  `json:"limit,omitempty"`
-	Format   string `json:"format,omitempty"`
-	NoDedupe bool   `json:"noDedupe,omitempty"`
-	Content  []byte `json:"content,omitempty"` // write
+	Op       string      `json:"op"` // read | check | write | edit
+	Path     string      `json:"path"`
+	Cwd      string      `json:"cwd"`
+	Session  string      `json:"session"`
+	Offset   int64       `json:"offset,omitempty"`
+	Limit    int64       `json:"limit,omitempty"`
+	Format   string      `json:"format,omitempty"`
+	NoDedupe bool        `json:"noDedupe,omitempty"`
+	Anchors  bool        `json:"anchors,omitempty"`
+	Content  []byte      `json:"content,omitempty"` // write
+	Edit     *agent.Edit `json:"edit,omitempty"`
 }
 
 // Peer is the connected process, as the kernel reports it.
@@ -146,7 +148,7 @@ func Do(svc *agent.Service, req Request) agent.Output {
 	switch req.Op {
 	case "read":
 		res, err := svc.Read(agent.ReadRequest{
-			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd},
+			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd, Anchors: req.Anchors},
 			Session: req.Session, NoDedupe: req.NoDedupe,
 		})
 		return agent.RenderRead(req.Path, res, err, req.Format)
@@ -154,6 +156,11 @@ func Do(svc *agent.Service, req Request) agent.Output {
 		return agent.RenderCheck(svc.Check(req.Path, req.Cwd, req.Session))
 	case "write":
 		return agent.RenderWrite(svc.Write(req.Path, req.Cwd, req.Session, bytes.NewReader(req.Content)))
+	case "edit":
+		if req.Edit == nil {
+			return agent.Output{Stderr: "Error: bad request: edit without an edit\n", Exit: agent.ExitUsage}
+		}
+		return agent.RenderEdit(svc.Edit(req.Path, req.Cwd, req.Session, *req.Edit))
 	}
 	return agent.Output{Stderr: fmt.Sprintf("Error: unknown operation %q\n", req.Op), Exit: agent.ExitUsage}
 }

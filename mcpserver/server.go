@@ -1,5 +1,5 @@
 // Package mcpserver owns fsguard's Model Context Protocol front end: the
-// tools read, check and write over stdio (the official Go SDK), with the
+// tools read, check, write and edit over stdio (the official Go SDK), with the
 // session bound to the connection. Every tool call becomes the same
 // request the CLI makes, so results carry exactly the text of `fsguard
 // read`, and refusals come back as tool errors with the stable code.
@@ -23,9 +23,10 @@ type Perform func(control.Request) agent.Output
 
 // ReadArgs are the read tool's arguments.
 type ReadArgs struct {
-	Path   string `json:"path"`
-	Offset int64  `json:"offset,omitempty"`
-	Limit  int64  `json:"limit,omitempty"`
+	Path    string `json:"path"`
+	Offset  int64  `json:"offset,omitempty"`
+	Limit   int64  `json:"limit,omitempty"`
+	Anchors bool   `json:"anchors,omitempty"`
 }
 
 // CheckArgs are the check tool's arguments.
@@ -37,6 +38,18 @@ type CheckArgs struct {
 type WriteArgs struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
+}
+
+// EditArgs are the edit tool's arguments: one anchored edit, or the
+// old_string/new_string form.
+type EditArgs struct {
+	Path        string  `json:"path"`
+	Replace     *string `json:"replace,omitempty"`
+	InsertAfter *string `json:"insert_after,omitempty"`
+	Delete      *string `json:"delete,omitempty"`
+	Text        *string `json:"text,omitempty"`
+	OldString   *string `json:"old_string,omitempty"`
+	NewString   *string `json:"new_string,omitempty"`
 }
 
 // pathSchema: a non-blank path without NUL.
@@ -68,12 +81,13 @@ func New(version, session string, perform Perform) *mcp.Server {
 		Name:        "read",
 		Description: "Read a line-numbered window of a UTF-8 text file. The footer says exactly how to continue (offset=N).",
 		InputSchema: object(map[string]*jsonschema.Schema{
-			"path":   pathSchema(),
-			"offset": positive("first line to show, 1-based (default 1)"),
-			"limit":  positive("most lines to show (default and maximum: the policy's max_lines)"),
+			"path":    pathSchema(),
+			"offset":  positive("first line to show, 1-based (default 1)"),
+			"limit":   positive("most lines to show (default and maximum: the policy's max_lines)"),
+			"anchors": {Type: "boolean", Description: "show each line as N#hh: text; the N#hh anchors name lines for the edit tool"},
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(control.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Session: session})), nil, nil
+		return result(perform(control.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, Session: session})), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "check",
@@ -91,6 +105,30 @@ func New(version, session string, perform Perform) *mcp.Server {
 		}, "path", "content"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a WriteArgs) (*mcp.CallToolResult, any, error) {
 		return result(perform(control.Request{Op: "write", Path: a.Path, Content: []byte(a.Content), Session: session})), nil, nil
+	})
+	anchorSchema := func(desc string) *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "string", Pattern: `^(0|[0-9]+#[0-9a-f]{2})(\.\.[0-9]+#[0-9a-f]{2})?$`, Description: desc}
+	}
+	mcp.AddTool(s, &mcp.Tool{
+		Name: "edit",
+		Description: "Change lines of a file atomically. Name lines by the N#hh anchors a read with anchors=true showed (replace, insert_after, delete; a range is N#hh..M#hh), " +
+			"or give old_string (must occur exactly once) and new_string. Refused only if a touched line was never shown to this session (FS_NOT_OBSERVED) or changed since (FS_STALE_VERSION); " +
+			"changes elsewhere in the file are kept. The result shows the changed lines with their new anchors.",
+		InputSchema: object(map[string]*jsonschema.Schema{
+			"path":         pathSchema(),
+			"replace":      anchorSchema("the line or range N#hh..M#hh to replace with text"),
+			"insert_after": anchorSchema("the line to insert text after (0: before line 1)"),
+			"delete":       anchorSchema("the line or range N#hh..M#hh to delete"),
+			"text":         {Type: "string", Description: "the new lines for replace or insert_after"},
+			"old_string":   {Type: "string", MinLength: ptr(1), Description: "exact text to replace; must occur exactly once"},
+			"new_string":   {Type: "string", Description: "the text that replaces old_string"},
+		}, "path"),
+	}, func(_ context.Context, _ *mcp.CallToolRequest, a EditArgs) (*mcp.CallToolResult, any, error) {
+		ed, err := agent.EditSpec{Replace: a.Replace, InsertAfter: a.InsertAfter, Delete: a.Delete, Text: a.Text, Old: a.OldString, New: a.NewString}.Edit()
+		if err != nil {
+			return result(agent.RenderEdit(nil, err)), nil, nil
+		}
+		return result(perform(control.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: session})), nil, nil
 	})
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -67,5 +68,55 @@ COMP_WORDS=(fsguard journal ve); COMP_CWORD=2; _fsguard; echo "3:${COMPREPLY[*]}
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "1:journal") || !strings.Contains(string(out), "2:--no-dedupe") || !strings.Contains(string(out), "3:verify") {
 		t.Fatalf("completion: %v\n%s", err, out)
+	}
+}
+
+// TestEditFromTheCommandLine: read --anchors, edit by anchor and by exact
+// text, the refusals' exit codes, and a CRLF file kept CRLF.
+func TestEditFromTheCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	j := filepath.Join(t.TempDir(), "j.db")
+	p := filepath.Join(dir, "f.txt")
+	writeFile(t, p, "alpha\r\nbeta\r\ngamma\r\n", 0o644)
+	out, errs, code := fsguard(t, dir, j, "", "read", "f.txt", "--anchors")
+	m := regexp.MustCompile(`(?m)^(2#[0-9a-f]{2}): beta$`).FindStringSubmatch(strings.ReplaceAll(out, "\r", ""))
+	if code != 0 || m == nil {
+		t.Fatalf("anchored read: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = fsguard(t, dir, j, "", "edit", "f.txt", "--replace", m[1], "--text", "BETA\nbeta two")
+	if code != 0 || !strings.Contains(out, "<type>edit</type>") || !regexp.MustCompile(`(?m)^3#[0-9a-f]{2}: beta two$`).MatchString(out) || !strings.Contains(out, "(Edited lines 2-3. Lines after them moved down by 1. The file now has 4 lines.)") {
+		t.Fatalf("edit: exit %d\n%s%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "alpha\r\nBETA\r\nbeta two\r\ngamma\r\n" {
+		t.Fatalf("file after edit: %q", b)
+	}
+	if _, errs, code := fsguard(t, dir, j, "GAMMA\n", "edit", "f.txt", "--old", "gamma", "--new", "x", "--text", "-"); code != 2 {
+		t.Fatalf("--text with --old: exit %d %s", code, errs)
+	}
+	if out, errs, code := fsguard(t, dir, j, "", "edit", "f.txt", "--old", "gamma", "--new", "GAMMA"); code != 0 {
+		t.Fatalf("exact-text edit: exit %d %s%s", code, out, errs)
+	}
+	for _, tt := range []struct {
+		name   string
+		stdin  string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"no edit", "", []string{"edit", "f.txt"}, 2, "give exactly one edit"},
+		{"two edits", "", []string{"edit", "f.txt", "--delete", "1#00", "--old", "a", "--new", "b"}, 2, "give exactly one edit"},
+		{"replace without text", "", []string{"edit", "f.txt", "--replace", "1#00"}, 2, "needs the new lines"},
+		{"no match", "", []string{"edit", "f.txt", "--old", "delta", "--new", "x"}, 1, "the text to replace was not found"},
+		{"stale anchor", "", []string{"edit", "f.txt", "--replace", m[1], "--text", "x"}, 4, "does not match line 2"},
+		{"never read", "x\n", []string{"edit", "other.txt", "--insert-after", "0", "--text", "-"}, 3, "has not been read"},
+	} {
+		writeFile(t, filepath.Join(dir, "other.txt"), "o\n", 0o644)
+		_, errs, code := fsguard(t, dir, j, tt.stdin, tt.args...)
+		if code != tt.code || !strings.Contains(errs, tt.stderr) {
+			t.Errorf("%s: exit %d (want %d): %s", tt.name, code, tt.code, errs)
+		}
+	}
+	if b, _ := os.ReadFile(p); string(b) != "alpha\r\nBETA\r\nbeta two\r\nGAMMA\r\n" {
+		t.Fatalf("file after the refusals: %q", b)
 	}
 }

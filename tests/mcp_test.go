@@ -92,6 +92,20 @@ func TestMCPTranscript(t *testing.T) {
 	}
 	call("read", map[string]any{"path": "notes.md"})
 	call("write", map[string]any{"path": "notes.md", "content": "mine\n"})
+	// edit: by exact text, then by the anchor its answer shows.
+	r := call("edit", map[string]any{"path": "notes.md", "old_string": "mine", "new_string": "ours\nand theirs"})
+	a := regexp.MustCompile(`(?m)^(2#[0-9a-f]{2}): and theirs$`).FindStringSubmatch(r.Content[0].(*mcp.TextContent).Text)
+	if r.IsError || a == nil {
+		t.Fatalf("exact-text edit: %v", r.Content)
+	}
+	call("edit", map[string]any{"path": "notes.md", "replace": a[1], "text": "and everyone's"})
+	if r := call("edit", map[string]any{"path": "notes.md", "delete": a[1], "old_string": "x", "new_string": "y"}); !r.IsError || !strings.HasPrefix(r.Content[0].(*mcp.TextContent).Text, "INVALID_INPUT: ") {
+		t.Fatal("two edits at once were not refused with INVALID_INPUT")
+	}
+	call("read", map[string]any{"path": "notes.md", "anchors": true})
+	if b, _ := os.ReadFile(filepath.Join(root, "notes.md")); string(b) != "ours\nand everyone's\n" {
+		t.Fatalf("file after the edits: %q", b)
+	}
 
 	got := strings.ReplaceAll(tr.String(), root, "$ROOT")
 	golden := filepath.Join("testdata", "mcp.golden")

@@ -51,6 +51,16 @@ func TestControlSocket(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(f.root, "src", "main.go")); string(b) != "package main // edited\n" {
 		t.Fatalf("backing file after write: %q", b)
 	}
+	// An edit through the daemon shows through the mount at once.
+	if o, e, c, _ := client("", "read", "main.go", "--anchors"); c != 0 || !strings.Contains(o, "#") {
+		t.Fatalf("anchored read: %d %s %s", c, o, e)
+	}
+	if o, e, c, _ := client("", "edit", "main.go", "--old", "// edited", "--new", "// edited twice"); c != 0 || !strings.Contains(o, "<type>edit</type>") {
+		t.Fatalf("edit: %d %s %s", c, o, e)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.mp, "src", "main.go")); string(b) != "package main // edited twice\n" {
+		t.Fatalf("the mount after an edit: %q", b)
+	}
 	if _, e, c, _ := client("x", "write", "../README.md"); c != 3 {
 		t.Fatalf("write of an unread file: %d %s", c, e)
 	}
@@ -64,7 +74,7 @@ func TestControlSocket(t *testing.T) {
 	}
 	mout, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`fsguard_reads_total{origin="read"} 1`, `fsguard_denials_total{code="DENIED"}`, `fsguard_fuse_op_seconds_count{op="lookup"}`} {
+	for _, want := range []string{`fsguard_reads_total{origin="read"} 2`, `fsguard_denials_total{code="DENIED"}`, `fsguard_fuse_op_seconds_count{op="lookup"}`} {
 		if !strings.Contains(string(mout), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, mout)
 		}

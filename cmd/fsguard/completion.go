@@ -8,9 +8,10 @@ import (
 
 // flagsOf lists each command's flags for completion.
 var flagsOf = map[string]string{
-	"read":    "--offset --limit --format --policy --session --no-dedupe --socket",
+	"read":    "--offset --limit --format --anchors --policy --session --no-dedupe --socket",
 	"check":   "--policy --session --socket",
 	"write":   "--policy --session --socket",
+	"edit":    "--replace --insert-after --delete --text --old --new --policy --session --socket",
 	"journal": "query tail stats verify export --session --path --since --until --kind --format -f -n --jsonl --policy",
 	"policy":  "check",
 	"mount":   "--policy --allow-other --socket --debug",

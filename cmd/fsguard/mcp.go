@@ -23,8 +23,10 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: fsguard mcp [--policy FILE | --socket SOCK] [--session ID]
 
-Serves the Model Context Protocol over stdin/stdout with three tools:
-read {path, offset?, limit?}, check {path} and write {path, content}.
+Serves the Model Context Protocol over stdin/stdout with four tools:
+read {path, offset?, limit?, anchors?}, check {path}, write {path,
+content} and edit {path, replace?|insert_after?|delete?, text?} or
+{path, old_string, new_string}.
 Tool results are exactly the text of fsguard read; refusals are tool
 errors "CODE: message". The connection is one session.
 

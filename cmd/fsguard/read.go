@@ -19,15 +19,18 @@ func runRead(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "text", "output format: text or json")
 	policyFile := fs.String("policy", "", "policy file (default: $FSGUARD_POLICY, else the current directory as the only root)")
 	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id for the journal (default: $FSGUARD_SESSION)")
-	noDedupe := fs.Bool("no-dedupe", false, "always show the lines, even when the session already holds this version")
+	noDedupe := fs.Bool("no-dedupe", false, "always show the lines, even when the session already holds them or a diff would do")
+	anchors := fs.Bool("anchors", false, "show each line as N#hh: text, with the anchor fsguard edit names it by")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--format text|json] [--session ID] [--no-dedupe] [--policy FILE | --socket SOCK]
+		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--format text|json] [--anchors] [--session ID] [--no-dedupe] [--policy FILE | --socket SOCK]
 
 Shows a line-numbered window of a UTF-8 text file inside the allowed roots.
 The footer says exactly how to continue. Each read is recorded in the
-journal; with a session, a re-read of a version the session already holds
-whole answers with a short notice instead. With --socket (or
+journal; with a session, a re-read of lines the session already holds in
+this version answers with a short notice instead, and a re-read of a file
+changed since with a unified diff against the version it holds, when that
+is smaller. --anchors shows N#hh: text, for fsguard edit. With --socket (or
 $FSGUARD_SOCKET) the daemon reads and records, and PATH is in this
 process's view of the mount; otherwise the journal is $FSGUARD_JOURNAL,
 the policy's journal.path, or ~/.local/state/fsguard/journal.db.
@@ -36,6 +39,7 @@ examples:
   fsguard read README.md
   fsguard read src/main.go --offset 120 --limit 80
   fsguard read src/main.go --format json
+  fsguard read src/main.go --anchors --session agent-7
   FSGUARD_SOCKET=/run/fsguard.sock fsguard read /workspace/src/main.go
 
 flags:
@@ -50,7 +54,7 @@ flags:
 		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
 		return exitUsage
 	}
-	req := control.Request{Op: "read", Path: name, Session: *session, Format: *format, NoDedupe: *noDedupe}
+	req := control.Request{Op: "read", Path: name, Session: *session, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors}
 	var err error
 	if req.Offset, err = count("offset", *offset, name); err == nil && *limit != "" {
 		req.Limit, err = count("limit", *limit, name)

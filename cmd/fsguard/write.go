@@ -40,6 +40,9 @@ example:
   gofmt src/main.go | fsguard write src/main.go --session agent-7
 `
 
+// maxRequest bounds content sent on stdin: the control socket's bound.
+const maxRequest = 64 << 20
+
 func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	policyFile := fs.String("policy", "", "policy file")
@@ -59,13 +62,12 @@ func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	req := control.Request{Op: cmd, Path: name, Session: *session}
 	if cmd == "write" {
-		const maxContent = 64 << 20 // the control socket's request bound
-		content, err := io.ReadAll(io.LimitReader(os.Stdin, maxContent+1))
+		content, err := io.ReadAll(io.LimitReader(os.Stdin, maxRequest+1))
 		if err != nil {
 			return fail(stderr, err)
 		}
-		if len(content) > maxContent {
-			return fail(stderr, fmt.Errorf("the new content is larger than %d bytes; fsguard write takes at most that", maxContent))
+		if len(content) > maxRequest {
+			return fail(stderr, fmt.Errorf("the new content is larger than %d bytes; fsguard write takes at most that", maxRequest))
 		}
 		req.Content = content
 	}
