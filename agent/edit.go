@@ -233,7 +233,7 @@ func (s *Service) planEdit(f *roots.File, session string, ed Edit) (*editPlan, e
 	if err != nil {
 		return nil, err
 	}
-	return s.describe(f, bom, lines, out, b, curHeld), nil
+	return s.describe(bom, lines, out, b, curHeld), nil
 }
 
 // wholeText reads the open file whole, and refuses one that changed while
@@ -449,7 +449,7 @@ func lineAt(bom string, lines []window.RawLine, off int) int {
 
 // describe turns the new lines into the plan: the content, what the
 // session holds of it afterwards, and the anchored answer.
-func (s *Service) describe(f *roots.File, bom string, before, after []window.RawLine, b *basis, curHeld journal.Held) *editPlan {
+func (s *Service) describe(bom string, before, after []window.RawLine, b *basis, curHeld journal.Held) *editPlan {
 	bt, at := window.Texts(before), window.Texts(after)
 	p := 0
 	for p < len(bt) && p < len(at) && bt[p] == at[p] {
@@ -470,15 +470,19 @@ func (s *Service) describe(f *roots.File, bom string, before, after []window.Raw
 		clamped[j] = l.Truncated
 		window.Render(&shown, l, maxChars, true)
 	}
+	// Afterwards the session holds what it was shown, what it wrote, and
+	// the lines it held of the version it edited, moved as it was told.
+	// Lines it held of an older version are not counted even where they
+	// are unchanged: it was not told where changes elsewhere moved them.
 	holds := func(n int64) bool {
 		j := int(n - 1)
 		switch {
 		case j >= lo && j < hi:
 			return !clamped[j] // shown
 		case j < p:
-			return b.knows(curHeld, j)
+			return curHeld.Has(int64(j) + 1)
 		case j >= changedEnd:
-			return b.knows(curHeld, j-delta)
+			return curHeld.Has(int64(j-delta) + 1)
 		}
 		return true // the session wrote it
 	}

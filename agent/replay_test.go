@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,12 +83,13 @@ func (b *belief) patch(unified string) error {
 }
 
 // TestReplayLedger replays an agent-like trace — 160 steps over 12 files
-// of 40–2,600 lines, edits (changed, inserted and deleted lines) between
-// reads, a third of the reads at an offset — and reports the bytes the
-// ledger and its diffs saved. A model agent learns only from what it is
-// sent: a notice must be about lines it holds, as they are now, and a diff
-// must apply to what it holds and leave it holding only true lines. Any
-// other answer is untruthful and fails the test.
+// of 40–2,600 lines, outside edits (changed, inserted and deleted lines)
+// between reads, the agent's own exact-text edits, a third of the reads at
+// an offset — and reports the bytes the ledger and its diffs saved. A
+// model agent learns only from what it is sent: a notice must be about
+// lines it holds, as they are now; a diff must apply to what it holds and
+// leave it holding only true lines; an edit's answer must leave it holding
+// only true lines. Any other answer is untruthful and fails the test.
 func TestReplayLedger(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(12, 160))
@@ -108,6 +110,7 @@ func TestReplayLedger(t *testing.T) {
 		e.write(f.name, strings.Join(f.lines, "\n")+"\n")
 	}
 	var sent, full, notices, diffs, untruthful, wholeSaved int64
+	var edits, refused, editBytes, writeBytes int64
 	lie := func(step int, f *file, format string, args ...any) {
 		untruthful++
 		t.Errorf("step %d, %s: "+format, append([]any{step, f.name}, args...)...)
@@ -127,6 +130,53 @@ func TestReplayLedger(t *testing.T) {
 			}
 			f.ver++
 			e.write(f.name, strings.Join(f.lines, "\n")+"\n")
+			continue
+		}
+		if k := &f.knows; rng.Float64() < 0.1 && len(k.lines) > 0 {
+			// The agent edits a line it holds, by its text.
+			known := make([]int64, 0, len(k.lines))
+			for n := range k.lines {
+				known = append(known, n)
+			}
+			slices.Sort(known)
+			old := k.lines[known[rng.IntN(len(known))]]
+			res, err := e.svc.Edit(f.name, e.root, "agent", Edit{Old: old, New: old + " // agent"})
+			if err != nil {
+				refused++ // stale, or no longer unique: the agent reads again
+				continue
+			}
+			edits++
+			out := RenderEdit(res, nil).Stdout
+			editBytes += int64(len(old)*2 + len(" // agent") + len(out))
+			writeBytes += res.Bytes
+			f.lines = strings.Split(strings.TrimSuffix(e.content(f.name), "\n"), "\n")
+			f.ver++
+			// What the agent knows now: what it held, moved as the answer
+			// says, and the lines the answer shows; after changes
+			// elsewhere, only the lines shown.
+			next := map[int64]string{}
+			if !res.Elsewhere {
+				for n, t := range k.lines {
+					switch {
+					case n < res.Start:
+						next[n] = t
+					case n > res.End-res.Moved:
+						next[n+res.Moved] = t
+					}
+				}
+			}
+			for _, ln := range strings.Split(strings.TrimSuffix(res.Shown, "\n"), "\n") {
+				num, text, _ := strings.Cut(ln, ": ")
+				n, _ := strconv.ParseInt(strings.SplitN(num, "#", 2)[0], 10, 64)
+				next[n] = text
+			}
+			*k = belief{ver: f.ver, lines: next}
+			for n, text := range k.lines {
+				if int(n) > len(f.lines) || f.lines[n-1] != text {
+					lie(step, f, "after the edit the agent holds line %d as %q, but it is not", n, text)
+					break
+				}
+			}
 			continue
 		}
 		var off, lim int64
@@ -192,10 +242,11 @@ func TestReplayLedger(t *testing.T) {
 	saved := 100 * float64(full-sent) / float64(full)
 	fmt.Printf("replay: 160 steps, %d bytes as lines, %d sent, %.1f%% saved (whole-file notices alone: %.1f%%), %d notices, %d diffs, %d untruthful\n",
 		full, sent, saved, 100*float64(wholeSaved)/float64(full), notices, diffs, untruthful)
+	fmt.Printf("replay: %d edits (%d refused), %d bytes of edit requests and answers against %d bytes of whole-file writes\n", edits, refused, editBytes, writeBytes)
 	if saved < 60 {
 		t.Errorf("the ledger saved %.1f%% of the bytes, want at least 60%%", saved)
 	}
-	if notices == 0 || diffs == 0 {
-		t.Fatal("the trace produced no notice or no diff: it tests nothing")
+	if notices == 0 || diffs == 0 || edits == 0 {
+		t.Fatal("the trace produced no notice, diff or edit: it tests nothing")
 	}
 }
