@@ -135,7 +135,7 @@ func New() *Set {
 		Reads:     Counter{Name: "fsguard_reads_total", Help: "Agent reads answered, by origin (read: lines shown; ledger: a notice instead).", Label: "origin"},
 		Denials:   Counter{Name: "fsguard_denials_total", Help: "Refused accesses, by refusal code.", Label: "code"},
 		Delivered: Counter{Name: "fsguard_bytes_delivered_total", Help: "Bytes of read output handed to agents."},
-		Saved:     Counter{Name: "fsguard_ledger_bytes_saved_total", Help: "Bytes not sent because the session already held the file."},
+		Saved:     Counter{Name: "fsguard_ledger_bytes_saved_total", Help: "Bytes not sent because the session already held the lines, or a smaller diff said the same."},
 		FuseOps: Histogram{Name: "fsguard_fuse_op_seconds", Help: "Latency of FUSE operations served by the daemon.", Label: "op",
 			Buckets: []float64{10e-6, 50e-6, 100e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1}},
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"fsguard/agent"
+	"fsguard/blobs"
 	"fsguard/journal"
 	"fsguard/policy"
 	"fsguard/read"
@@ -75,6 +76,35 @@ func main() {
 	readWith := sample(500, func() { _, err := with.Read(req); must(err) })
 	readWithout := sample(500, func() { _, err := without.Read(req); must(err) })
 
+	// What the held-content store adds: a read of a kept version (a touch),
+	// and a re-read after a one-line change, answered with a diff (which
+	// also keeps the new version), against the same re-read sent as lines.
+	hs, err := blobs.Open(filepath.Join(*dir, "small.held.db"), 256<<20)
+	must(err)
+	held := (&agent.Service{Guard: g, Journal: js, Held: hs}).Self()
+	readHeld := sample(500, func() { _, err := held.Read(req); must(err) })
+	changed := func(svc *agent.Service) []time.Duration {
+		session := fmt.Sprintf("changed-%p", svc)
+		v := 0
+		write := func() {
+			v++
+			body := strings.Repeat("package main // a line of code\n", 100) + fmt.Sprintf("// version %d\n", v) + strings.Repeat("package main // a line of code\n", 99)
+			must(os.WriteFile(target, []byte(body), 0o644))
+		}
+		r := agent.ReadRequest{Request: read.Request{Path: "target.go", Cwd: root}, Session: session}
+		write()
+		_, err := svc.Read(r)
+		must(err)
+		return sampleAfter(300, write, func() {
+			res, err := svc.Read(r)
+			must(err)
+			if (svc.Held != nil) != (res.Diff != nil) {
+				panic("diff expected exactly when content is held")
+			}
+		})
+	}
+	diffRead, linesRead := changed(held), changed(with)
+
 	// Append throughput: one record per transaction, as a read appends.
 	one := filepath.Join(*dir, "append1.db")
 	os.Remove(one)
@@ -109,6 +139,9 @@ func main() {
 	fmt.Printf("| read with journal (in process) | %s | %s |\n", ms(pct(readWith, 50)), ms(pct(readWith, 99)))
 	fmt.Printf("| read without journal (in process) | %s | %s |\n", ms(pct(readWithout, 50)), ms(pct(readWithout, 99)))
 	fmt.Printf("| journal's cost on one read (p50 difference) | %s | |\n", ms(pct(readWith, 50)-pct(readWithout, 50)))
+	fmt.Printf("| read with journal and held-content store, version already kept | %s | %s |\n", ms(pct(readHeld, 50)), ms(pct(readHeld, 99)))
+	fmt.Printf("| re-read after a one-line change, answered as a diff (new version kept) | %s | %s |\n", ms(pct(diffRead, 50)), ms(pct(diffRead, 99)))
+	fmt.Printf("| the same re-read without the store, answered as lines | %s | %s |\n", ms(pct(linesRead, 50)), ms(pct(linesRead, 99)))
 	fmt.Printf("\nappend throughput (one record per transaction, synchronous=FULL): 1 process %.0f records/s; 8 processes %.0f records/s in total\n",
 		float64(n1) / *seconds, float64(total) / *seconds)
 }
@@ -146,6 +179,19 @@ func sample(n int, f func()) []time.Duration {
 	f() // warm
 	out := make([]time.Duration, n)
 	for i := range out {
+		start := time.Now()
+		f()
+		out[i] = time.Since(start)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
+}
+
+// sampleAfter times f n times, running setup untimed before each.
+func sampleAfter(n int, setup, f func()) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		setup()
 		start := time.Now()
 		f()
 		out[i] = time.Since(start)
