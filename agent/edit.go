@@ -451,14 +451,7 @@ func lineAt(bom string, lines []window.RawLine, off int) int {
 // session holds of it afterwards, and the anchored answer.
 func (s *Service) describe(bom string, before, after []window.RawLine, b *basis, curHeld journal.Held) *editPlan {
 	bt, at := window.Texts(before), window.Texts(after)
-	p := 0
-	for p < len(bt) && p < len(at) && bt[p] == at[p] {
-		p++
-	}
-	q := 0
-	for q < len(bt)-p && q < len(at)-p && bt[len(bt)-1-q] == at[len(at)-1-q] {
-		q++
-	}
+	p, q := diff.Ends(bt, at)
 	delta := len(at) - len(bt)
 	changedEnd := len(at) - q // the changed lines are at[p:changedEnd]
 	lo, hi := max(0, p-editContext), min(len(at), changedEnd+editContext)

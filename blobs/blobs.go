@@ -76,8 +76,10 @@ func Open(path string, capBytes int64) (*Store, error) {
 func (s *Store) Close() error { return s.db.Close() }
 
 // MaxFile is the largest content worth keeping: a quarter of the cap, so
-// one file never empties the store, and at most 16 MiB.
-func (s *Store) MaxFile() int64 { return min(s.cap/4, 16<<20) }
+// one file never empties the store, and at most 2 MiB, because keeping
+// costs the first read of a file its compression (about 15 ms a MiB here;
+// docs/BENCHMARKS.md).
+func (s *Store) MaxFile() int64 { return min(s.cap/4, 2<<20) }
 
 // now orders uses; ties between processes are harmless.
 func now() int64 { return time.Now().UnixNano() }

@@ -33,14 +33,7 @@ type Op struct {
 func Lines(a, b []string, maxEdits int) ([]Op, bool) {
 	// Equal ends are the common case (one edit in a long file) and cost
 	// nothing to take off first.
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
+	pre, suf := Ends(a, b)
 	ops := make([]Op, 0, pre+suf+8)
 	for i := 0; i < pre; i++ {
 		ops = append(ops, Op{Equal, i, i})
@@ -57,6 +50,18 @@ func Lines(a, b []string, maxEdits int) ([]Op, bool) {
 		ops = append(ops, Op{Equal, len(a) - suf + i, len(b) - suf + i})
 	}
 	return ops, true
+}
+
+// Ends returns how many lines a and b share at the start, and then how
+// many of the rest they share at the end.
+func Ends(a, b []string) (pre, suf int) {
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	return pre, suf
 }
 
 type pair struct{ a, b []int32 }
