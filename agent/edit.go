@@ -217,9 +217,11 @@ func (s *Service) planEdit(f *roots.File, session string, ed Edit) (*editPlan, e
 	if err != nil {
 		return nil, err
 	}
-	curHeld, err := s.Journal.Holding(session, f.Real, curID, int64(len(cur)), false)
-	if err != nil {
-		return nil, err
+	curHeld := b.held // the version it last held is the current one
+	if !b.same {
+		if curHeld, err = s.Journal.Holding(session, f.Real, curID, int64(len(cur)), false); err != nil {
+			return nil, err
+		}
 	}
 	var out []window.RawLine
 	switch {

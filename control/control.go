@@ -118,8 +118,8 @@ func peerOf(c net.Conn) (Peer, bool) {
 	return Peer{Pid: uint32(cred.Pid), Uid: cred.Uid}, true
 }
 
-// maxBody bounds a request (a write's content included).
-const maxBody = 64 << 20
+// MaxBody bounds a request (a write's content included).
+const MaxBody = 64 << 20
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	peer, ok := r.Context().Value(peerKey{}).(Peer)
@@ -128,7 +128,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req Request
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&req); err != nil {
 		reply(w, agent.Output{Stderr: "Error: bad request: " + err.Error() + "\n", Exit: agent.ExitUsage})
 		return
 	}

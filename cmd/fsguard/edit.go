@@ -62,12 +62,9 @@ func runEdit(args []string, stdout, stderr io.Writer) int {
 	})
 	spec := agent.EditSpec{Replace: set["replace"], InsertAfter: set["insert-after"], Delete: set["delete"], Text: set["text"], Old: set["old"], New: set["new"]}
 	if spec.Text != nil && *spec.Text == "-" {
-		b, err := io.ReadAll(io.LimitReader(os.Stdin, maxRequest+1))
+		b, err := readInput("edit", "new text")
 		if err != nil {
 			return fail(stderr, err)
-		}
-		if len(b) > maxRequest {
-			return fail(stderr, fmt.Errorf("the new text is larger than %d bytes; fsguard edit takes at most that", maxRequest))
 		}
 		text := string(b)
 		spec.Text = &text

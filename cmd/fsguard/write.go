@@ -40,8 +40,15 @@ example:
   gofmt src/main.go | fsguard write src/main.go --session agent-7
 `
 
-// maxRequest bounds content sent on stdin: the control socket's bound.
-const maxRequest = 64 << 20
+// readInput reads standard input for cmd, up to what one request to the
+// daemon may carry.
+func readInput(cmd, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(os.Stdin, control.MaxBody+1))
+	if err == nil && len(b) > control.MaxBody {
+		err = fmt.Errorf("the %s is larger than %d bytes; fsguard %s takes at most that", what, control.MaxBody, cmd)
+	}
+	return b, err
+}
 
 func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -62,12 +69,9 @@ func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	req := control.Request{Op: cmd, Path: name, Session: *session}
 	if cmd == "write" {
-		content, err := io.ReadAll(io.LimitReader(os.Stdin, maxRequest+1))
+		content, err := readInput("write", "new content")
 		if err != nil {
 			return fail(stderr, err)
-		}
-		if len(content) > maxRequest {
-			return fail(stderr, fmt.Errorf("the new content is larger than %d bytes; fsguard write takes at most that", maxRequest))
 		}
 		req.Content = content
 	}
