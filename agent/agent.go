@@ -7,10 +7,10 @@ package agent
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"fsguard/blobs"
+	"fsguard/caller"
 	"fsguard/journal"
 	"fsguard/read"
 	"fsguard/refusal"
@@ -27,13 +27,11 @@ type Service struct {
 	// RequireWholeView makes a write precondition demand that the session
 	// was handed every line of the current version, not just some.
 	RequireWholeView bool
-	// Caller identity stamped on records (the daemon fills it from
-	// SO_PEERCRED; direct mode uses the process's own).
-	Pid, Uid uint32
-	Process  string
-	// View, when set, is the caller's view of the mount: names come in and
-	// paths go out in it (the control socket). Nil in direct mode.
-	View *View
+	// who is the caller of this one operation, and view its view of the
+	// mount (nil in direct mode): set per call by As, never by overwriting
+	// a shared service.
+	who  *caller.Caller
+	view *View
 	// OnRecord, when set, sees every record once it is committed (the
 	// daemon's metrics).
 	OnRecord func(*journal.Record)
@@ -59,19 +57,24 @@ func (s *Service) append(r *journal.Record) error {
 
 // resolve turns a caller's name into what the guard resolves.
 func (s *Service) resolve(name, cwd string) (string, string, error) {
-	if s.View == nil {
+	if s.view == nil {
 		return name, cwd, nil
 	}
-	host, err := s.View.ToHost(name, cwd)
+	host, err := s.view.ToHost(name, cwd)
 	return host, "/", err
 }
 
 // shown returns a path as the caller sees it.
 func (s *Service) shown(host string) string {
-	if s.View == nil {
+	if s.view == nil {
 		return host
 	}
-	return s.View.ToView(host)
+	return s.view.ToView(host)
+}
+
+// sess is the session id as the journal keys it: bound to the caller.
+func (s *Service) sess(id string) journal.Session {
+	return journal.Session{ID: id, Owner: s.who.Owner()}
 }
 
 // ReadRequest is a read with its session options.
@@ -109,7 +112,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 	}
 	res, err := (&read.Reader{Guard: s.Guard}).Read(req.Request)
 	if err != nil {
-		err = s.View.rewrite(err)
+		err = s.view.rewrite(err)
 		s.recordRefusal(req.Session, named, err)
 		return nil, err
 	}
@@ -121,7 +124,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 	o := res.Observation
 	rec := &journal.Record{
 		Kind: journal.KindObservation, Origin: journal.OriginRead,
-		Session: req.Session, Path: res.Path, RealPath: o.RealPath, Pid: s.Pid, Uid: s.Uid, Process: s.Process,
+		Session: req.Session, Path: res.Path, RealPath: o.RealPath, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
 		StatID: o.StatID, ViewID: o.ViewID, ObsID: o.ID, WholeFileVisible: o.WholeFileVisible,
 		Start: o.Range.Start, End: o.Range.End, Clamped: len(res.Truncation.ClampedLines),
 		TotalLines: res.Totals.Lines, Identity: &o.Identity, Delivered: int64(len(res.Body)), Anchors: res.Anchors,
@@ -140,7 +143,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 	// line is always sent: its full text was never delivered.
 	a, b := o.Range.Start, o.Range.End
 	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" && res.Image == nil && rec.Clamped == 0 {
-		held, err := s.Journal.Holding(req.Session, o.RealPath, rec.ContentID, res.Totals.Lines, req.Anchors)
+		held, err := s.Journal.Holding(s.sess(req.Session), o.RealPath, rec.ContentID, res.Totals.Lines, req.Anchors)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +200,7 @@ func (s *Service) recordRefusal(session, path string, err error) {
 		if r, ok := err.(*refusal.Error); ok && r.Path != "" {
 			shown = r.Path
 		}
-		s.append(&journal.Record{Kind: journal.KindDenial, Session: session, Path: shown, Code: string(code), Pid: s.Pid, Uid: s.Uid, Process: s.Process})
+		s.append(&journal.Record{Kind: journal.KindDenial, Session: session, Path: shown, Code: string(code), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner()})
 	}
 }
 
@@ -234,8 +237,17 @@ func (r *ReadResult) JSON() []byte {
 	return cp.JSON()
 }
 
-// Self stamps the current process's identity, for direct mode.
-func (s *Service) Self() *Service {
-	s.Pid, s.Uid, s.Process = uint32(os.Getpid()), uint32(os.Getuid()), "fsguard"
-	return s
+// As returns the service for one call by c, seen through view (nil: the
+// caller sees host paths). Every file the call opens, creates or renames is
+// opened with c's own rights, so the kernel decides what c may do exactly as
+// for c's own system calls; its records carry c's identity, and its sessions
+// are c's. The receiver is not changed: concurrent calls each have theirs.
+func (s *Service) As(c *caller.Caller, view *View) *Service {
+	cp := *s
+	cp.who, cp.view = c, view
+	cp.Guard = s.Guard.As(c)
+	return &cp
 }
+
+// Self is the service for the current process, for direct mode.
+func (s *Service) Self() *Service { return s.As(caller.Self(), nil) }

@@ -118,7 +118,7 @@ func (s *Service) Edit(name, cwd, session string, ed Edit) (*EditResult, error) 
 		return bytes.NewReader(p.content), &p.edited, nil
 	})
 	if res == nil {
-		return nil, s.View.rewrite(err)
+		return nil, s.view.rewrite(err)
 	}
 	res.Path = s.shown(res.Path)
 	out.WriteResult = res
@@ -143,7 +143,7 @@ type basis struct {
 
 func (s *Service) basis(session string, f *roots.File, last *journal.Record, curID string, cur []string) (*basis, error) {
 	if last.ContentID == curID {
-		held, err := s.Journal.Holding(session, f.Real, curID, int64(len(cur)), false)
+		held, err := s.Journal.Holding(s.sess(session), f.Real, curID, int64(len(cur)), false)
 		b := &basis{lines: cur, held: held, same: true, toCur: make([]int, len(cur))}
 		for i := range b.toCur {
 			b.toCur[i] = i
@@ -164,7 +164,7 @@ func (s *Service) basis(session string, f *roots.File, last *journal.Record, cur
 	if !ok {
 		return b, nil // too different to map: as good as not kept
 	}
-	if b.held, err = s.Journal.Holding(session, f.Real, last.ContentID, int64(len(lines)), false); err != nil {
+	if b.held, err = s.Journal.Holding(s.sess(session), f.Real, last.ContentID, int64(len(lines)), false); err != nil {
 		return b, err
 	}
 	b.lines, b.toCur = texts, make([]int, len(texts))
@@ -206,7 +206,7 @@ func (s *Service) planEdit(f *roots.File, session string, ed Edit) (*editPlan, e
 	curID := hex.EncodeToString(sum[:])
 	bom, lines := window.Split(data)
 	cur := window.Texts(lines)
-	last, err := s.Journal.LastObservation(session, f.Real)
+	last, err := s.Journal.LastObservation(s.sess(session), f.Real)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (s *Service) planEdit(f *roots.File, session string, ed Edit) (*editPlan, e
 	}
 	curHeld := b.held // the version it last held is the current one
 	if !b.same {
-		if curHeld, err = s.Journal.Holding(session, f.Real, curID, int64(len(cur)), false); err != nil {
+		if curHeld, err = s.Journal.Holding(s.sess(session), f.Real, curID, int64(len(cur)), false); err != nil {
 			return nil, err
 		}
 	}

@@ -22,7 +22,7 @@ func (s *Service) keep(contentID, real string, data []byte) {
 		return // not kept: the next changed re-read gets lines
 	}
 	for _, e := range evicted {
-		s.append(&journal.Record{Kind: journal.KindEviction, Path: e.Path, RealPath: e.Path, ContentID: e.ID, Pid: s.Pid, Uid: s.Uid, Process: s.Process})
+		s.append(&journal.Record{Kind: journal.KindEviction, Path: e.Path, RealPath: e.Path, ContentID: e.ID, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner()})
 	}
 }
 
@@ -48,7 +48,7 @@ func (s *Service) answerChange(session string, res *read.Result) (*changeAnswer,
 	if s.Held == nil || res.Content == nil || o.ContentID == nil {
 		return nil, nil
 	}
-	last, err := s.Journal.LastObservation(session, o.RealPath)
+	last, err := s.Journal.LastObservation(s.sess(session), o.RealPath)
 	if err != nil || last == nil || last.ContentID == "" || last.ContentID == *o.ContentID {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (s *Service) answerChange(session string, res *read.Result) (*changeAnswer,
 	}
 	_, oldLines := window.Split(old)
 	_, newLines := window.Split(res.Content)
-	had, err := s.Journal.Holding(session, o.RealPath, last.ContentID, int64(len(oldLines)), false)
+	had, err := s.Journal.Holding(s.sess(session), o.RealPath, last.ContentID, int64(len(oldLines)), false)
 	if err != nil || len(had.Spans) == 0 {
 		return nil, err
 	}

@@ -2,12 +2,10 @@ package agent
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"fsguard/journal"
@@ -40,7 +38,7 @@ func stale(path string) error {
 func (s *Service) Check(name, cwd, session string) (*Freshness, error) {
 	f, err := s.check(name, cwd, session)
 	if err != nil {
-		return nil, s.View.rewrite(err)
+		return nil, s.view.rewrite(err)
 	}
 	f.Path = s.shown(f.Path)
 	return f, nil
@@ -51,34 +49,57 @@ func (s *Service) check(name, cwd, session string) (*Freshness, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.writeDeniedAsNamed(name, cwd); err != nil {
+		return nil, err
+	}
 	f, err := s.Guard.Open(name, cwd)
 	if refusal.CodeOf(err) == refusal.NotFound {
 		root, rel, display, lerr := s.Guard.Locate(name, cwd)
 		if lerr != nil {
 			return nil, lerr
 		}
-		d, _, perr := s.Guard.OpenParent(root, rel, display)
+		d, base, perr := s.Guard.OpenParent(root, rel, display)
 		if perr != nil {
 			return nil, perr
 		}
-		d.Close()
+		defer d.Close()
+		if err := s.Guard.WriteDenied(d.Root, filepath.Join(d.Rel, base), display); err != nil {
+			return nil, err
+		}
 		return &Freshness{Path: display, NewFile: true}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if err := s.Guard.WriteDenied(f.Root, f.Rel, f.Name); err != nil {
+		return nil, err
+	}
+	if err := s.Guard.Do(func() error { return writable(f) }); err != nil {
+		return nil, writeErr(f.Name, err)
+	}
 	if err := s.checkFile(f, session); err != nil {
 		return nil, err
 	}
 	return &Freshness{Path: f.Name}, nil
 }
 
+// writeDeniedAsNamed applies the write deny rules to the path as the caller
+// named it, before anything is opened; the real path is checked again once
+// it is known (a link may lead from an allowed name to a denied file).
+func (s *Service) writeDeniedAsNamed(name, cwd string) error {
+	root, rel, display, err := s.Guard.Locate(name, cwd)
+	if err != nil {
+		return err
+	}
+	return s.Guard.WriteDenied(root, rel, display)
+}
+
 func (s *Service) checkFile(f *roots.File, session string) error {
 	if s.Journal == nil {
 		return refusal.New(refusal.IOError, f.Name, "cannot check %q: %s", f.Name, s.notRecorded())
 	}
-	last, err := s.Journal.LastObservation(session, f.Real)
+	last, err := s.Journal.LastObservation(s.sess(session), f.Real)
 	if err != nil {
 		return err
 	}
@@ -97,7 +118,7 @@ func (s *Service) checkFile(f *roots.File, session string) error {
 		content = sum
 	}
 	if s.RequireWholeView {
-		held, err := s.Journal.Holds(session, f.Real, content, last.TotalLines)
+		held, err := s.Journal.Holds(s.sess(session), f.Real, content, last.TotalLines)
 		if err != nil {
 			return err
 		}
@@ -143,7 +164,7 @@ func (s *Service) Write(name, cwd, session string, content io.Reader) (*WriteRes
 	if res != nil {
 		res.Path = s.shown(res.Path)
 	}
-	return res, s.View.rewrite(err)
+	return res, s.view.rewrite(err)
 }
 
 func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteResult, error) {
@@ -179,6 +200,9 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	var content io.Reader
 	var ed *edited
 	mode := uint32(0o644)
+	if err := s.writeDeniedAsNamed(name, cwd); err != nil {
+		return nil, err
+	}
 	f, err := s.Guard.Open(name, cwd)
 	switch {
 	case err == nil:
@@ -187,7 +211,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 			return nil, err
 		}
 		id := f.Identity()
-		checked, mode, display = &id, f.Stat.Mode&0o7777, f.Name
+		checked, mode, display = &id, f.Stat.Mode&0o777, f.Name
 		dir, base, err = s.Guard.OpenParent(f.Root, f.Rel, f.Name)
 	case refusal.CodeOf(err) == refusal.NotFound:
 		var root *roots.Root
@@ -207,31 +231,36 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	if s.Journal == nil {
 		return nil, refusal.New(refusal.IOError, display, "cannot write %q: %s", display, s.notRecorded())
 	}
+	if err := s.Guard.WriteDenied(dir.Root, filepath.Join(dir.Rel, base), display); err != nil {
+		return nil, err
+	}
+	if f != nil {
+		// Replacing means writing: the caller must be able to open the
+		// file for writing itself, whatever the directory allows.
+		if err := s.Guard.Do(func() error { return writable(f) }); err != nil {
+			return nil, writeErr(display, err)
+		}
+	}
 	dfd := int(dir.Fd())
-	tmp := tempName(base)
-	fd, err := unix.Openat(dfd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, mode)
+	tmp, err := newTemp(s.Guard, dfd, base)
 	if err != nil {
 		return nil, writeErr(display, err)
 	}
-	tf := os.NewFile(uintptr(fd), tmp)
-	defer tf.Close()
+	defer tmp.Close()
 	committed := false
 	defer func() {
-		if !committed {
-			unix.Unlinkat(dfd, tmp, 0)
+		if !committed && tmp.name != "" {
+			s.Guard.Do(func() error { return unix.Unlinkat(dfd, tmp.name, 0) })
 		}
 	}()
-	n, err := io.Copy(tf, content)
+	n, err := io.Copy(tmp, content)
 	if err == nil {
-		err = unix.Fchmod(fd, mode) // the umask must not change the mode
-	}
-	if err == nil {
-		err = tf.Sync()
+		err = tmp.Sync()
 	}
 	if err != nil {
 		return nil, writeErr(display, err)
 	}
-	var src io.Reader = io.NewSectionReader(tf, 0, 1<<62)
+	var src io.Reader = io.NewSectionReader(tmp, 0, 1<<62)
 	var kept *bytes.Buffer // what the session wrote is a version it holds
 	if s.Held != nil && n <= s.Held.MaxFile() {
 		kept = bytes.NewBuffer(make([]byte, 0, n))
@@ -241,19 +270,29 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	if err != nil {
 		return nil, writeErr(display, err)
 	}
+	// The new version gets a name only now, complete, and with no more
+	// rights than the result: owner kept, set-ID bits never.
+	if err := tmp.finish(s.Guard, dfd, f, mode); err != nil {
+		return nil, writeErr(display, err)
+	}
 	beforeRename()
-	var st unix.Stat_t
-	serr := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
-	if checked != nil {
-		if serr != nil || roots.IdentityOf(&st) != *checked {
-			return nil, stale(display)
+	err = s.Guard.Do(func() error {
+		var st unix.Stat_t
+		serr := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if checked != nil {
+			if serr != nil || roots.IdentityOf(&st) != *checked {
+				return stale(display)
+			}
+			return unix.Renameat(dfd, tmp.name, dfd, base)
 		}
-		err = unix.Renameat(dfd, tmp, dfd, base)
-	} else {
-		err = unix.Renameat2(dfd, tmp, dfd, base, unix.RENAME_NOREPLACE)
+		err := unix.Renameat2(dfd, tmp.name, dfd, base, unix.RENAME_NOREPLACE)
 		if errors.Is(err, unix.EEXIST) {
-			return nil, refusal.New(refusal.StaleVersion, display, "cannot create %q: it was created meanwhile — read the file, then retry", display)
+			return refusal.New(refusal.StaleVersion, display, "cannot create %q: it was created meanwhile — read the file, then retry", display)
 		}
+		return err
+	})
+	if refusal.CodeOf(err) == refusal.StaleVersion {
+		return nil, err
 	}
 	if err != nil {
 		return nil, writeErr(display, err)
@@ -268,7 +307,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		return nil, writeErr(display, err)
 	}
 	var now unix.Stat_t
-	if err := unix.Fstat(fd, &now); err != nil {
+	if err := unix.Fstat(int(tmp.Fd()), &now); err != nil {
 		return nil, writeErr(display, err)
 	}
 	id := roots.IdentityOf(&now)
@@ -277,7 +316,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		Kind: journal.KindObservation, Origin: journal.OriginWrite, Session: session,
 		Path: s.shown(display), RealPath: real, StatID: read.StatID(real, id), ContentID: res.ContentID,
 		WholeFileVisible: true, Start: min(1, scan.TotalLines), End: scan.TotalLines, TotalLines: scan.TotalLines,
-		Identity: &id, Pid: s.Pid, Uid: s.Uid, Process: s.Process,
+		Identity: &id, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
 	}
 	if ed != nil {
 		rec.Origin, rec.WholeFileVisible, rec.Held, rec.Start, rec.End = journal.OriginEdit, false, ed.held, ed.start, ed.end
@@ -289,12 +328,6 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		s.keep(res.ContentID, real, kept.Bytes())
 	}
 	return res, nil
-}
-
-func tempName(base string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "." + base + ".fsguard-" + hex.EncodeToString(b[:])
 }
 
 func writeErr(display string, err error) error {

@@ -1,63 +1,65 @@
-// Package control owns the daemon's control socket: HTTP+JSON over a unix
-// socket through which `fsguard read`, `check`, `write` and `edit` inside a
-// container ask the daemon, which owns the journal. The daemon never takes
-// the client's word for who it is or where it stands: the caller's pid and
-// uid come from SO_PEERCRED, and its view of the mount (where the mount
-// appears in its mount namespace) from /proc/<pid>/mountinfo.
+// Package control is the transport of the daemon's control socket: HTTP over
+// a unix socket through which `fsguard read`, `check`, `write` and `edit`
+// inside a container ask the daemon, which owns the journal. It decides who
+// may connect and turns each connection into a caller.Caller; what a request
+// does is api.Do's, performed with that caller's own rights.
+//
+// The daemon never takes the client's word for who it is or where it
+// stands: identity comes from the kernel (SO_PEERCRED, SO_PEERGROUPS) at
+// accept, and the caller's view of the mount from /proc/<pid>/mountinfo.
+//
+// Wire format: POST /v1/op with a body of one JSON api.Request line, then,
+// for a write, the new content as raw bytes to the end of the body (streamed
+// into the file, never held whole). The answer is one JSON agent.Output.
 package control
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"fsguard/agent"
+	"fsguard/api"
+	"fsguard/caller"
 	"fsguard/metrics"
-	"fsguard/mount"
-	"fsguard/read"
-
-	"golang.org/x/sys/unix"
+	"fsguard/policy"
 )
-
-// Request is one agent operation. Path and Cwd are in the caller's view.
-type Request struct {
-	Op       string      `json:"op"` // read | check | write | edit
-	Path     string      `json:"path"`
-	Cwd      string      `json:"cwd"`
-	Session  string      `json:"session"`
-	Offset   int64       `json:"offset,omitempty"`
-	Limit    int64       `json:"limit,omitempty"`
-	Format   string      `json:"format,omitempty"`
-	NoDedupe bool        `json:"noDedupe,omitempty"`
-	Anchors  bool        `json:"anchors,omitempty"`
-	Content  []byte      `json:"content,omitempty"` // write
-	Edit     *agent.Edit `json:"edit,omitempty"`
-}
-
-// Peer is the connected process, as the kernel reports it.
-type Peer struct {
-	Pid, Uid uint32
-}
 
 type peerKey struct{}
 
-// Server answers requests with a fresh agent.Service per request, built by
-// Service for the peer (so a policy reload is seen at once).
+// Server answers requests with the agent service in force at that moment
+// (so a policy reload is seen at once), made for each request's caller.
 type Server struct {
 	// Service returns a service for the current guard and journal.
 	Service func() *agent.Service
+	// Policy returns the control settings in force (who may connect).
+	Policy func() policy.Control
+	// MaxRequests bounds the requests served at once; more wait, up to
+	// BusyWait, then get a busy answer. 0 means 16.
+	MaxRequests int
+	BusyWait    time.Duration
 	// MountDev is the mount's device ("major:minor") by which the peer's
 	// view of the mount is found in its mountinfo.
 	MountDev string
 	// Metrics, when set, is served at GET /metrics.
 	Metrics *metrics.Set
+	Log     *slog.Logger
 	http    *http.Server
+	slots   chan struct{}
 }
+
+// MaxRequestLine bounds the JSON request line (an edit's text included).
+const MaxRequestLine = 16 << 20
 
 // Serve listens on the unix socket at path (replacing a stale one) and
 // serves until Close.
@@ -67,8 +69,19 @@ func (s *Server) Serve(path string) error {
 	if err != nil {
 		return err
 	}
-	// Container users connect; who they are is taken from the kernel.
+	// Anyone may reach the socket; who is served is decided at accept from
+	// the kernel's peer credentials, where a refusal can be said and logged.
 	os.Chmod(path, 0o666)
+	if s.MaxRequests <= 0 {
+		s.MaxRequests = 16
+	}
+	if s.BusyWait <= 0 {
+		s.BusyWait = time.Minute
+	}
+	if s.Log == nil {
+		s.Log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	s.slots = make(chan struct{}, s.MaxRequests)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/op", s.handle)
 	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -81,14 +94,15 @@ func (s *Server) Serve(path string) error {
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if p, ok := peerOf(c); ok {
-				return context.WithValue(ctx, peerKey{}, p)
+			if pc, ok := c.(*peerConn); ok {
+				return context.WithValue(ctx, peerKey{}, pc.who)
 			}
 			return ctx
 		},
 	}
-	go s.http.Serve(ln)
+	go s.http.Serve(&gate{Listener: ln, s: s})
 	return nil
 }
 
@@ -100,69 +114,117 @@ func (s *Server) Close() error {
 	return s.http.Close()
 }
 
-func peerOf(c net.Conn) (Peer, bool) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return Peer{}, false
+// Allowed decides whether a caller may use the socket: root always; anyone
+// else only when the policy names its uid, or its primary or a
+// supplementary gid.
+func Allowed(c policy.Control, who *caller.Caller) bool {
+	if who.Uid == 0 || slices.Contains(c.AllowUids, who.Uid) {
+		return true
 	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return Peer{}, false
+	for _, g := range c.AllowGids {
+		if who.InGroup(g) {
+			return true
+		}
 	}
-	var cred *unix.Ucred
-	var cerr error
-	raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
-	if cerr != nil || cred == nil {
-		return Peer{}, false
-	}
-	return Peer{Pid: uint32(cred.Pid), Uid: cred.Uid}, true
+	return false
 }
 
-// MaxBody bounds a request (a write's content included).
-const MaxBody = 64 << 20
+// gate admits only connections whose peer the policy allows. A refused
+// peer gets a complete HTTP answer saying why, then the connection closes.
+type gate struct {
+	net.Listener
+	s *Server
+}
+
+type peerConn struct {
+	net.Conn
+	who *caller.Caller
+}
+
+func (g *gate) Accept() (net.Conn, error) {
+	for {
+		c, err := g.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		who, err := caller.OfConn(c)
+		if err == nil && Allowed(g.s.Policy(), who) {
+			return &peerConn{Conn: c, who: who}, nil
+		}
+		msg := "no peer credentials"
+		if err == nil {
+			msg = fmt.Sprintf("uid %d may not use the fsguard control socket: the daemon serves root and the uids and gids that the policy's [control] allow_uids and allow_gids name; ask the operator to add yours", who.Uid)
+			g.s.Log.Warn("control connection refused", "uid", who.Uid, "gid", who.Gid, "pid", who.Pid, "process", who.Process)
+		}
+		go refuseConn(c, msg)
+	}
+}
+
+// refuseConn answers one refused connection and closes it. The request is
+// read first (a small body drained; a write's waits for "100 Continue",
+// which never comes), so the client reads the answer instead of a broken
+// pipe.
+func refuseConn(c net.Conn, msg string) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil && req.Header.Get("Expect") == "" {
+		io.Copy(io.Discard, io.LimitReader(req.Body, 1<<20))
+	}
+	body, _ := json.Marshal(agent.Output{Stderr: "Error: " + msg + "\n", Exit: agent.ExitFail, Code: "PERMISSION_DENIED", Message: msg})
+	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+}
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
-	peer, ok := r.Context().Value(peerKey{}).(Peer)
+	who, ok := r.Context().Value(peerKey{}).(*caller.Caller)
 	if !ok {
 		http.Error(w, "no peer credentials", http.StatusForbidden)
 		return
 	}
-	var req Request
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&req); err != nil {
-		reply(w, agent.Output{Stderr: "Error: bad request: " + err.Error() + "\n", Exit: agent.ExitUsage})
+	busy := time.NewTimer(s.BusyWait)
+	defer busy.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-busy.C:
+		reply(w, agent.Output{Stderr: "Error: the fsguard daemon is busy (all request slots in use); try again\n", Exit: agent.ExitFail, Code: "BUSY", Message: "the fsguard daemon is busy (all request slots in use); try again"})
+		return
+	case <-r.Context().Done():
+		return
+	}
+	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, MaxRequestLine+api.MaxContent+1), 64<<10)
+	var req api.Request
+	if err := decodeLine(body, &req); err != nil {
+		reply(w, agent.Output{Stderr: "Error: bad request: " + err.Error() + "\n", Exit: agent.ExitUsage, Message: "bad request: " + err.Error()})
+		return
+	}
+	prefix, err := viewOf(who.Pid, s.MountDev)
+	if err != nil {
+		reply(w, agent.Output{Stderr: "Error: " + err.Error() + "\n", Exit: agent.ExitFail, Message: err.Error()})
 		return
 	}
 	svc := s.Service()
-	svc.Pid, svc.Uid, svc.Process = peer.Pid, peer.Uid, mount.ProcessName(peer.Pid)
-	prefix, err := viewOf(peer.Pid, s.MountDev)
-	if err != nil {
-		reply(w, agent.Output{Stderr: "Error: " + err.Error() + "\n", Exit: agent.ExitFail})
-		return
-	}
-	svc.View = &agent.View{Prefix: prefix, Roots: svc.Guard.Roots()}
-	reply(w, Do(svc, req))
+	svc = svc.As(who, &agent.View{Prefix: prefix, Roots: svc.Guard.Roots()})
+	reply(w, api.Do(svc, req, body))
 }
 
-// Do performs a request with a service.
-func Do(svc *agent.Service, req Request) agent.Output {
-	switch req.Op {
-	case "read":
-		res, err := svc.Read(agent.ReadRequest{
-			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd, Anchors: req.Anchors},
-			Session: req.Session, NoDedupe: req.NoDedupe,
-		})
-		return agent.RenderRead(req.Path, res, err, req.Format)
-	case "check":
-		return agent.RenderCheck(svc.Check(req.Path, req.Cwd, req.Session))
-	case "write":
-		return agent.RenderWrite(svc.Write(req.Path, req.Cwd, req.Session, bytes.NewReader(req.Content)))
-	case "edit":
-		if req.Edit == nil {
-			return agent.Output{Stderr: "Error: bad request: edit without an edit\n", Exit: agent.ExitUsage}
+// decodeLine reads the request's first line, at most MaxRequestLine bytes,
+// as JSON.
+func decodeLine(r *bufio.Reader, v any) error {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > MaxRequestLine {
+			return fmt.Errorf("the request line is longer than %d bytes", MaxRequestLine)
 		}
-		return agent.RenderEdit(svc.Edit(req.Path, req.Cwd, req.Session, *req.Edit))
+		if err == nil || (err == io.EOF && len(line) > 0) {
+			break
+		}
+		if err != bufio.ErrBufferFull {
+			return err
+		}
 	}
-	return agent.Output{Stderr: fmt.Sprintf("Error: unknown operation %q\n", req.Op), Exit: agent.ExitUsage}
+	return json.Unmarshal(bytes.TrimSpace(line), v)
 }
 
 func reply(w http.ResponseWriter, out agent.Output) {
@@ -173,7 +235,7 @@ func reply(w http.ResponseWriter, out agent.Output) {
 // viewOf finds where the peer sees the mount: the mount point, in the
 // peer's own mount namespace, of the whole mount with our device number.
 func viewOf(pid uint32, dev string) (string, error) {
-	ents, err := mount.Mountinfo(int(pid))
+	ents, err := caller.Mountinfo(int(pid))
 	if err != nil {
 		return "", fmt.Errorf("cannot see the caller's mounts: %v", err)
 	}
@@ -182,29 +244,5 @@ func viewOf(pid uint32, dev string) (string, error) {
 			return e.MountPoint, nil
 		}
 	}
-	return "", fmt.Errorf("the fsguard mount is not visible to the calling process (a bind of the whole mount is needed); fsguard read over the socket reads through the mount")
-}
-
-// Call sends a request to the daemon at socket and returns its answer.
-func Call(socket string, req Request) (agent.Output, error) {
-	client := &http.Client{
-		Timeout: 5 * time.Minute,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-		}},
-	}
-	body, _ := json.Marshal(req)
-	resp, err := client.Post("http://fsguard/v1/op", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return agent.Output{}, fmt.Errorf("cannot reach the fsguard daemon at %s: %v", socket, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return agent.Output{}, fmt.Errorf("fsguard daemon at %s answered %s", socket, resp.Status)
-	}
-	var out agent.Output
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return agent.Output{}, fmt.Errorf("bad answer from the fsguard daemon: %v", err)
-	}
-	return out, nil
+	return "", errors.New("the fsguard mount is not visible to the calling process (a bind of the whole mount is needed); fsguard read over the socket reads through the mount")
 }

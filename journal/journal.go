@@ -27,7 +27,7 @@ import (
 
 // SchemaVersion is the journal format this build writes. An older journal
 // is migrated on open; a newer one is refused, never half-read.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Genesis is the prev_hash of the first record.
 const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -60,10 +60,14 @@ type Record struct {
 	Kind    string    `json:"kind"`
 	Time    time.Time `json:"time"`
 	Session string    `json:"session"`
-	Path    string    `json:"path"`
-	Pid     uint32    `json:"pid"`
-	Uid     uint32    `json:"uid"`
-	Process string    `json:"process,omitempty"`
+	// Owner is the identity the session belongs to (caller.Owner: uid and
+	// pid namespace); the same session id from another owner is another
+	// session. Empty on records of journals older than schema 2.
+	Owner   string `json:"owner,omitempty"`
+	Path    string `json:"path"`
+	Pid     uint32 `json:"pid"`
+	Uid     uint32 `json:"uid"`
+	Process string `json:"process,omitempty"`
 
 	// Observations.
 	Origin           string    `json:"origin,omitempty"`
@@ -193,9 +197,17 @@ CREATE TABLE IF NOT EXISTS records (
 	prev_hash  TEXT NOT NULL,
 	hash       TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS records_by_file ON records(session, real_path, seq);
 CREATE INDEX IF NOT EXISTS records_by_time ON records(time_ns);
 `
+
+// migrations[i] brings a journal from schema version i+1 to i+2. A new
+// journal is made by the base schema and then every migration.
+var migrations = []string{
+	// 2: sessions belong to an owner; the ledger's index leads with it.
+	`ALTER TABLE records ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+	DROP INDEX IF EXISTS records_by_file;
+	CREATE INDEX records_by_owner_file ON records(owner, session, real_path, seq);`,
+}
 
 func (j *Journal) init() error {
 	// The common case, an existing journal of this version, needs no write
@@ -213,21 +225,28 @@ func (j *Journal) init() error {
 	if _, err := tx.Exec(schema); err != nil {
 		return err
 	}
+	from := 1
 	err = tx.QueryRow(`SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v)
 	switch {
 	case err == sql.ErrNoRows:
-		if _, err := tx.Exec(`INSERT INTO meta VALUES ('schema_version', ?), ('head_seq', '0'), ('head_hash', ?)`, strconv.Itoa(SchemaVersion), Genesis); err != nil {
+		if _, err := tx.Exec(`INSERT INTO meta VALUES ('schema_version', '1'), ('head_seq', '0'), ('head_hash', ?)`, Genesis); err != nil {
 			return err
 		}
 	case err != nil:
 		return err
 	default:
-		n, _ := strconv.Atoi(v)
-		if n > SchemaVersion {
-			return fmt.Errorf("schema version %d is newer than this fsguard (%d): upgrade fsguard", n, SchemaVersion)
+		if from, _ = strconv.Atoi(v); from > SchemaVersion {
+			return fmt.Errorf("schema version %d is newer than this fsguard (%d): upgrade fsguard", from, SchemaVersion)
 		}
-		// Migrations from older versions go here, in order, inside this
-		// transaction. Version 1 is the first.
+	}
+	// Migrations run in order inside this transaction: all or nothing.
+	for n := from; n < SchemaVersion; n++ {
+		if _, err := tx.Exec(migrations[n-1]); err != nil {
+			return fmt.Errorf("migrating to schema %d: %w", n+1, err)
+		}
+	}
+	if _, err := tx.Exec(`UPDATE meta SET value = ? WHERE key = 'schema_version'`, strconv.Itoa(SchemaVersion)); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
@@ -318,9 +337,9 @@ func (j *Journal) Append(recs ...*Record) error {
 		r.PrevHash = prev
 		body, hash := r.seal()
 		r.Hash = hash
-		if _, err := tx.Exec(`INSERT INTO records (seq, kind, time_ns, session, path, real_path, content_id, origin, code, body, prev_hash, hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.Seq, r.Kind, r.Time.UnixNano(), r.Session, r.Path, r.RealPath, r.ContentID, r.Origin, r.Code, body, prev, hash); err != nil {
+		if _, err := tx.Exec(`INSERT INTO records (seq, kind, time_ns, session, owner, path, real_path, content_id, origin, code, body, prev_hash, hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Seq, r.Kind, r.Time.UnixNano(), r.Session, r.Owner, r.Path, r.RealPath, r.ContentID, r.Origin, r.Code, body, prev, hash); err != nil {
 			return j.damage(err)
 		}
 		prev = hash

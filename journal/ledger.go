@@ -2,6 +2,14 @@ package journal
 
 import "sort"
 
+// Session is a session as the ledger and the write preconditions key it:
+// the id the caller chose, and the identity that chose it. The same id from
+// another owner holds nothing and passes no precondition.
+type Session struct {
+	ID    string
+	Owner string
+}
+
 // Held is what a session holds of one version of a file: the lines it was
 // handed in full, as sorted, disjoint, non-adjacent spans.
 type Held struct {
@@ -72,14 +80,14 @@ func SpansOf(n int64, has func(int64) bool) [][2]int64 {
 // delivered, never on path and hash alone: a line of another version, or
 // one shown shortened, is not held. With anchored, only reads that showed
 // each line's anchor count.
-func (j *Journal) Holding(session, realPath, contentID string, totalLines int64, anchored bool) (Held, error) {
+func (j *Journal) Holding(session Session, realPath, contentID string, totalLines int64, anchored bool) (Held, error) {
 	var h Held
 	if contentID == "" {
 		return h, nil // a partial scan identifies no content
 	}
 	rows, err := j.db.Query(`SELECT body, prev_hash, hash FROM records
-		WHERE session = ? AND real_path = ? AND content_id = ? AND kind = 'observation' AND origin IN `+heldOrigins+`
-		ORDER BY seq`, session, realPath, contentID)
+		WHERE owner = ? AND session = ? AND real_path = ? AND content_id = ? AND kind = 'observation' AND origin IN `+heldOrigins+`
+		ORDER BY seq`, session.Owner, session.ID, realPath, contentID)
 	if err != nil {
 		return h, j.damage(err)
 	}
@@ -112,23 +120,23 @@ const heldOrigins = `('read', 'write', 'diff', 'edit')`
 
 // Holds reports whether session was handed every line of this content of
 // this file.
-func (j *Journal) Holds(session, realPath, contentID string, totalLines int64) (bool, error) {
+func (j *Journal) Holds(session Session, realPath, contentID string, totalLines int64) (bool, error) {
 	return j.HoldsLines(session, realPath, contentID, 1, totalLines, totalLines)
 }
 
 // HoldsLines reports whether session was handed every line start..end of
 // this content of this file (see Holding).
-func (j *Journal) HoldsLines(session, realPath, contentID string, start, end, totalLines int64) (bool, error) {
+func (j *Journal) HoldsLines(session Session, realPath, contentID string, start, end, totalLines int64) (bool, error) {
 	h, err := j.Holding(session, realPath, contentID, totalLines, false)
 	return err == nil && h.Window(start, end, totalLines), err
 }
 
 // LastObservation returns the session's latest observation of realPath
 // that handed it lines (read, write, diff or edit), or nil.
-func (j *Journal) LastObservation(session, realPath string) (*Record, error) {
+func (j *Journal) LastObservation(session Session, realPath string) (*Record, error) {
 	rows, err := j.db.Query(`SELECT body, prev_hash, hash FROM records
-		WHERE session = ? AND real_path = ? AND kind = 'observation' AND origin IN `+heldOrigins+`
-		ORDER BY seq DESC LIMIT 1`, session, realPath)
+		WHERE owner = ? AND session = ? AND real_path = ? AND kind = 'observation' AND origin IN `+heldOrigins+`
+		ORDER BY seq DESC LIMIT 1`, session.Owner, session.ID, realPath)
 	if err != nil {
 		return nil, j.damage(err)
 	}

@@ -25,7 +25,7 @@ func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
 	if err != nil {
 		return 0, j.damage(err)
 	}
-	rows, err := j.db.Query(`SELECT seq, kind, session, path, real_path, content_id, origin, code, body, prev_hash, hash FROM records WHERE seq <= ? ORDER BY seq`, total)
+	rows, err := j.db.Query(`SELECT seq, kind, session, owner, path, real_path, content_id, origin, code, body, prev_hash, hash FROM records WHERE seq <= ? ORDER BY seq`, total)
 	if err != nil {
 		return 0, j.damage(err)
 	}
@@ -34,8 +34,8 @@ func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
 	var n int64
 	for rows.Next() {
 		var seq int64
-		var kind, session, path, real, content, origin, code, body, prevHash, hash string
-		if err := rows.Scan(&seq, &kind, &session, &path, &real, &content, &origin, &code, &body, &prevHash, &hash); err != nil {
+		var kind, session, owner, path, real, content, origin, code, body, prevHash, hash string
+		if err := rows.Scan(&seq, &kind, &session, &owner, &path, &real, &content, &origin, &code, &body, &prevHash, &hash); err != nil {
 			return n, j.damage(err)
 		}
 		if seq != want {
@@ -51,7 +51,7 @@ func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
 		if err := json.Unmarshal([]byte(body), &r); err != nil {
 			return n, &Bad{Seq: seq, Why: "its body is not valid JSON: " + err.Error()}
 		}
-		if r.Seq != seq || r.Kind != kind || r.Session != session || r.Path != path || r.RealPath != real ||
+		if r.Seq != seq || r.Kind != kind || r.Session != session || r.Owner != owner || r.Path != path || r.RealPath != real ||
 			r.ContentID != content || r.Origin != origin || r.Code != code {
 			return n, &Bad{Seq: seq, Why: "its indexed columns disagree with its body: the record was altered"}
 		}

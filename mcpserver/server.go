@@ -9,17 +9,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"strings"
 
 	"fsguard/agent"
-	"fsguard/control"
+	"fsguard/api"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Perform carries out one request (directly or through the daemon).
-type Perform func(control.Request) agent.Output
+// Perform carries out one request, with a write's content (else nil),
+// directly or through the daemon.
+type Perform func(api.Request, io.Reader) agent.Output
 
 // ReadArgs are the read tool's arguments.
 type ReadArgs struct {
@@ -87,14 +89,14 @@ func New(version, session string, perform Perform) *mcp.Server {
 			"anchors": {Type: "boolean", Description: "show each line as N#hh: text; the N#hh anchors name lines for the edit tool"},
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(control.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, Session: session})), nil, nil
+		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, Session: session}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "check",
 		Description: "Say whether this session may write the file: it must have read the current version.",
 		InputSchema: object(map[string]*jsonschema.Schema{"path": pathSchema()}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a CheckArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(control.Request{Op: "check", Path: a.Path, Session: session})), nil, nil
+		return result(perform(api.Request{Op: "check", Path: a.Path, Session: session}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "write",
@@ -104,7 +106,7 @@ func New(version, session string, perform Perform) *mcp.Server {
 			"content": {Type: "string", Description: "the complete new content"},
 		}, "path", "content"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a WriteArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(control.Request{Op: "write", Path: a.Path, Content: []byte(a.Content), Session: session})), nil, nil
+		return result(perform(api.Request{Op: "write", Path: a.Path, Session: session}, strings.NewReader(a.Content))), nil, nil
 	})
 	anchorSchema := func(desc string) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "string", Pattern: `^(0|[0-9]+#[0-9a-f]{2})(\.\.[0-9]+#[0-9a-f]{2})?$`, Description: desc}
@@ -128,7 +130,7 @@ func New(version, session string, perform Perform) *mcp.Server {
 		if err != nil {
 			return result(agent.RenderEdit(nil, err)), nil, nil
 		}
-		return result(perform(control.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: session})), nil, nil
+		return result(perform(api.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: session}, nil)), nil, nil
 	})
 	return s
 }

@@ -7,6 +7,8 @@ package metrics
 import (
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -148,4 +150,15 @@ func (s *Set) Write(w io.Writer) {
 	s.Delivered.write(w)
 	s.Saved.write(w)
 	s.FuseOps.write(w)
+	writeProcess(w)
+}
+
+// writeProcess writes the standard Go and process gauges (the names the
+// Prometheus client library uses), so a leak of goroutines or descriptors
+// shows on a dashboard.
+func writeProcess(w io.Writer) {
+	fmt.Fprintf(w, "# HELP go_goroutines Number of goroutines that currently exist.\n# TYPE go_goroutines gauge\ngo_goroutines %d\n", runtime.NumGoroutine())
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		fmt.Fprintf(w, "# HELP process_open_fds Number of open file descriptors.\n# TYPE process_open_fds gauge\nprocess_open_fds %d\n", len(ents))
+	}
 }

@@ -3,12 +3,10 @@ package mount
 import (
 	"encoding/json"
 	"io"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"fsguard/caller"
 	"fsguard/refusal"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -34,22 +32,9 @@ func newDenial(c *fuse.Caller, path string, code refusal.Code) Denial {
 	d := Denial{Time: time.Now().UTC(), Path: path, Code: code}
 	if c != nil {
 		d.Pid, d.Uid = c.Pid, c.Uid
-		d.Process = ProcessName(c.Pid)
+		d.Process = caller.ProcessName(c.Pid)
 	}
 	return d
-}
-
-// ProcessName reads a process's command name. The caller may be gone by
-// now; an empty name is the honest answer then.
-func ProcessName(pid uint32) string {
-	if pid == 0 {
-		return ""
-	}
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // JSONLines writes each denial as one JSON object per line.

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"fsguard/caller"
 	"fsguard/policy"
 	"fsguard/roots"
 	"fsguard/watch"
@@ -178,7 +179,7 @@ func (s *Server) Guard() *roots.Guard { return s.v.guard.Load() }
 // Dev returns the mount's device number ("major:minor") from mountinfo,
 // without touching the mount itself.
 func (s *Server) Dev() (string, error) {
-	ents, err := Mountinfo(0)
+	ents, err := caller.Mountinfo(0)
 	if err != nil {
 		return "", err
 	}
@@ -287,7 +288,7 @@ func ClearStale(mp string) error {
 
 // mountedAt reports whether something is mounted at mp, and its type.
 func mountedAt(mp string) (bool, string) {
-	ents, _ := Mountinfo(0)
+	ents, _ := caller.Mountinfo(0)
 	found, fstype := false, ""
 	for _, e := range ents {
 		if e.MountPoint == mp {

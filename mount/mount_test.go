@@ -7,18 +7,6 @@ import (
 	"fsguard/sniff"
 )
 
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{
-		`/plain`:            "/plain",
-		`/with\040space`:    "/with space",
-		`/tab\011and\134bs`: "/tab\tand\\bs",
-	} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestSniffCacheIsBoundedAndKeyedByVersion(t *testing.T) {
 	c := newSniffCache(2)
 	v1 := cacheKey{roots.Identity{Ino: 1, Size: 10, MtimeNs: 1}}

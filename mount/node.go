@@ -59,7 +59,7 @@ var (
 	_ fs.NodeOnForgetter    = (*node)(nil)
 )
 
-func caller(ctx context.Context) *fuse.Caller {
+func fuseCaller(ctx context.Context) *fuse.Caller {
 	if c, ok := fuse.FromContext(ctx); ok {
 		return c
 	}
@@ -133,7 +133,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	}
 	e, err := g.Entry(r, rel)
 	if err != nil {
-		return nil, n.v.refuse(caller(ctx), shown, err)
+		return nil, n.v.refuse(fuseCaller(ctx), shown, err)
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	key := idKey{e.Stat.Dev, e.Stat.Ino, e.Stat.Mode & unix.S_IFMT}
@@ -163,7 +163,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	}
 	e, err := g.Entry(r, rel)
 	if err != nil {
-		return n.v.refuse(caller(ctx), shown, err)
+		return n.v.refuse(fuseCaller(ctx), shown, err)
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	out.Attr.Ino = n.StableAttr().Ino
@@ -178,7 +178,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	}
 	e, err := g.Entry(r, rel)
 	if err != nil {
-		return nil, n.v.refuse(caller(ctx), shown, err)
+		return nil, n.v.refuse(fuseCaller(ctx), shown, err)
 	}
 	if e.Link == "" {
 		return nil, syscall.EINVAL
@@ -194,7 +194,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	// directory's attributes show it changed; then it sends no READDIR,
 	// so the listing is made only when the first READDIR asks for it.
 	l := &listing{n: n}
-	if c := caller(ctx); c != nil {
+	if c := fuseCaller(ctx); c != nil {
 		// go-fuse reuses request memory once the request is answered.
 		cc := *c
 		l.caller = &cc
@@ -258,7 +258,7 @@ func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
 	}
 	f, err := g.OpenIn(r, rel, shown)
 	if err != nil {
-		return nil, n.v.refuse(caller(ctx), shown, err)
+		return nil, n.v.refuse(fuseCaller(ctx), shown, err)
 	}
 	class, err := n.v.classify(f)
 	if err != nil {
@@ -267,7 +267,7 @@ func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
 	}
 	if g.Policy().Refuses(string(class)) {
 		f.Close()
-		n.v.audit.Denial(newDenial(caller(ctx), shown, refusal.Denied))
+		n.v.audit.Denial(newDenial(fuseCaller(ctx), shown, refusal.Denied))
 		return nil, syscall.EACCES
 	}
 	return f, 0

@@ -34,6 +34,17 @@ var DefaultDeny = []string{
 	"**/.netrc",
 }
 
+// DefaultWriteDeny is what the agent may not write unless the policy sets
+// write.use_defaults = false: files the host runs on its own (git's config
+// and hooks, a .git file that points git elsewhere, direnv's .envrc) and
+// ssh's configuration. The read deny list applies to writes as well.
+var DefaultWriteDeny = []string{
+	"**/.git",
+	"**/.git/**",
+	"**/.envrc",
+	"**/.ssh/**",
+}
+
 // Policy is a loaded, validated policy.
 type Policy struct {
 	Roots   []Root
@@ -43,6 +54,7 @@ type Policy struct {
 	Journal Journal
 	Mount   Mount
 	Control Control
+	Write   Write
 
 	// Source is the file the policy came from, or "embedded default".
 	Source string
@@ -121,6 +133,20 @@ type Mount struct {
 // Control configures the daemon's control socket.
 type Control struct {
 	Socket string `toml:"socket"`
+	// AllowUids and AllowGids name who besides root may connect (decided
+	// from the kernel's peer credentials at accept; a gid matches the
+	// primary or any supplementary group). Empty: root only.
+	AllowUids []uint32 `toml:"allow_uids"`
+	AllowGids []uint32 `toml:"allow_gids"`
+	// MaxRequests bounds the requests served at once; more wait.
+	MaxRequests int `toml:"max_requests"`
+}
+
+// Write holds what may not be written (by write and edit), beyond the read
+// deny list, which applies to writes too.
+type Write struct {
+	UseDefaults *bool  `toml:"use_defaults"`
+	DenyGlobs   []Glob `toml:"deny_globs"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
@@ -155,6 +181,7 @@ func defaults() Policy {
 		},
 		Sniff:   Sniff{Refuse: []string{"private-key"}},
 		Journal: Journal{HeldMaxBytes: 256 << 20},
+		Control: Control{MaxRequests: 16},
 		Mount: Mount{
 			Denied:              "hide",
 			Open:                "kernel",
@@ -201,12 +228,13 @@ type raw struct {
 	Journal Journal `toml:"journal"`
 	Mount   Mount   `toml:"mount"`
 	Control Control `toml:"control"`
+	Write   Write   `toml:"write"`
 }
 
 // Parse decodes and validates policy text.
 func Parse(data []byte) (*Policy, error) {
 	d := defaults()
-	r := raw{Limits: d.Limits, Sniff: d.Sniff, Journal: d.Journal, Mount: d.Mount}
+	r := raw{Limits: d.Limits, Sniff: d.Sniff, Journal: d.Journal, Mount: d.Mount, Control: d.Control}
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&r)
 	if err != nil {
 		var pe toml.ParseError
@@ -233,7 +261,7 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	p := Policy{
 		Roots: r.Root, Deny: r.Deny, Limits: r.Limits, Sniff: r.Sniff,
-		Journal: r.Journal, Mount: r.Mount, Control: r.Control,
+		Journal: r.Journal, Mount: r.Mount, Control: r.Control, Write: r.Write,
 	}
 	if len(p.Roots) == 0 {
 		return nil, fmt.Errorf("no [[root]]: a policy needs at least one allowed root")
@@ -294,18 +322,10 @@ func (p *Policy) finish(data []byte) error {
 		}
 		names[r.Name] = r.Path
 	}
-	if p.Deny.UseDefaults == nil || *p.Deny.UseDefaults {
-		var defs []Glob
-		for _, s := range DefaultDeny {
-			g, err := CompileGlob(s)
-			if err != nil {
-				panic(err) // the built-in list is tested
-			}
-			defs = append(defs, g)
-		}
-		p.Deny.Globs = append(defs, p.Deny.Globs...)
-		t := true
-		p.Deny.UseDefaults = &t
+	p.Deny.Globs = withDefaults(&p.Deny.UseDefaults, DefaultDeny, p.Deny.Globs)
+	p.Write.DenyGlobs = withDefaults(&p.Write.UseDefaults, DefaultWriteDeny, p.Write.DenyGlobs)
+	if p.Control.MaxRequests < 1 {
+		return fmt.Errorf("%scontrol.max_requests must be at least 1, got %d", at("max_requests", ""), p.Control.MaxRequests)
 	}
 	for i, s := range p.Deny.Paths {
 		if !filepath.IsAbs(s) {
@@ -358,6 +378,25 @@ func (p *Policy) finish(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// withDefaults puts a built-in list before the configured globs unless
+// use_defaults is false, and records the choice.
+func withDefaults(use **bool, defaults []string, globs []Glob) []Glob {
+	if *use != nil && !**use {
+		return globs
+	}
+	var defs []Glob
+	for _, s := range defaults {
+		g, err := CompileGlob(s)
+		if err != nil {
+			panic(err) // the built-in lists are tested
+		}
+		defs = append(defs, g)
+	}
+	t := true
+	*use = &t
+	return append(defs, globs...)
 }
 
 // Refuses reports whether the policy refuses a sniff class.
@@ -466,8 +505,22 @@ func (p *Policy) Summary() string {
 	m := p.Mount
 	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\nwatch = %q\n",
 		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes, m.Watch)
-	fmt.Fprintf(&b, "\n[control]\nsocket = %q\n", p.Control.Socket)
+	c := p.Control
+	fmt.Fprintf(&b, "\n[control]\nsocket = %q\nallow_uids = %s\nallow_gids = %s\nmax_requests = %d\n", c.Socket, idList(c.AllowUids), idList(c.AllowGids), c.MaxRequests)
+	var wglobs []string
+	for _, g := range p.Write.DenyGlobs {
+		wglobs = append(wglobs, g.String())
+	}
+	fmt.Fprintf(&b, "\n[write]\nuse_defaults = %v\ndeny_globs = %s\n", *p.Write.UseDefaults, tomlList(wglobs))
 	return b.String()
+}
+
+func idList(ids []uint32) string {
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 func tomlList(v []string) string {

@@ -32,6 +32,8 @@ const (
 	// Write preconditions (fsguard check / fsguard write).
 	NotObserved  Code = "FS_NOT_OBSERVED"
 	StaleVersion Code = "FS_STALE_VERSION"
+	// WriteDenied: a [write] deny rule forbids writing the path.
+	WriteDenied Code = "FS_WRITE_DENIED"
 
 	// Exact-text edits (fsguard edit --old/--new).
 	EditNoMatch   Code = "FS_EDIT_NO_MATCH"

@@ -50,7 +50,7 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 	if g.Denied(root, rel) {
 		return e, deniedErr(display)
 	}
-	pfd, viaLink, err := root.open(rel, unix.O_PATH|unix.O_NOFOLLOW)
+	pfd, viaLink, err := g.open(root, rel, unix.O_PATH|unix.O_NOFOLLOW)
 	if err == unix.EXDEV {
 		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
 	}
@@ -86,7 +86,7 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 	if filepath.IsAbs(link) {
 		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "an absolute symbolic link is not followed")
 	}
-	tfd, _, err := root.open(rel, unix.O_PATH)
+	tfd, _, err := g.open(root, rel, unix.O_PATH)
 	if err == unix.EXDEV {
 		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
 	}
@@ -138,7 +138,7 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 	if rel != "." && g.Denied(root, rel) {
 		return nil, deniedErr(display)
 	}
-	fd, _, err := root.open(rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, _, err := g.open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		if err == unix.EXDEV {
 			return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")

@@ -71,7 +71,7 @@ func (g *Guard) OpenParent(root *Root, rel, display string) (*Dir, string, error
 		return nil, "", deniedErr(display)
 	}
 	dirRel, name := filepath.Dir(rel), filepath.Base(rel)
-	fd, viaLink, err := root.open(dirRel, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, viaLink, err := g.open(root, dirRel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err == unix.EXDEV {
 		return nil, "", refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
 	}

@@ -30,6 +30,48 @@ import (
 type Guard struct {
 	pol   *policy.Policy
 	roots []*Root
+	// as, when set, performs every path-based system call (open, the
+	// reopen of an O_PATH descriptor, a symlink walk) with a caller's
+	// rights; nil is the process's own.
+	as Access
+}
+
+// Access runs file-system work with some identity's rights (a
+// *caller.Caller does it with the caller's fsuid, fsgid and groups).
+type Access interface {
+	Do(func() error) error
+}
+
+// As returns a guard over the same roots whose every path-based system call
+// is made with a's rights, so the kernel checks permissions for whoever a
+// stands for. Descriptors already open are shared; only the original guard
+// may be closed.
+func (g *Guard) As(a Access) *Guard {
+	cp := *g
+	cp.as = a
+	return &cp
+}
+
+// Do runs fn with the guard's access (the caller's rights, or the process's
+// own): what a front end does on a descriptor the guard handed it, such as
+// creating a temporary file in an opened directory, must run here.
+func (g *Guard) Do(fn func() error) error {
+	if g.as == nil {
+		return fn()
+	}
+	return g.as.Do(fn)
+}
+
+// open resolves rel beneath root with the guard's access.
+func (g *Guard) open(root *Root, rel string, flags uint64) (fd int, viaLink bool, err error) {
+	derr := g.Do(func() error {
+		fd, viaLink, err = root.open(rel, flags)
+		return nil
+	})
+	if derr != nil {
+		return -1, false, derr
+	}
+	return fd, viaLink, err
 }
 
 // Root is an allowed root with its open directory descriptor.
@@ -100,14 +142,20 @@ func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
 			return true
 		}
 	}
+	return matchGlobs(g.pol.Deny.Globs, rel, abs) >= 0
+}
+
+// matchGlobs returns the index of the first glob that matches rel (root-
+// relative, "." for the root) or abs (for absolute globs), or -1.
+func matchGlobs(globs []policy.Glob, rel, abs string) int {
 	var relSegs, absSegs []string // split once, for all globs
-	for _, gl := range g.pol.Deny.Globs {
+	for i, gl := range globs {
 		if gl.Absolute() {
 			if absSegs == nil {
 				absSegs = strings.Split(strings.Trim(abs, "/"), "/")
 			}
 			if gl.MatchSplit(absSegs) {
-				return true
+				return i
 			}
 			continue
 		}
@@ -118,10 +166,24 @@ func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
 			relSegs = strings.Split(rel, "/")
 		}
 		if gl.MatchSplit(relSegs) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
+}
+
+// WriteDenied refuses a write to rel beneath root when a [write] deny rule
+// matches it, by its configured or its real path. The refusal names the
+// rule, so the agent knows it is policy and not a transient failure.
+func (g *Guard) WriteDenied(root *Root, rel, display string) error {
+	for _, base := range []string{root.Real, root.Path} {
+		if i := matchGlobs(g.pol.Write.DenyGlobs, rel, filepath.Join(base, rel)); i >= 0 {
+			rule := g.pol.Write.DenyGlobs[i].String()
+			return refusal.New(refusal.WriteDenied, display,
+				"cannot write %q: the policy does not let the agent write here (rule %q in [write] deny_globs): files the host runs on its own are not the agent's to change; leave this change to a person", display, rule)
+		}
+	}
+	return nil
 }
 
 // Locate resolves a name lexically: cleaned and made absolute against cwd,
@@ -259,7 +321,7 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 	}
 	// O_PATH first: opening a FIFO or a device for reading can block or have
 	// side effects; an O_PATH descriptor can be fstat'ed and does neither.
-	pfd, viaLink, err := root.open(rel, unix.O_PATH)
+	pfd, viaLink, err := g.open(root, rel, unix.O_PATH)
 	if err == unix.EXDEV {
 		return g.openAcross(root, rel, display, hops)
 	}
@@ -294,7 +356,13 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 	// descriptor is a magic link to that open file, not a path that could
 	// have changed, so the stat above describes what is opened here and
 	// needs no second fstat (this runs on every read through the mount).
-	fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+	// With a caller's access, this open is where the kernel checks the
+	// file's mode bits and ACL against the caller.
+	fd := -1
+	err = g.Do(func() (err error) {
+		fd, err = unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+		return err
+	})
 	if err != nil {
 		return nil, g.openErr(err, root, rel, display)
 	}
@@ -306,7 +374,11 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 // lies inside an allowed root (this one or another); the final open is
 // again beneath that root, so a race can only make it fail, never widen it.
 func (g *Guard) openAcross(root *Root, rel, display string, hops int) (*File, error) {
-	target, err := filepath.EvalSymlinks(filepath.Join(root.Real, rel))
+	var target string
+	err := g.Do(func() (err error) {
+		target, err = filepath.EvalSymlinks(filepath.Join(root.Real, rel))
+		return err
+	})
 	if err != nil {
 		switch e := unwrap(err); e {
 		case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EACCES:
@@ -332,7 +404,7 @@ func (g *Guard) openErr(err error, root *Root, rel, display string) error {
 	case unix.ELOOP:
 		return refusal.Cannot(refusal.NotFound, display, "too many levels of symbolic links (a link loop); name the file itself")
 	case unix.EACCES, unix.EPERM:
-		return refusal.Cannot(refusal.PermissionDenied, display, "permission denied; fsguard reads only what its own user may read")
+		return refusal.Cannot(refusal.PermissionDenied, display, "permission denied: fsguard acts with the caller's own rights, and this user may not open it; ask for access, or read another file")
 	case unix.ENAMETOOLONG:
 		return refusal.Cannot(refusal.InvalidInput, display, "the path is too long")
 	case unix.ENXIO, unix.ENODEV, unix.EOPNOTSUPP:

@@ -45,7 +45,7 @@ func (g *Guard) suggest(root *Root, rel string) []string {
 	if want == "." || want == "/" {
 		return nil
 	}
-	fd, _, err := root.open(dirRel, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, _, err := g.open(root, dirRel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return nil
 	}

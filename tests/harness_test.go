@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	os.Chmod(dir, 0o755) // other uids run it too
 	binary = filepath.Join(dir, "fsguard")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/fsguard")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

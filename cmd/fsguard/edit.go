@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"fsguard/agent"
-	"fsguard/control"
+	"fsguard/api"
 )
 
 const editUsage = `usage: fsguard edit PATH --session ID EDIT [--policy FILE | --socket SOCK]
@@ -74,5 +74,5 @@ func runEdit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Error: %v (see fsguard edit --help)\n", err)
 		return exitUsage
 	}
-	return perform(control.Request{Op: "edit", Path: name, Session: *session, Edit: &ed}, *policyFile, *socket, stdout, stderr)
+	return perform(api.Request{Op: "edit", Path: name, Session: *session, Edit: &ed}, nil, *policyFile, *socket, stdout, stderr)
 }

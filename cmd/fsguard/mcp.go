@@ -11,8 +11,6 @@ import (
 	"syscall"
 
 	"fsguard/mcpserver"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func runMCP(args []string, stdout, stderr io.Writer) int {
@@ -50,7 +48,7 @@ example (an MCP client's server command):
 	defer done()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := mcpserver.New(version(), *session, do).Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+	if err := mcpserver.New(version(), *session, do).Run(ctx, &mcpserver.Transport{In: os.Stdin, Out: stdout}); err != nil && ctx.Err() == nil {
 		return fail(stderr, err)
 	}
 	return 0

@@ -17,6 +17,7 @@ import (
 	"fsguard/journal"
 	"fsguard/metrics"
 	"fsguard/mount"
+	"fsguard/policy"
 )
 
 func runMount(args []string, stdout, stderr io.Writer) int {
@@ -82,7 +83,7 @@ flags:
 		*socket = pol.Control.Socket
 	}
 	if *socket != "" {
-		ctl, err := serveControl(srv, j, jerr, held, m, *socket)
+		ctl, err := serveControl(srv, j, jerr, held, m, log, *socket)
 		if err != nil {
 			srv.Unmount()
 			return fail(stderr, fmt.Errorf("control socket %s: %w", *socket, err))
@@ -122,7 +123,7 @@ flags:
 
 // serveControl starts the control socket. Each request gets a service
 // built on the guard in force at that moment and the daemon's journal.
-func serveControl(srv *mount.Server, j *journal.Journal, jerr error, held *blobs.Store, m *metrics.Set, path string) (*control.Server, error) {
+func serveControl(srv *mount.Server, j *journal.Journal, jerr error, held *blobs.Store, m *metrics.Set, log *slog.Logger, path string) (*control.Server, error) {
 	dev, err := srv.Dev()
 	if err != nil {
 		return nil, err
@@ -137,10 +138,11 @@ func serveControl(srv *mount.Server, j *journal.Journal, jerr error, held *blobs
 			m.Saved.Add("", float64(r.Saved))
 		}
 	}
-	c := &control.Server{MountDev: dev, Metrics: m, Service: func() *agent.Service {
-		g := srv.Guard()
-		return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, Held: held, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
-	}}
+	c := &control.Server{MountDev: dev, Metrics: m, Log: log, MaxRequests: srv.Guard().Policy().Control.MaxRequests,
+		Policy: func() policy.Control { return srv.Guard().Policy().Control }, Service: func() *agent.Service {
+			g := srv.Guard()
+			return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, Held: held, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
+		}}
 	return c, c.Serve(path)
 }
 

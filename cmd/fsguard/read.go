@@ -8,7 +8,9 @@ import (
 	"strconv"
 
 	"fsguard/agent"
+	"fsguard/api"
 	"fsguard/control"
+	"fsguard/mcpserver"
 	"fsguard/refusal"
 )
 
@@ -54,7 +56,7 @@ flags:
 		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
 		return exitUsage
 	}
-	req := control.Request{Op: "read", Path: name, Session: *session, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors}
+	req := api.Request{Op: "read", Path: name, Session: *session, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors}
 	var err error
 	if req.Offset, err = count("offset", *offset, name); err == nil && *limit != "" {
 		req.Limit, err = count("limit", *limit, name)
@@ -62,31 +64,32 @@ flags:
 	if err != nil {
 		return emit(stdout, stderr, agent.RenderRead(name, nil, err, *format))
 	}
-	return perform(req, *policyFile, *socket, stdout, stderr)
+	return perform(req, nil, *policyFile, *socket, stdout, stderr)
 }
 
-// perform runs one request and prints its output.
-func perform(req control.Request, policyFile, socket string, stdout, stderr io.Writer) int {
+// perform runs one request (content: a write's, else nil) and prints its
+// output.
+func perform(req api.Request, content io.Reader, policyFile, socket string, stdout, stderr io.Writer) int {
 	do, done, code := performer(policyFile, socket, stderr)
 	if do == nil {
 		return code
 	}
 	defer done()
-	return emit(stdout, stderr, do(req))
+	return emit(stdout, stderr, do(req, content))
 }
 
 // performer returns a function that runs requests through the daemon when
 // a socket is given, and directly otherwise; either way the output is
 // rendered the same way. Requests get this process's cwd.
-func performer(policyFile, socket string, stderr io.Writer) (func(control.Request) agent.Output, func(), int) {
+func performer(policyFile, socket string, stderr io.Writer) (mcpserver.Perform, func(), int) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, nil, fail(stderr, err)
 	}
 	if socket != "" {
-		return func(req control.Request) agent.Output {
+		return func(req api.Request, content io.Reader) agent.Output {
 			req.Cwd = cwd
-			out, err := control.Call(socket, req)
+			out, err := control.Call(socket, req, content)
 			if err != nil {
 				return agent.Output{Stderr: "Error: " + err.Error() + "\n", Exit: agent.ExitFail, Message: err.Error()}
 			}
@@ -101,9 +104,9 @@ func performer(policyFile, socket string, stderr io.Writer) (func(control.Reques
 	if err != nil {
 		return nil, nil, fail(stderr, err)
 	}
-	return func(req control.Request) agent.Output {
+	return func(req api.Request, content io.Reader) agent.Output {
 		req.Cwd = cwd
-		return control.Do(svc, req)
+		return api.Do(svc, req, content)
 	}, closeSvc, 0
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"fsguard/api"
 	"fsguard/control"
 )
 
@@ -43,9 +44,9 @@ example:
 // readInput reads standard input for cmd, up to what one request to the
 // daemon may carry.
 func readInput(cmd, what string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(os.Stdin, control.MaxBody+1))
-	if err == nil && len(b) > control.MaxBody {
-		err = fmt.Errorf("the %s is larger than %d bytes; fsguard %s takes at most that", what, control.MaxBody, cmd)
+	b, err := io.ReadAll(io.LimitReader(os.Stdin, control.MaxRequestLine+1))
+	if err == nil && len(b) > control.MaxRequestLine {
+		err = fmt.Errorf("the %s is larger than %d bytes; fsguard %s takes at most that", what, control.MaxRequestLine, cmd)
 	}
 	return b, err
 }
@@ -67,13 +68,10 @@ func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	req := control.Request{Op: cmd, Path: name, Session: *session}
+	req := api.Request{Op: cmd, Path: name, Session: *session}
+	var content io.Reader
 	if cmd == "write" {
-		content, err := readInput("write", "new content")
-		if err != nil {
-			return fail(stderr, err)
-		}
-		req.Content = content
+		content = os.Stdin // streamed: to the daemon, and into the file
 	}
-	return perform(req, *policyFile, *socket, stdout, stderr)
+	return perform(req, content, *policyFile, *socket, stdout, stderr)
 }

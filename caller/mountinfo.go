@@ -1,4 +1,4 @@
-package mount
+package caller
 
 import (
 	"bufio"

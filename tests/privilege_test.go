@@ -1,0 +1,389 @@
+package tests
+
+import (
+	bin "encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"fsguard/api"
+	"fsguard/control"
+
+	"golang.org/x/sys/unix"
+)
+
+// The second user of these tests: no account is needed, the kernel takes
+// any uid and gid (SysProcAttr.Credential).
+const (
+	agentUID  = 1001
+	agentGID  = 1001
+	sharedGID = 2001 // a supplementary group of the agent
+	otherUID  = 1002
+)
+
+// requireRoot: a second user needs root to become; the FUSE tests that use
+// one run as root wherever FUSE runs (CI).
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
+		t.Fatal("these tests need root (FSGUARD_REQUIRE_FUSE=1)")
+	}
+	t.Skip("needs root to run a second user")
+}
+
+// privEnv is a daemon serving a tree with files of several owners and
+// modes, and a way to run fsguard as another user against its socket.
+type privEnv struct {
+	base, root, mp, sock string
+	d                    *daemon
+}
+
+func newPrivEnv(t *testing.T, control string) *privEnv {
+	t.Helper()
+	requireRoot(t)
+	base := openDir(t)
+	e := &privEnv{base: base, root: filepath.Join(base, "root"), mp: filepath.Join(base, "mnt"), sock: filepath.Join(base, "ctl.sock")}
+	for _, d := range []string{e.root, e.mp} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := func(rel, content string, mode uint32, uid, gid int) {
+		p := filepath.Join(e.root, rel)
+		writeFile(t, p, content, 0o600)
+		if err := os.Chown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		// Raw mode bits: os.FileMode spells set-ID differently.
+		if err := syscall.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := func(rel string, mode os.FileMode, uid, gid int) {
+		p := filepath.Join(e.root, rel)
+		if err := os.MkdirAll(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(p, uid, gid)
+		os.Chmod(p, mode)
+	}
+	file("private600.txt", "root only\n", 0o600, 0, 0)
+	file("group.txt", "for the shared group\n", 0o640, 0, sharedGID)
+	file("acl.txt", "granted by an ACL\n", 0o600, 0, 0)
+	setACL(t, filepath.Join(e.root, "acl.txt"), agentUID)
+	file("rootfile.txt", "root's, readable by all\n", 0o644, 0, 0)
+	dir("agent", 0o755, agentUID, agentGID)
+	file("agent/suid", "#!/bin/sh\necho hi\n", 0o4755, agentUID, agentGID)
+	file("agent/shared.txt", "anyone may write\n", 0o666, 0, 0)
+	file("agent/victim.txt", "read by root in session victim\n", 0o666, agentUID, agentGID)
+	dir("agent/repo/.git/hooks", 0o755, agentUID, agentGID)
+	file("agent/repo/.git/config", "[core]\n", 0o644, agentUID, agentGID)
+	writePolicy(t, filepath.Join(base, "policy.toml"), []string{e.root}, control)
+	e.d = startMount(t, e.mp, "--allow-other", "--policy", filepath.Join(base, "policy.toml"), "--socket", e.sock)
+	return e
+}
+
+// setACL grants uid read access to path with a POSIX access ACL, written as
+// the kernel's own xattr (what setfacl writes): user::rw-, user:uid:r--,
+// group::---, mask::r--, other::---.
+func setACL(t *testing.T, path string, uid uint32) {
+	t.Helper()
+	const undefined = 0xffffffff
+	b := bin.LittleEndian.AppendUint32(nil, 2) // POSIX_ACL_XATTR_VERSION
+	for _, e := range []struct {
+		tag, perm uint16
+		id        uint32
+	}{{0x01, 6, undefined}, {0x02, 4, uid}, {0x04, 0, undefined}, {0x10, 4, undefined}, {0x20, 0, undefined}} {
+		b = bin.LittleEndian.AppendUint16(b, e.tag)
+		b = bin.LittleEndian.AppendUint16(b, e.perm)
+		b = bin.LittleEndian.AppendUint32(b, e.id)
+	}
+	if err := unix.Setxattr(path, "system.posix_acl_access", b, 0); err != nil {
+		t.Fatalf("setting an ACL on %s: %v (the file system must support POSIX ACLs)", path, err)
+	}
+}
+
+// as runs fsguard against the daemon's socket as uid/gid with the given
+// supplementary groups, in the mount's top directory.
+func (e *privEnv) as(t *testing.T, uid, gid uint32, groups []uint32, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = e.mp
+	cmd.Env = append(os.Environ(), "FSGUARD_SOCKET="+e.sock, "FSGUARD_SESSION=agent")
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (e *privEnv) agent(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	return e.as(t, agentUID, agentGID, []uint32{sharedGID}, stdin, args...)
+}
+
+func stat(t *testing.T, path string) *syscall.Stat_t {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return &st
+}
+
+// TestSocketRefusesUnlistedUids: by default only root is served; anyone
+// else gets a clear refusal and the daemon logs it once.
+func TestSocketRefusesUnlistedUids(t *testing.T) {
+	t.Parallel()
+	e := newPrivEnv(t, "")
+	out, errs, code := e.agent(t, "", "read", "rootfile.txt")
+	if code != 1 || out != "" || !strings.Contains(errs, "allow_uids") {
+		t.Fatalf("an unlisted uid was not refused: exit %d\n%s%s", code, out, errs)
+	}
+	// A write is refused before its content is sent, with the same words.
+	if out, errs, code := e.agent(t, strings.Repeat("x", 4<<20), "write", "agent/x.txt"); code != 1 || out != "" || !strings.Contains(errs, "allow_uids") {
+		t.Errorf("an unlisted uid's write: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Lstat(filepath.Join(e.root, "agent/x.txt")); err == nil {
+		t.Error("an unlisted uid's write created a file")
+	}
+	e.d.log.waitFor(t, `"msg":"control connection refused"`, 2, 10e9)
+	if !strings.Contains(e.d.log.String(), fmt.Sprintf(`"uid":%d`, agentUID)) {
+		t.Errorf("the refusal log line does not name the uid: %s", e.d.log.String())
+	}
+	// Root is always served.
+	if _, errs, code := e.as(t, 0, 0, nil, "", "read", "rootfile.txt"); code != 0 {
+		t.Fatalf("root was refused: %s", errs)
+	}
+}
+
+// TestSocketActsWithCallersRights: a granted uid gets exactly what it could
+// do itself — the kernel decides, with its mode bits, groups and ACLs.
+func TestSocketActsWithCallersRights(t *testing.T) {
+	t.Parallel()
+	e := newPrivEnv(t, fmt.Sprintf("[control]\nallow_uids = [%d]\n", agentUID))
+	backing := func(rel string) string { return filepath.Join(e.root, rel) }
+
+	if out, errs, code := e.agent(t, "", "read", "private600.txt", "--format", "json"); code != 1 || !strings.Contains(out, `"code":"PERMISSION_DENIED"`) || strings.Contains(out+errs, "root only") {
+		t.Errorf("a root-only 0600 file was served to uid %d: exit %d\n%s%s", agentUID, code, out, errs)
+	}
+	if out, errs, code := e.agent(t, "", "read", "group.txt"); code != 0 || !strings.Contains(out, "for the shared group") {
+		t.Errorf("a file readable through a supplementary group was refused: exit %d\n%s%s", code, out, errs)
+	}
+	if out, _, code := e.as(t, agentUID, agentGID, nil, "", "read", "group.txt"); code != 1 || strings.Contains(out, "for the shared group") {
+		t.Errorf("without the group, the group's file was served: exit %d %s", code, out)
+	}
+	if out, errs, code := e.agent(t, "", "read", "acl.txt"); code != 0 || !strings.Contains(out, "granted by an ACL") {
+		t.Errorf("an ACL-granted file was refused: exit %d\n%s%s", code, out, errs)
+	}
+	if out, _, code := e.as(t, otherUID, otherUID, nil, "", "read", "acl.txt"); code != 1 || strings.Contains(out, "granted") {
+		// otherUID is not granted at all: refused at accept.
+		t.Errorf("uid %d read acl.txt: exit %d %s", otherUID, code, out)
+	}
+
+	// A root-owned file it may read but not write: refused, untouched.
+	if _, errs, code := e.agent(t, "", "read", "rootfile.txt"); code != 0 {
+		t.Fatalf("read rootfile.txt: %s", errs)
+	}
+	if out, errs, code := e.agent(t, "pwned\n", "write", "rootfile.txt"); code != 1 || !strings.Contains(errs, "ermission denied") {
+		t.Errorf("a root-owned 0644 file was written by uid %d: exit %d\n%s%s", agentUID, code, out, errs)
+	}
+	if b, _ := os.ReadFile(backing("rootfile.txt")); string(b) != "root's, readable by all\n" {
+		t.Errorf("rootfile.txt changed: %q", b)
+	}
+	// Nor can it create files where it may not.
+	if _, errs, code := e.agent(t, "x\n", "write", "planted.txt"); code != 1 {
+		t.Errorf("uid %d created a file in a root-owned 0755 directory: %s", agentUID, errs)
+	}
+	if _, err := os.Lstat(backing("planted.txt")); err == nil {
+		t.Error("planted.txt exists")
+	}
+
+	// A new file is the caller's.
+	if _, errs, code := e.agent(t, "new\n", "write", "agent/new.txt"); code != 0 {
+		t.Fatalf("creating agent/new.txt: %s", errs)
+	}
+	if st := stat(t, backing("agent/new.txt")); st.Uid != agentUID || st.Gid != agentGID {
+		t.Errorf("a new file is owned by %d:%d, want the caller %d:%d", st.Uid, st.Gid, agentUID, agentGID)
+	}
+
+	// A set-user-ID file written: the bit is gone, the owner stays the caller.
+	if st := stat(t, backing("agent/suid")); st.Mode&syscall.S_ISUID == 0 {
+		t.Fatalf("fixture: agent/suid is mode %o, not set-user-ID", st.Mode&0o7777)
+	}
+	if _, errs, code := e.agent(t, "", "read", "agent/suid"); code != 0 {
+		t.Fatalf("read agent/suid: %s", errs)
+	}
+	id, _ := os.ReadFile("/usr/bin/id")
+	if _, errs, code := e.agent(t, string(id), "write", "agent/suid"); code != 0 {
+		t.Fatalf("write agent/suid: %s", errs)
+	}
+	if st := stat(t, backing("agent/suid")); st.Mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 || st.Uid != agentUID {
+		t.Errorf("after a write agent/suid is mode %o owned by %d: a set-ID bit survived or the owner changed", st.Mode&0o7777, st.Uid)
+	}
+	// A root-owned world-writable file may be written, and stays root's.
+	if _, errs, code := e.agent(t, "", "read", "agent/shared.txt"); code != 0 {
+		t.Fatalf("read agent/shared.txt: %s", errs)
+	}
+	if _, errs, code := e.agent(t, "changed\n", "write", "agent/shared.txt"); code != 0 {
+		t.Fatalf("write agent/shared.txt: %s", errs)
+	}
+	if st := stat(t, backing("agent/shared.txt")); st.Uid != 0 || st.Gid != 0 || st.Mode&0o7777 != 0o666 {
+		t.Errorf("a replaced file lost its owner or mode: %d:%d %o", st.Uid, st.Gid, st.Mode&0o7777)
+	}
+
+	// Files the host runs on its own are not the agent's to write.
+	for _, rel := range []string{"agent/repo/.git/config", "agent/repo/.git/hooks/pre-commit", "agent/repo/.envrc"} {
+		e.agent(t, "", "read", rel)
+		out, errs, code := e.agent(t, "[core]\n\tfsmonitor = touch /tmp/pwned\n", "write", rel)
+		if code != 1 || !strings.Contains(errs, "[write] deny_globs") {
+			t.Errorf("write %s: exit %d, want FS_WRITE_DENIED\n%s%s", rel, code, out, errs)
+		}
+	}
+	if b, _ := os.ReadFile(backing("agent/repo/.git/config")); string(b) != "[core]\n" {
+		t.Errorf(".git/config changed: %q", b)
+	}
+	if _, err := os.Lstat(backing("agent/repo/.git/hooks/pre-commit")); err == nil {
+		t.Error("a git hook was created")
+	}
+	// ... but reading .git stays allowed: git works through the mount.
+	if out, errs, code := e.agent(t, "", "read", "agent/repo/.git/config", "--no-dedupe"); code != 0 || !strings.Contains(out, "[core]") {
+		t.Errorf("reading .git/config was refused: %s", errs)
+	}
+
+	// Sessions belong to their caller: root's session "victim" passes
+	// nothing for uid 1001 naming the same id.
+	if _, errs, code := e.as(t, 0, 0, nil, "", "read", "agent/victim.txt", "--session", "victim"); code != 0 {
+		t.Fatalf("root read: %s", errs)
+	}
+	if _, errs, code := e.as(t, 0, 0, nil, "", "check", "agent/victim.txt", "--session", "victim"); code != 0 {
+		t.Fatalf("root's own check failed: %s", errs)
+	}
+	// uid 1001 uses the id "victim" too (for another file): two sessions.
+	if _, errs, code := e.agent(t, "", "read", "rootfile.txt", "--session", "victim"); code != 0 {
+		t.Fatalf("read: %s", errs)
+	}
+	if _, errs, code := e.agent(t, "", "check", "agent/victim.txt", "--session", "victim"); code == 0 || !strings.Contains(errs, "not been read") {
+		t.Errorf("uid %d passed root's session precondition: exit %d %s", agentUID, code, errs)
+	}
+	if _, errs, code := e.agent(t, "stolen\n", "write", "agent/victim.txt", "--session", "victim"); code == 0 {
+		t.Errorf("uid %d wrote through root's session: %s", agentUID, errs)
+	}
+	if b, _ := os.ReadFile(backing("agent/victim.txt")); !strings.HasPrefix(string(b), "read by root") {
+		t.Errorf("victim.txt changed: %q", b)
+	}
+	// The journal shows whose sessions these were.
+	out, _, _, _ := runBinary(t, e.base, []string{"FSGUARD_JOURNAL=" + e.d.journal}, "", "journal", "query", "--session", "victim", "--format", "json")
+	if !strings.Contains(out, `"owner": "uid:0 `) || !strings.Contains(out, fmt.Sprintf(`"owner": "uid:%d `, agentUID)) {
+		t.Errorf("journal records do not carry both owners:\n%s", out)
+	}
+}
+
+// TestSocketBoundsResources: concurrent large writes stream to disk, not
+// memory; repeated calls reuse connections on both sides.
+func TestSocketBoundsResources(t *testing.T) {
+	t.Parallel()
+	e := newPrivEnv(t, fmt.Sprintf("[control]\nallow_uids = [%d]\n", agentUID))
+	big := strings.Repeat(strings.Repeat("x", 99)+"\n", 400<<10) // 40 MiB
+	var wg sync.WaitGroup
+	errs := make([]string, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, e2, code := e.agent(t, big, "write", fmt.Sprintf("agent/big%d.txt", i))
+			if code != 0 {
+				errs[i] = e2
+			}
+		}()
+	}
+	wg.Wait()
+	for i, s := range errs {
+		if s != "" {
+			t.Fatalf("write %d: %s", i, s)
+		}
+		if st := stat(t, filepath.Join(e.root, fmt.Sprintf("agent/big%d.txt", i))); st.Size != int64(len(big)) {
+			t.Fatalf("big%d.txt has %d bytes", i, st.Size)
+		}
+	}
+	rss := peakRSS(e.d.cmd.Process.Pid)
+	t.Logf("daemon peak RSS after 4 concurrent 40 MiB writes: %d kB", rss)
+	if rss > 200<<10 {
+		t.Errorf("daemon peak RSS %d kB after 4 concurrent 40 MiB writes; bound 200 MB", rss)
+	}
+}
+
+// TestSocketCallsReuseConnections: 100 calls through control.Call hold the
+// number of goroutines and descriptors constant on both sides (one client
+// per process, connections reused). Not parallel: it counts this process's
+// goroutines and descriptors, which other tests would move.
+func TestSocketCallsReuseConnections(t *testing.T) {
+	e := newPrivEnv(t, "")
+	call := func() {
+		t.Helper()
+		out, err := control.Call(e.sock, api.Request{Op: "read", Path: "rootfile.txt", Cwd: e.mp, Session: "calls", NoDedupe: true}, nil)
+		if err != nil || out.Exit != 0 {
+			t.Fatalf("call: %v %s", err, out.Stderr)
+		}
+	}
+	call() // the first call opens the connection both sides then keep
+	pid := e.d.cmd.Process.Pid
+	g0, f0, dg0, df0 := runtime.NumGoroutine(), fdCount(t, os.Getpid()), daemonGoroutines(t, e.sock), fdCount(t, pid)
+	for range 100 {
+		call()
+	}
+	g1, f1, dg1, df1 := runtime.NumGoroutine(), fdCount(t, os.Getpid()), daemonGoroutines(t, e.sock), fdCount(t, pid)
+	t.Logf("client: %d→%d goroutines, %d→%d fds; daemon: %d→%d goroutines, %d→%d fds", g0, g1, f0, f1, dg0, dg1, df0, df1)
+	if g1 > g0+2 || f1 > f0+2 || dg1 > dg0+2 || df1 > df0+2 {
+		t.Errorf("100 calls grew goroutines or descriptors: client %d→%d goroutines, %d→%d fds; daemon %d→%d goroutines, %d→%d fds", g0, g1, f0, f1, dg0, dg1, df0, df1)
+	}
+}
+
+func fdCount(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// daemonGoroutines reads go_goroutines from the daemon's /metrics over a
+// connection of its own, closed after the answer.
+func daemonGoroutines(t *testing.T, sock string) int {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "GET /metrics HTTP/1.0\r\n\r\n")
+	b, _ := io.ReadAll(c)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "go_goroutines "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	t.Fatalf("no go_goroutines in /metrics:\n%s", b)
+	return 0
+}
