@@ -269,3 +269,38 @@ func TestReadWithoutJournalSaysSo(t *testing.T) {
 		t.Fatalf("notes: %v", r.Notes)
 	}
 }
+
+// TestWriteDenyList: files the host runs on its own are refused to write
+// and edit with FS_WRITE_DENIED, whether named directly, reached through a
+// symlink or new; check says the same; reading them stays allowed.
+func TestWriteDenyList(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	os.MkdirAll(filepath.Join(e.root, "repo", ".git", "hooks"), 0o755)
+	e.write("repo/.git/config", "[core]\n")
+	e.write("repo/.envrc", "export A=1\n")
+	if err := os.Symlink(".git/config", filepath.Join(e.root, "repo", "cfg")); err != nil {
+		t.Fatal(err)
+	}
+	e.read("repo/.git/config", 1, 0)
+	e.read("repo/.envrc", 1, 0)
+	e.read("repo/cfg", 1, 0)
+	for _, name := range []string{"repo/.git/config", "repo/cfg", "repo/.git/hooks/pre-commit", "repo/.envrc", "repo/.git"} {
+		_, err := e.svc.Write(name, e.root, "s1", strings.NewReader("[core]\n\tfsmonitor = x\n"))
+		if refusal.CodeOf(err) != refusal.WriteDenied || !strings.Contains(err.Error(), "deny_globs") {
+			t.Errorf("write %s: %v, want FS_WRITE_DENIED naming the rule", name, err)
+		}
+		if _, err := e.svc.Check(name, e.root, "s1"); refusal.CodeOf(err) != refusal.WriteDenied {
+			t.Errorf("check %s: %v, want FS_WRITE_DENIED", name, err)
+		}
+	}
+	if _, err := e.svc.Edit("repo/.git/config", e.root, "s1", Edit{Old: "[core]", New: "[x]"}); refusal.CodeOf(err) != refusal.WriteDenied {
+		t.Errorf("edit .git/config: %v, want FS_WRITE_DENIED", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "repo", ".git", "config")); string(b) != "[core]\n" {
+		t.Errorf(".git/config changed: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(e.root, "repo", ".git", "hooks", "pre-commit")); err == nil {
+		t.Error("a hook was created")
+	}
+}

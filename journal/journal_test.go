@@ -283,3 +283,56 @@ func TestConcurrentWritersSurviveKill9(t *testing.T) {
 		t.Fatalf("only %d records: the survivors' 70,000 are not all there", n)
 	}
 }
+
+// TestMigratesSchema1: a journal written before sessions had owners opens,
+// keeps and verifies its records, and its old sessions hold nothing for
+// anyone (they had no owner), so no precondition passes on their word.
+func TestMigratesSchema1(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Record{Seq: 1, Kind: KindObservation, Session: "s", Path: "/p", RealPath: "/p", ContentID: "c", Origin: OriginRead, Start: 1, End: 1, TotalLines: 1, PrevHash: Genesis}
+	body, hash := r.seal()
+	for _, q := range []string{
+		`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		`CREATE TABLE records (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, time_ns INTEGER NOT NULL, session TEXT NOT NULL, path TEXT NOT NULL,
+			real_path TEXT NOT NULL, content_id TEXT NOT NULL, origin TEXT NOT NULL, code TEXT NOT NULL, body TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`,
+		`CREATE INDEX records_by_file ON records(session, real_path, seq)`,
+		`CREATE INDEX records_by_time ON records(time_ns)`,
+		`INSERT INTO meta VALUES ('schema_version', '1'), ('head_seq', '1'), ('head_hash', '` + hash + `')`,
+		`INSERT INTO records VALUES (1, 'observation', 0, 's', '/p', '/p', 'c', 'read', '', '` + body + `', '` + Genesis + `', '` + hash + `')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	j, err := Open(path)
+	if err != nil {
+		t.Fatalf("opening a schema 1 journal: %v", err)
+	}
+	defer j.Close()
+	if n, err := j.Verify(nil); err != nil || n != 1 {
+		t.Fatalf("verify after migration: %d records, %v", n, err)
+	}
+	var v string
+	j.db.QueryRow(`SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v)
+	if v != strconv.Itoa(SchemaVersion) {
+		t.Errorf("schema_version %s after migration, want %d", v, SchemaVersion)
+	}
+	if last, err := j.LastObservation(Session{ID: "s", Owner: "uid:0 pidns:1"}, "/p"); err != nil || last != nil {
+		t.Errorf("an ownerless old session passed for an owner: %v %v", last, err)
+	}
+	if err := j.Append(&Record{Kind: KindObservation, Session: "s", Owner: "uid:0 pidns:1", Path: "/p", RealPath: "/p", ContentID: "c", Origin: OriginRead, Start: 1, End: 1, TotalLines: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := j.Holding(Session{ID: "s", Owner: "uid:0 pidns:1"}, "/p", "c", 1, false); err != nil || !h.Window(1, 1, 1) {
+		t.Errorf("a new record of the owner is not held: %v %v", h, err)
+	}
+	if n, err := j.Verify(nil); err != nil || n != 2 {
+		t.Fatalf("verify after an append: %d records, %v", n, err)
+	}
+}

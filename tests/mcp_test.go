@@ -1,10 +1,12 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,4 +121,93 @@ func TestMCPTranscript(t *testing.T) {
 	if got != string(want) {
 		t.Fatalf("transcript differs from %s:\n%s", golden, got)
 	}
+}
+
+// TestMCPSurvivesBadInput speaks raw JSON-RPC lines to `fsguard mcp`, as a
+// broken or hostile client would: a line that is not JSON, a JSON value
+// that is not a message, and a line over --max-frame each get an error
+// answer, and the request after them is served in the same session.
+func TestMCPSurvivesBadInput(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "notes.md"), "hello\n", 0o644)
+	cmd := exec.Command(binary, "mcp", "--session", "raw", "--max-frame", "4096")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(t.TempDir(), "j.db"), "FSGUARD_POLICY=", "FSGUARD_SOCKET=")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(outPipe)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(what string) map[string]any {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the server exited before answering %s", what)
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("%s: answer is not JSON: %s", what, l)
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no answer to %s in 30s", what)
+		}
+		return nil
+	}
+	send := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(in, s+"\n"); err != nil {
+			t.Fatalf("the server stopped reading: %v", err)
+		}
+	}
+	errCode := func(m map[string]any) float64 {
+		e, _ := m["error"].(map[string]any)
+		c, _ := e["code"].(float64)
+		return c
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := next("initialize"); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":`)
+	if m := next("a malformed line"); errCode(m) != -32700 {
+		t.Errorf("a malformed line got %v, want error -32700", m)
+	}
+	send(`[1, 2, 3]`)
+	if m := next("a JSON value that is no message"); errCode(m) != -32600 {
+		t.Errorf("a non-message got %v, want error -32600", m)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write","arguments":{"path":"x","content":"` + strings.Repeat("a", 8192) + `"}}}`)
+	if m := next("an oversized line"); errCode(m) != -32600 {
+		t.Errorf("an oversized line got %v, want error -32600", m)
+	}
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read","arguments":{"path":"notes.md"}}}`)
+	m := next("a good request after the bad ones")
+	b, _ := json.Marshal(m)
+	if m["id"] != float64(4) || !strings.Contains(string(b), "1: hello") {
+		t.Fatalf("the request after bad input was not served: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(root, "x")); err == nil {
+		t.Error("the oversized write was performed")
+	}
+	in.Close()
 }
