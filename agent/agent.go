@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"fsguard/admit"
 	"fsguard/blobs"
 	"fsguard/caller"
 	"fsguard/journal"
@@ -38,6 +39,10 @@ type Service struct {
 	// Held, when set, keeps the content sessions were handed, so a
 	// changed file can be answered with a diff.
 	Held *blobs.Store
+	// Admit decides whether a file version may be shown; the daemon shares
+	// one with its mount, so both doors give one verdict, scanned once.
+	// Nil: a decider for this service alone.
+	Admit *admit.Decider
 	// OnWrite, when set, is told the real path of every file a write
 	// replaced or created, before the write answers (the daemon makes the
 	// kernel forget what it cached of it).
@@ -70,6 +75,14 @@ func (s *Service) shown(host string) string {
 		return host
 	}
 	return s.view.ToView(host)
+}
+
+// admit returns the service's admission decider.
+func (s *Service) admit() *admit.Decider {
+	if s.Admit == nil {
+		return admit.New(1) // decides afresh: nothing to share
+	}
+	return s.Admit
 }
 
 // sess is the session id as the journal keys it: bound to the caller.
@@ -110,7 +123,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 	if s.Held != nil {
 		req.Keep = s.Held.MaxFile()
 	}
-	res, err := (&read.Reader{Guard: s.Guard}).Read(req.Request)
+	res, err := (&read.Reader{Guard: s.Guard, Admit: s.admit()}).Read(req.Request)
 	if err != nil {
 		err = s.view.rewrite(err)
 		s.recordRefusal(req.Session, named, err)

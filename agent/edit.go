@@ -198,6 +198,11 @@ func (s *Service) planEdit(f *roots.File, session string, ed Edit) (*editPlan, e
 	if s.Journal == nil {
 		return nil, refusal.New(refusal.IOError, f.Name, "cannot edit %q: %s", f.Name, s.notRecorded())
 	}
+	// An edit's answer shows lines of the file: the file must be one the
+	// policy lets this caller see, as for a read.
+	if _, err := s.admit().Decide(s.Guard, f); err != nil {
+		return nil, err
+	}
 	data, err := wholeText(f)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"fsguard/admit"
 	"fsguard/caller"
 	"fsguard/policy"
 	"fsguard/roots"
@@ -33,7 +34,11 @@ type Config struct {
 	// own uid could not read on the host.
 	AllowOther bool
 	Audit      Auditor
-	Debug      bool
+	// Admit decides whether a file version may be shown; the daemon
+	// shares it with the control socket, so both give one verdict. Nil:
+	// the mount's own.
+	Admit *admit.Decider
+	Debug bool
 	// Latency, when set, is told how long each served operation took.
 	Latency func(op string, d time.Duration)
 	// Log receives the mount's own notices (which watch is in use, or
@@ -89,7 +94,10 @@ func Mount(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &view{audit: cfg.Audit, cache: newSniffCache(1 << 16), mountPoint: mp, devs: map[uint64]uint64{}, odd: map[idKey]uint64{},
+	if cfg.Admit == nil {
+		cfg.Admit = admit.New(1 << 16)
+	}
+	v := &view{audit: cfg.Audit, admit: cfg.Admit, mountPoint: mp, devs: map[uint64]uint64{}, odd: map[idKey]uint64{},
 		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency}
 	if v.audit == nil {
 		v.audit = &JSONLines{W: os.Stderr}

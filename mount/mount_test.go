@@ -2,25 +2,7 @@ package mount
 
 import (
 	"testing"
-
-	"fsguard/roots"
-	"fsguard/sniff"
 )
-
-func TestSniffCacheIsBoundedAndKeyedByVersion(t *testing.T) {
-	c := newSniffCache(2)
-	v1 := cacheKey{roots.Identity{Ino: 1, Size: 10, MtimeNs: 1}}
-	v2 := cacheKey{roots.Identity{Ino: 1, Size: 10, MtimeNs: 2}} // same file, rewritten
-	c.put(v1, sniff.Text)
-	if _, ok := c.get(v2); ok {
-		t.Fatal("a new version of the file hit the old version's class")
-	}
-	c.put(v2, sniff.PrivateKey)
-	c.put(cacheKey{roots.Identity{Ino: 3}}, sniff.Binary)
-	if len(c.m) > 2 {
-		t.Fatalf("cache holds %d entries, bound 2", len(c.m))
-	}
-}
 
 // TestInodeNumbers: distinct backing identities get distinct numbers, the
 // same identity always the same one, and only identities that do not fit

@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"fsguard/refusal"
 	"fsguard/roots"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -132,6 +131,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return nil, syscall.ENOENT
 	}
 	e, err := g.Entry(r, rel)
+	if err == nil {
+		err = n.v.admit.Visible(g, r, rel, shown, &e.Stat)
+	}
 	if err != nil {
 		return nil, n.v.refuse(fuseCaller(ctx), shown, err)
 	}
@@ -216,8 +218,16 @@ func (l *listing) load() syscall.Errno {
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	for _, e := range list {
-		if n.v.hidesMountPoint(r, childRel(rel, e.Name)) {
+		crel := childRel(rel, e.Name)
+		if n.v.hidesMountPoint(r, crel) {
 			continue
+		}
+		if e.Mode == unix.S_IFREG {
+			// Hidden by content or links: absent, as a denied name is.
+			ent, err := g.Entry(r, crel)
+			if err != nil || n.v.admit.Visible(g, r, crel, path.Join(shown, e.Name), &ent.Stat) != nil {
+				continue
+			}
 		}
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
 	}
@@ -257,18 +267,14 @@ func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
 		return nil, errno
 	}
 	f, err := g.OpenIn(r, rel, shown)
+	if err == nil {
+		_, err = n.v.admit.Decide(g, f)
+	}
 	if err != nil {
+		if f != nil {
+			f.Close()
+		}
 		return nil, n.v.refuse(fuseCaller(ctx), shown, err)
-	}
-	class, err := n.v.classify(f)
-	if err != nil {
-		f.Close()
-		return nil, syscall.EIO
-	}
-	if g.Policy().Refuses(string(class)) {
-		f.Close()
-		n.v.audit.Denial(newDenial(fuseCaller(ctx), shown, refusal.Denied))
-		return nil, syscall.EACCES
 	}
 	return f, 0
 }
@@ -361,6 +367,12 @@ func fillAttr(a *fuse.Attr, st *unix.Stat_t) {
 	a.Ctime, a.Ctimensec = uint64(st.Ctim.Sec), uint32(st.Ctim.Nsec)
 	a.Mode = st.Mode
 	a.Nlink = uint32(st.Nlink)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		// A directory's link count would count its hidden subdirectories
+		// (.ssh shows as one more link). 1 is the convention for "not
+		// counted" (as btrfs reports), which find and du understand.
+		a.Nlink = 1
+	}
 	a.Owner = fuse.Owner{Uid: st.Uid, Gid: st.Gid}
 	a.Blksize = uint32(st.Blksize)
 }

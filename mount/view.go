@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"fsguard/admit"
 	"fsguard/policy"
 	"fsguard/refusal"
 	"fsguard/roots"
-	"fsguard/sniff"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -25,7 +25,7 @@ import (
 type view struct {
 	guard atomic.Pointer[roots.Guard]
 	audit Auditor
-	cache *sniffCache
+	admit *admit.Decider
 
 	// mountPoint is never resolved by the daemon: a root that contains it
 	// would otherwise have the daemon call into its own mount.
@@ -141,22 +141,4 @@ func (v *view) refuse(caller *fuse.Caller, path string, err error) syscall.Errno
 	}
 	v.audit.Denial(newDenial(caller, path, code))
 	return errno
-}
-
-// classify sniffs an opened file, remembering the answer per file version
-// so that a re-open (grep, then git, then cat) does not sample again.
-func (v *view) classify(f *roots.File) (sniff.Class, error) {
-	key := cacheKey{f.Identity()}
-	if c, ok := v.cache.get(key); ok {
-		return c, nil
-	}
-	n := v.policy().Limits.SampleBytes
-	buf := make([]byte, n)
-	m, err := f.ReadAt(buf, 0)
-	if err != nil && m == 0 && f.Stat.Size > 0 {
-		return "", err
-	}
-	c := sniff.Classify(buf[:m], int64(m) >= f.Stat.Size).Class
-	v.cache.put(key, c)
-	return c, nil
 }

@@ -76,6 +76,10 @@ type Deny struct {
 	UseDefaults *bool    `toml:"use_defaults"`
 	Paths       []string `toml:"paths"`
 	Globs       []Glob   `toml:"globs"`
+	// HardLinks decides on a file with more than one name: "inside" (the
+	// default) shows it only when every other name is known, inside the
+	// roots and not denied; "strict" never shows it; "allow" ignores links.
+	HardLinks string `toml:"hard_links"`
 }
 
 // Limits bound what one read may show and scan.
@@ -88,10 +92,37 @@ type Limits struct {
 	MaxMediaBytes int64 `toml:"max_media_bytes"`
 }
 
-// Sniff lists the content classes that are refused outright: by `fsguard
-// read`, and at OPEN through the mount.
+// Sniff lists the content classes that are refused outright, by every door
+// (read, socket, MCP, mount), and the places exempt from that.
 type Sniff struct {
 	Refuse []string `toml:"refuse"`
+	// AllowGlobs exempts matching paths (relative to their root, or
+	// absolute) from content refusals: e.g. "**/testdata/**" holding test
+	// keys. Name deny rules still apply.
+	AllowGlobs []Glob `toml:"allow_globs"`
+}
+
+// Allowed reports whether rel beneath a root (configured path base, real
+// path real) is exempt from content refusals.
+func (s Sniff) Allowed(base, real, rel string) bool {
+	if len(s.AllowGlobs) == 0 {
+		return false
+	}
+	segs := strings.Split(rel, "/")
+	for _, g := range s.AllowGlobs {
+		if g.Absolute() {
+			for _, b := range []string{base, real} {
+				if g.MatchSplit(strings.Split(strings.Trim(filepath.Join(b, rel), "/"), "/")) {
+					return true
+				}
+			}
+			continue
+		}
+		if rel != "." && g.MatchSplit(segs) {
+			return true
+		}
+	}
+	return false
 }
 
 // Journal says where the journal lives.
@@ -323,6 +354,13 @@ func (p *Policy) finish(data []byte) error {
 		names[r.Name] = r.Path
 	}
 	p.Deny.Globs = withDefaults(&p.Deny.UseDefaults, DefaultDeny, p.Deny.Globs)
+	switch p.Deny.HardLinks {
+	case "":
+		p.Deny.HardLinks = "inside"
+	case "inside", "strict", "allow":
+	default:
+		return fmt.Errorf("%sdeny.hard_links must be \"inside\", \"strict\" or \"allow\", got %q", at("hard_links", p.Deny.HardLinks), p.Deny.HardLinks)
+	}
 	p.Write.DenyGlobs = withDefaults(&p.Write.UseDefaults, DefaultWriteDeny, p.Write.DenyGlobs)
 	if p.Control.MaxRequests < 1 {
 		return fmt.Errorf("%scontrol.max_requests must be at least 1, got %d", at("max_requests", ""), p.Control.MaxRequests)
@@ -497,10 +535,15 @@ func (p *Policy) Summary() string {
 		globs = append(globs, g.String())
 	}
 	fmt.Fprintf(&b, "globs = %s\n", tomlList(globs))
+	fmt.Fprintf(&b, "hard_links = %q\n", p.Deny.HardLinks)
 	l := p.Limits
 	fmt.Fprintf(&b, "\n[limits]\nmax_lines = %d\nmax_line_chars = %d\nmax_bytes = %d\nmax_scan_bytes = %d\nsample_bytes = %d\nmax_media_bytes = %d\n",
 		l.MaxLines, l.MaxLineChars, l.MaxBytes, l.MaxScanBytes, l.SampleBytes, l.MaxMediaBytes)
-	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\n", tomlList(p.Sniff.Refuse))
+	var allow []string
+	for _, g := range p.Sniff.AllowGlobs {
+		allow = append(allow, g.String())
+	}
+	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\nallow_globs = %s\n", tomlList(p.Sniff.Refuse), tomlList(allow))
 	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequire_whole_view = %v\nheld_max_bytes = %d\n", p.Journal.Path, p.Journal.RequireWholeView, p.Journal.HeldMaxBytes)
 	m := p.Mount
 	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\nwatch = %q\n",

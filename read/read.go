@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"fsguard/admit"
 	"fsguard/refusal"
 	"fsguard/roots"
 	"fsguard/sniff"
@@ -109,6 +110,9 @@ type Diff struct {
 // Reader performs reads under one guard.
 type Reader struct {
 	Guard *roots.Guard
+	// Admit decides whether a file version may be shown (the one decision
+	// the mount makes too); nil decides afresh for each read.
+	Admit *admit.Decider
 }
 
 // Read performs one read.
@@ -140,14 +144,10 @@ func (r *Reader) Read(req Request) (*Result, error) {
 	if class.Class == sniff.Image {
 		return r.image(f, class.MIME, notes)
 	}
-	refuseKeys := r.Guard.Policy().Refuses(string(sniff.PrivateKey))
 	opts := window.Options{
 		Offset: req.Offset, Limit: int(req.Limit),
 		MaxLineChars: lim.MaxLineChars, MaxBytes: lim.MaxBytes,
 		MaxScanBytes: lim.MaxScanBytes, SkipBOM: class.BOM > 0, Anchors: req.Anchors,
-	}
-	if refuseKeys {
-		opts.FindMarker = sniff.FindKey
 	}
 	var src io.Reader = io.NewSectionReader(f, 0, 1<<62)
 	var kept *bytes.Buffer
@@ -166,9 +166,6 @@ func (r *Reader) Read(req Request) (*Result, error) {
 	if err := verify(f, scanned); err != nil {
 		return nil, err
 	}
-	if scan.MarkerAt >= 0 {
-		return nil, privateKey(f.Name)
-	}
 	if scan.BadUTF8At >= 0 {
 		return nil, refusal.Cannot(refusal.Encoding, f.Name, fmt.Sprintf("invalid UTF-8 at byte %d; fsguard shows UTF-8 text only", scan.BadUTF8At))
 	}
@@ -186,25 +183,17 @@ func (r *Reader) Read(req Request) (*Result, error) {
 	return res, nil
 }
 
-// classify sniffs the sample and refuses what is not text.
+// classify asks for admission, then refuses to render what is not text.
 func (r *Reader) classify(f *roots.File) (sniff.Result, error) {
-	pol := r.Guard.Policy()
-	sample := make([]byte, pol.Limits.SampleBytes)
-	n, err := f.ReadAt(sample, 0)
-	if err != nil && err != io.EOF {
-		return sniff.Result{}, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+	d := r.Admit
+	if d == nil {
+		d = admit.New(1)
 	}
-	c := sniff.Classify(sample[:n], int64(n) >= f.Stat.Size)
-	if pol.Refuses(string(c.Class)) {
-		if c.Class == sniff.PrivateKey {
-			return c, privateKey(f.Name)
-		}
-		return c, refusal.Cannot(refusal.Denied, f.Name, fmt.Sprintf("the policy refuses %s content (%s)", c.Class, c.MIME))
+	c, err := d.Decide(r.Guard, f)
+	if err != nil {
+		return c, err
 	}
 	switch c.Class {
-	case sniff.PrivateKey:
-		// The policy allows keys: they are text.
-		c.Class = sniff.Text
 	case sniff.Binary:
 		return c, refusal.Cannot(refusal.Binary, f.Name, fmt.Sprintf("binary file (%s); fsguard shows text files only", c.MIME))
 	case sniff.Image:
@@ -237,10 +226,6 @@ func (r *Reader) image(f *roots.File, mime string, notes []string) (*Result, err
 	o.ID = hashHex(o.StatID, sum, o.ViewID)
 	res.Observation = o
 	return res, nil
-}
-
-func privateKey(name string) error {
-	return refusal.Cannot(refusal.Denied, name, "the content is a private key, which the policy never shows")
 }
 
 // verify refuses a read during which the file changed: its identity moved,

@@ -87,6 +87,10 @@ type Root struct {
 	fd          int
 }
 
+// CrossMounts reports whether resolution beneath the root enters mount
+// points below it.
+func (r *Root) CrossMounts() bool { return r.crossMounts }
+
 // FD returns the root's O_PATH directory descriptor. It stays valid until
 // the Guard is closed.
 func (r *Root) FD() int { return r.fd }

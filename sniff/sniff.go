@@ -1,7 +1,8 @@
-// Package sniff classifies content from a bounded sample: text, binary (with
-// its MIME type), image, private key, or text in an encoding fsguard does not
-// serve. It decides from bytes, never from names, so a key file renamed
-// notes.txt is still a key.
+// Package sniff classifies content: text, binary (with its MIME type),
+// image, or text in an encoding fsguard does not serve, from a bounded
+// sample; and private keys anywhere in the whole content (keys.go). It
+// decides from bytes, never from names, so a key file renamed notes.txt is
+// still a key.
 //
 // Text means UTF-8. A UTF-8 byte order mark is accepted (and skipped when
 // lines are shown); UTF-16 and UTF-32 text, with or without a BOM, and text
@@ -11,7 +12,6 @@ package sniff
 
 import (
 	"bytes"
-	"regexp"
 	"unicode/utf8"
 
 	"github.com/gabriel-vasile/mimetype"
@@ -42,96 +42,6 @@ type Result struct {
 
 // utf8BOM is the UTF-8 byte order mark.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
-
-// keyMarkers are the byte strings that start the search for key material;
-// each hit is then checked to sit in a real key header line, so prose that
-// merely mentions a marker (like this comment) is not a key.
-var keyMarkers = [][]byte{
-	[]byte("PRIVATE KEY-----"),     // PEM: RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8
-	[]byte("PuTTY-User-Key-File-"), // PuTTY .ppk
-}
-
-var keyHeader = regexp.MustCompile(`^(?:-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----|PuTTY-User-Key-File-[0-9]+: \S+)\s*$`)
-
-// keyContext is how far FindKey looks around a hit for its line; a key
-// header line is short.
-const keyContext = 128
-
-// FindKey returns the offset in data of the first private key header
-// line. prefix is the data just before data (the end of the previous chunk,
-// up to keyContext bytes), so a header split across chunks is found; the
-// offset is then negative.
-func FindKey(prefix, data []byte) (int, bool) {
-	if len(prefix) > 0 {
-		// A marker that starts in prefix and ends in data.
-		k := min(len(prefix), 32)
-		joined := append(append([]byte(nil), prefix[len(prefix)-k:]...), data[:min(len(data), 32)]...)
-		for _, m := range keyMarkers {
-			for off := 0; ; {
-				i := bytes.Index(joined[off:], m)
-				if i < 0 {
-					break
-				}
-				p := off + i - k // position relative to data
-				if p < 0 && p+len(m) > 0 && isKeyLine(prefix, data, p) {
-					return p, true
-				}
-				off += i + 1
-			}
-		}
-	}
-	best := -1
-	for _, m := range keyMarkers {
-		for off := 0; ; {
-			i := bytes.Index(data[off:], m)
-			if i < 0 || (best >= 0 && off+i > best) {
-				break
-			}
-			if p := off + i; isKeyLine(prefix, data, p) {
-				best = p
-				break
-			}
-			off += i + len(m)
-		}
-	}
-	return best, best >= 0
-}
-
-// isKeyLine checks the line around position p (relative to data; negative
-// positions are in prefix).
-func isKeyLine(prefix, data []byte, p int) bool {
-	at := func(i int) (byte, bool) {
-		switch {
-		case i >= 0 && i < len(data):
-			return data[i], true
-		case i < 0 && -i <= len(prefix):
-			return prefix[len(prefix)+i], true
-		}
-		return 0, false
-	}
-	start := p
-	for ; p-start < keyContext; start-- {
-		c, ok := at(start - 1)
-		if !ok || c == '\n' || c == '\r' {
-			break
-		}
-	}
-	var line []byte
-	for i := start; i-start < 2*keyContext; i++ {
-		c, ok := at(i)
-		if !ok || c == '\n' || c == '\r' {
-			break
-		}
-		line = append(line, c)
-	}
-	return keyHeader.Match(line)
-}
-
-// HasKey reports whether b contains a private key header line.
-func HasKey(b []byte) bool {
-	_, ok := FindKey(nil, b)
-	return ok
-}
 
 // images are the image types fsguard describes rather than refusing as
 // binary.

@@ -29,10 +29,6 @@ type Options struct {
 	MaxScanBytes int64 // stop counting and hashing after this many bytes
 	SkipBOM      bool  // do not show a leading UTF-8 byte order mark
 	Anchors      bool  // lines are rendered with anchors (for the byte cap)
-	// FindMarker, when set, is called on each chunk with up to 128 bytes
-	// of the chunk before it, and reports the offset in data of a marker
-	// (negative: it began in prefix). The first hit is Result.MarkerAt.
-	FindMarker func(prefix, data []byte) (int, bool)
 }
 
 // Cut says what ended the window before the end of the file.
@@ -61,7 +57,6 @@ type Result struct {
 	Complete   bool  // the scan reached EOF within MaxScanBytes
 	Sum        [sha256.Size]byte
 	BadUTF8At  int64 // offset of the first invalid UTF-8 byte, or -1
-	MarkerAt   int64 // offset of the first marker, or -1
 }
 
 // chunkSize is the read size (a variable so tests can move chunk
@@ -76,7 +71,7 @@ func Scan(r io.Reader, o Options) (*Result, error) {
 	if o.Offset < 1 {
 		o.Offset = 1
 	}
-	s := &scanner{o: o, res: Result{BadUTF8At: -1, MarkerAt: -1}, line: 1}
+	s := &scanner{o: o, res: Result{BadUTF8At: -1}, line: 1}
 	h := newHasher()
 	defer h.stop()
 	var err error
@@ -127,7 +122,6 @@ type scanner struct {
 	curOver bool // the current line has more bytes than cur holds
 
 	utf8Carry []byte // an incomplete rune at the end of the last chunk
-	markTail  []byte // the end of the previous chunk, for markers across chunks
 	bomLeft   int    // BOM bytes still to skip
 	started   bool
 }
@@ -142,7 +136,6 @@ func (s *scanner) chunk(b []byte) {
 		}
 	}
 	s.checkUTF8(b, base)
-	s.checkMarkers(b, base)
 	if !s.done {
 		s.window(b)
 		return
@@ -356,25 +349,6 @@ func incompleteTail(b []byte) int {
 		}
 	}
 	return 0
-}
-
-func (s *scanner) checkMarkers(b []byte, base int64) {
-	if s.o.FindMarker == nil || s.res.MarkerAt >= 0 {
-		return
-	}
-	if i, ok := s.o.FindMarker(s.markTail, b); ok {
-		s.res.MarkerAt = base + int64(i)
-		return
-	}
-	const keep = 128
-	if len(b) >= keep {
-		s.markTail = append(s.markTail[:0], b[len(b)-keep:]...)
-	} else {
-		s.markTail = append(s.markTail, b...)
-		if len(s.markTail) > keep {
-			s.markTail = s.markTail[len(s.markTail)-keep:]
-		}
-	}
 }
 
 // hasher hashes chunks on its own goroutine so that hashing, the slowest

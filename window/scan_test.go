@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"fsguard/sniff"
 )
 
 // reference splits content the slow, obvious way.
@@ -154,23 +152,19 @@ func TestClampLongLine(t *testing.T) {
 	}
 }
 
-func TestInvalidUTF8AndMarkers(t *testing.T) {
+func TestInvalidUTF8(t *testing.T) {
 	defer func(n int) { chunkSize = n }(chunkSize)
 	chunkSize = 7
 	in := []byte("héllo wörld\nok\n")
 	in = append(in, 0xff)
-	in = append(in, []byte("\n-----BEGIN RSA PRIVATE KEY-----\n")...)
+	in = append(in, []byte("\nmore\n")...)
 	o := opts(1, 10)
-	o.FindMarker = sniff.FindKey
 	r, err := Scan(bytes.NewReader(in), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.BadUTF8At != int64(bytes.IndexByte(in, 0xff)) {
 		t.Fatalf("BadUTF8At = %d", r.BadUTF8At)
-	}
-	if r.MarkerAt != int64(bytes.Index(in, []byte("PRIVATE"))) {
-		t.Fatalf("MarkerAt = %d", r.MarkerAt)
 	}
 	// A rune cut by the end of file is invalid; one cut by a chunk is not.
 	r, _ = Scan(bytes.NewReader([]byte("abcdeé")), o)

@@ -11,10 +11,12 @@ import (
 	"syscall"
 	"time"
 
+	"fsguard/admit"
 	"fsguard/agent"
 	"fsguard/blobs"
 	"fsguard/control"
 	"fsguard/journal"
+	"fsguard/links"
 	"fsguard/metrics"
 	"fsguard/mount"
 	"fsguard/policy"
@@ -71,8 +73,13 @@ flags:
 			defer held.Close()
 		}
 	}
+	// One admission decider for the mount and the socket: one verdict per
+	// file version, whichever door asks, and the daemon's index of hard
+	// links behind it.
+	dec := admit.New(1 << 16)
+	dec.Links = links.New()
 	srv, err := mount.Mount(mount.Config{
-		Policy: pol, MountPoint: arg, AllowOther: *allowOther,
+		Policy: pol, MountPoint: arg, AllowOther: *allowOther, Admit: dec,
 		Audit: audit, Debug: *debug, Log: log,
 		Latency: func(op string, d time.Duration) { m.FuseOps.Observe(op, d) },
 	})
@@ -83,7 +90,7 @@ flags:
 		*socket = pol.Control.Socket
 	}
 	if *socket != "" {
-		ctl, err := serveControl(srv, j, jerr, held, m, log, *socket)
+		ctl, err := serveControl(srv, dec, j, jerr, held, m, log, *socket)
 		if err != nil {
 			srv.Unmount()
 			return fail(stderr, fmt.Errorf("control socket %s: %w", *socket, err))
@@ -123,7 +130,7 @@ flags:
 
 // serveControl starts the control socket. Each request gets a service
 // built on the guard in force at that moment and the daemon's journal.
-func serveControl(srv *mount.Server, j *journal.Journal, jerr error, held *blobs.Store, m *metrics.Set, log *slog.Logger, path string) (*control.Server, error) {
+func serveControl(srv *mount.Server, dec *admit.Decider, j *journal.Journal, jerr error, held *blobs.Store, m *metrics.Set, log *slog.Logger, path string) (*control.Server, error) {
 	dev, err := srv.Dev()
 	if err != nil {
 		return nil, err
@@ -141,7 +148,7 @@ func serveControl(srv *mount.Server, j *journal.Journal, jerr error, held *blobs
 	c := &control.Server{MountDev: dev, Metrics: m, Log: log, MaxRequests: srv.Guard().Policy().Control.MaxRequests,
 		Policy: func() policy.Control { return srv.Guard().Policy().Control }, Service: func() *agent.Service {
 			g := srv.Guard()
-			return &agent.Service{Guard: g, Journal: j, JournalErr: jerr, Held: held, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
+			return &agent.Service{Guard: g, Admit: dec, Journal: j, JournalErr: jerr, Held: held, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
 		}}
 	return c, c.Serve(path)
 }

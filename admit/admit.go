@@ -1,0 +1,169 @@
+// Package admit is the one decision whether a version of a file may be
+// shown: by `fsguard read`, through the control socket and MCP, and by every
+// path through which bytes enter the mount's page cache. It weighs the
+// policy's refused content classes against the file's content — a private
+// key anywhere in the whole file, not only in a sample — and the file's
+// other names (hard links), and remembers its verdict per file version, so
+// a version is scanned once however many doors ask.
+//
+// What a front end does with an admitted file is its own business: the read
+// tool shows text and refuses to render binary (BINARY), the mount serves
+// any admitted bytes. A file this package refuses is served by none of them.
+package admit
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"fsguard/policy"
+	"fsguard/refusal"
+	"fsguard/roots"
+	"fsguard/sniff"
+
+	"golang.org/x/sys/unix"
+)
+
+// Decider decides admissions and remembers verdicts per file version. Its
+// zero value is not usable; New makes one. Safe for concurrent use.
+type Decider struct {
+	mu    sync.Mutex
+	max   int
+	cache map[key]sniff.Result
+	// Links, when set, knows every name of a multi-link file under the
+	// roots (the daemon's index); without it a multi-link file is refused
+	// unless the policy allows hard links.
+	Links Linker
+	bufs  sync.Pool
+	scans atomic.Int64
+}
+
+// Scans counts the content scans made (a verdict not found in the cache).
+func (d *Decider) Scans() int64 { return d.scans.Load() }
+
+// Linker answers for a file with more than one link whether all its names
+// are known, inside the roots, and none of them denied.
+type Linker interface {
+	// OtherNames returns every name of the file's inode under the roots
+	// (root-relative, with their root), and whether that is all of them.
+	OtherNames(g *roots.Guard, f *roots.File) ([]Name, bool)
+}
+
+// Name is one name of a file: a root and a path beneath it.
+type Name struct {
+	Root *roots.Root
+	Rel  string
+}
+
+// key is a file version under one policy: any write moves size, mtime or
+// ctime, and a reload brings a new policy.
+type key struct {
+	id  roots.Identity
+	pol *policy.Policy
+}
+
+// New returns a decider that remembers at most max verdicts.
+func New(max int) *Decider {
+	d := &Decider{max: max, cache: make(map[key]sniff.Result)}
+	d.bufs.New = func() any { b := make([]byte, 1<<20); return &b }
+	return d
+}
+
+// Decide returns f's content class, or a DENIED refusal when the policy
+// does not let this version be shown: its content is a refused class (a
+// private key, wherever in the file), or it has other names that are denied,
+// outside the roots, or unknown.
+func (d *Decider) Decide(g *roots.Guard, f *roots.File) (sniff.Result, error) {
+	pol := g.Policy()
+	if err := d.links(g, f); err != nil {
+		return sniff.Result{}, err
+	}
+	k := key{f.Identity(), pol}
+	d.mu.Lock()
+	res, ok := d.cache[k]
+	d.mu.Unlock()
+	if !ok {
+		var err error
+		if res, err = d.classify(pol, f); err != nil {
+			return res, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+		}
+		d.mu.Lock()
+		if len(d.cache) >= d.max {
+			// Dropped whole: cheaper than LRU bookkeeping on every open,
+			// and it costs at most one rescan per file.
+			d.cache = make(map[key]sniff.Result)
+		}
+		d.cache[k] = res
+		d.mu.Unlock()
+	}
+	return verdict(pol, f.Root, f.Rel, f.Name, res)
+}
+
+// verdict applies the policy's refused classes to a file's class.
+func verdict(pol *policy.Policy, r *roots.Root, rel, name string, res sniff.Result) (sniff.Result, error) {
+	if pol.Refuses(string(res.Class)) && !pol.Sniff.Allowed(r.Path, r.Real, rel) {
+		if res.Class == sniff.PrivateKey {
+			return res, refusal.Cannot(refusal.Denied, name, "the content is a private key, which the policy never shows")
+		}
+		return res, refusal.Cannot(refusal.Denied, name, fmt.Sprintf("the policy refuses %s content (%s)", res.Class, res.MIME))
+	}
+	if res.Class == sniff.PrivateKey {
+		// Keys are allowed here: they are text.
+		res.Class, res.MIME = sniff.Text, "text/plain"
+	}
+	return res, nil
+}
+
+// Visible decides whether a directory entry may be shown at all (a LOOKUP,
+// a listing): a regular file that its content or its links keep from being
+// read is hidden like a denied name, so a tree walker finds what it can
+// read and nothing it cannot. st is the entry's own stat, from the guard;
+// a version already decided costs no open.
+func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t) error {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
+	pol := g.Policy()
+	if st.Nlink <= 1 {
+		d.mu.Lock()
+		res, ok := d.cache[key{roots.IdentityOf(st), pol}]
+		d.mu.Unlock()
+		if ok {
+			_, err := verdict(pol, r, rel, name, res)
+			return err
+		}
+	}
+	f, err := g.OpenIn(r, rel, name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = d.Decide(g, f)
+	return err
+}
+
+// classify samples the start of f for its class, and scans all of it for a
+// private key, which outranks any class.
+func (d *Decider) classify(pol *policy.Policy, f *roots.File) (sniff.Result, error) {
+	d.scans.Add(1)
+	bp := d.bufs.Get().(*[]byte)
+	defer d.bufs.Put(bp)
+	buf := *bp
+	sample := buf[:min(len(buf), pol.Limits.SampleBytes)]
+	n, err := f.ReadAt(sample, 0)
+	if n == 0 && err != nil && f.Stat.Size > 0 {
+		return sniff.Result{}, err
+	}
+	res := sniff.Classify(sample[:n], int64(n) >= f.Stat.Size)
+	if res.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) {
+		return res, nil
+	}
+	at, err := sniff.FindKeyIn(f, f.Stat.Size, buf)
+	if err != nil {
+		return sniff.Result{}, err
+	}
+	if at >= 0 {
+		return sniff.Result{Class: sniff.PrivateKey, MIME: "application/x-pem-file"}, nil
+	}
+	return res, nil
+}

@@ -1,0 +1,168 @@
+package admit_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fsguard/admit"
+	"fsguard/links"
+	"fsguard/policy"
+	"fsguard/refusal"
+	"fsguard/roots"
+
+	"golang.org/x/sys/unix"
+)
+
+const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
+
+type env struct {
+	t    *testing.T
+	root string
+	g    *roots.Guard
+}
+
+func newEnv(t *testing.T, extra string) *env {
+	t.Helper()
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	os.Mkdir(root, 0o755)
+	os.WriteFile(filepath.Join(base, "policy.toml"), []byte("[[root]]\npath = \""+root+"\"\n"+extra), 0o644)
+	p, err := policy.Load(filepath.Join(base, "policy.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := roots.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return &env{t, root, g}
+}
+
+func (e *env) write(rel, content string) string {
+	p := filepath.Join(e.root, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) decide(d *admit.Decider, rel string) error {
+	e.t.Helper()
+	f, err := e.g.Open(rel, e.root)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = d.Decide(e.g, f)
+	return err
+}
+
+// TestVerdictPerVersion: a version is scanned once however often it is
+// asked about, and a new version (a key appended) is scanned again and
+// refused — the cache is fresh, not only fast.
+func TestVerdictPerVersion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	d := admit.New(16)
+	p := e.write("a.txt", strings.Repeat("text\n", 3000))
+	for range 3 {
+		if err := e.decide(d, "a.txt"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.Scans() != 1 {
+		t.Fatalf("3 decisions on one version made %d scans, want 1", d.Scans())
+	}
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(key) // a key after 15 kB of text: far past any sample
+	f.Close()
+	if err := e.decide(d, "a.txt"); refusal.CodeOf(err) != refusal.Denied {
+		t.Fatalf("a key appended to a decided file: %v, want DENIED", err)
+	}
+	if d.Scans() != 2 {
+		t.Fatalf("a new version made %d scans in all, want 2", d.Scans())
+	}
+	// Visible answers from the cache for the same version, without a scan.
+	var st = statOf(t, p)
+	if err := d.Visible(e.g, e.g.Roots()[0], "a.txt", "a.txt", st); refusal.CodeOf(err) != refusal.Denied || d.Scans() != 2 {
+		t.Fatalf("Visible: %v after %d scans", err, d.Scans())
+	}
+}
+
+// TestAllowGlobs: [sniff] allow_globs admits test keys where the operator
+// says; elsewhere the same bytes stay refused.
+func TestAllowGlobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "[sniff]\nallow_globs = [\"**/testdata/**\"]\n")
+	e.write("pkg/testdata/id_test_key.txt", key)
+	e.write("pkg/key.txt", key)
+	d := admit.New(16)
+	if err := e.decide(d, "pkg/testdata/id_test_key.txt"); err != nil {
+		t.Errorf("a key under testdata/: %v, want admitted", err)
+	}
+	if err := e.decide(d, "pkg/key.txt"); refusal.CodeOf(err) != refusal.Denied {
+		t.Errorf("a key elsewhere: %v, want DENIED", err)
+	}
+}
+
+// TestHardLinks: a second name of a denied or outside file shows nothing;
+// links between allowed names inside the roots are fine with the index;
+// the index follows links made and removed.
+func TestHardLinks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	outside := filepath.Join(filepath.Dir(e.root), "outside.txt")
+	os.WriteFile(outside, []byte("outside\n"), 0o600)
+	env := e.write(".env", "TOKEN=1\n")
+	os.Link(env, filepath.Join(e.root, "notes.txt"))
+	os.Link(outside, filepath.Join(e.root, "out-link.txt"))
+	a := e.write("a.txt", "fine\n")
+	os.Link(a, filepath.Join(e.root, "b.txt"))
+
+	plain := admit.New(16) // no index: direct mode
+	if err := e.decide(plain, "b.txt"); refusal.CodeOf(err) != refusal.Denied || !strings.Contains(err.Error(), `hard_links = "allow"`) {
+		t.Errorf("a multi-link file without an index: %v, want DENIED saying how to allow it", err)
+	}
+	d := admit.New(16)
+	idx := links.New()
+	d.Links = idx
+	if err := e.decide(d, "notes.txt"); refusal.CodeOf(err) != refusal.Denied || strings.Contains(err.Error(), ".env") {
+		t.Errorf("a link to .env: %v, want DENIED without naming it", err)
+	}
+	if err := e.decide(d, "out-link.txt"); refusal.CodeOf(err) != refusal.Denied {
+		t.Errorf("a link to a file outside the roots: %v, want DENIED", err)
+	}
+	if err := e.decide(d, "b.txt"); err != nil {
+		t.Errorf("a link between allowed names inside: %v", err)
+	}
+	// The outside name goes: the file is shown (the index notices).
+	os.Remove(outside)
+	if err := e.decide(d, "out-link.txt"); err != nil {
+		t.Errorf("after the outside name was removed: %v", err)
+	}
+	// A new outside name appears: refused again.
+	os.Link(a, filepath.Join(filepath.Dir(e.root), "a-outside.txt"))
+	if err := e.decide(d, "a.txt"); refusal.CodeOf(err) != refusal.Denied {
+		t.Errorf("after a link outside was made: %v, want DENIED", err)
+	}
+	for mode, want := range map[string]refusal.Code{"strict": refusal.Denied, "allow": ""} {
+		m := newEnv(t, "[deny]\nhard_links = \""+mode+"\"\n")
+		x := m.write("x.txt", "x\n")
+		os.Link(x, filepath.Join(m.root, "y.txt"))
+		if err := m.decide(admit.New(4), "y.txt"); refusal.CodeOf(err) != want {
+			t.Errorf("hard_links = %q: %v, want %q", mode, err, want)
+		}
+	}
+}
+func statOf(t *testing.T, p string) *unix.Stat_t {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return &st
+}

@@ -1,0 +1,316 @@
+package sniff
+
+import (
+	"bytes"
+	"encoding/base64"
+	"io"
+	"regexp"
+	"strings"
+	"unicode/utf16"
+)
+
+// Private keys are recognised by content anywhere in a file, however they
+// are placed: after a BOM, indented, quoted, inside a JSON string with
+// escaped newlines, in a YAML or TOML block, with CRLF, commented out,
+// base64-encoded as a whole (a Kubernetes secret), or in UTF-16. A key needs
+// its header *and* key material — a line of base64 after it — so prose,
+// documentation and code that merely mention a header stay readable.
+//
+// Kinds: PEM "-----BEGIN ... PRIVATE KEY-----" of every kind (RSA, EC, DSA,
+// OPENSSH, ENCRYPTED, PKCS#8), PGP "PRIVATE KEY BLOCK", SSH2 "---- BEGIN
+// SSH2 ENCRYPTED PRIVATE KEY ----", PuTTY .ppk, and AWS secret access keys
+// (credentials files, environment files).
+
+// marker is a byte string that starts a look at a possible key.
+type marker struct {
+	s     []byte
+	check func(data []byte, at int) bool // at: the marker's offset in data
+}
+
+// plain are the markers of keys written as text.
+var plain = []marker{
+	{[]byte("PRIVATE KEY"), pemAt},
+	{[]byte("PuTTY-User-Key-File-"), puttyAt},
+	{[]byte("aws_secret_access_key"), awsAt},
+	{[]byte("AWS_SECRET_ACCESS_KEY"), awsAt},
+}
+
+// markers are plain's, and the same keys base64-encoded whole (a
+// Kubernetes secret). Each is one pass over a chunk, so they are few.
+var markers = append(append([]marker{}, plain...),
+	marker{[]byte("LS0tLS"), base64At},   // "----" (PEM, SSH2)
+	marker{[]byte("UHVUVFkt"), base64At}, // "PuTTY-"
+)
+
+// wide are the keys in UTF-16, looked for only in a chunk that has a NUL
+// byte (UTF-16 text of ASCII has one in every other byte).
+var wide = []marker{
+	{utf16Bytes("PRIVATE KEY", false), utf16At(false)},
+	{utf16Bytes("PRIVATE KEY", true), utf16At(true)},
+	{utf16Bytes("PuTTY-User-Key-File-", false), utf16At(false)},
+	{utf16Bytes("PuTTY-User-Key-File-", true), utf16At(true)},
+}
+
+// plainKey reports whether decoded text holds a key written as text.
+func plainKey(text []byte) bool {
+	for _, m := range plain {
+		for i := 0; ; {
+			j := bytes.Index(text[i:], m.s)
+			if j < 0 {
+				break
+			}
+			if m.check(text, i+j) {
+				return true
+			}
+			i += j + 1
+		}
+	}
+	return false
+}
+
+// Around a marker, a check looks this far back (to the header's start) and
+// ahead (headers of the key, then its first line of material).
+const (
+	lookBehind = 256
+	lookAhead  = 8 << 10
+)
+
+// maxMarker is the longest marker, so chunks overlap enough to find each
+// marker exactly once.
+var maxMarker = func() int {
+	n := 0
+	for _, m := range append(append([]marker{}, markers...), wide...) {
+		n = max(n, len(m.s))
+	}
+	return n
+}()
+
+// FindKeyIn scans the first size bytes of r for a private key and returns
+// the offset of the first marker that proves one, or -1. buf is the chunk
+// buffer (nil: one of 1 MiB is made); the scan reads each byte once, plus a
+// few KiB around each marker.
+func FindKeyIn(r io.ReaderAt, size int64, buf []byte) (int64, error) {
+	if buf == nil {
+		buf = make([]byte, 1<<20)
+	}
+	var win []byte
+	for off := int64(0); off < size; {
+		n, err := r.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if n == 0 && err != nil {
+			if err == io.EOF {
+				return -1, nil
+			}
+			return -1, err
+		}
+		chunk := buf[:n]
+		ms := markers
+		if bytes.IndexByte(chunk, 0) >= 0 {
+			ms = append(ms[:len(ms):len(ms)], wide...)
+		}
+		for _, m := range ms {
+			for i := 0; ; {
+				j := bytes.Index(chunk[i:], m.s)
+				if j < 0 {
+					break
+				}
+				at := off + int64(i+j)
+				// The window around the marker, read again so a check never
+				// depends on where a chunk ended.
+				from := max(0, at-lookBehind)
+				want := min(size, at+int64(len(m.s))+lookAhead) - from
+				if cap(win) < int(want) {
+					win = make([]byte, want)
+				}
+				w, werr := r.ReadAt(win[:want], from)
+				if werr != nil && werr != io.EOF {
+					return -1, werr
+				}
+				if m.check(win[:w], int(at-from)) {
+					return at, nil
+				}
+				i += j + 1
+			}
+		}
+		if off+int64(n) >= size {
+			break
+		}
+		// Overlap by one marker less a byte: a marker cut by the chunk's end
+		// is found whole in the next chunk, and none is found twice.
+		off += int64(max(n-(maxMarker-1), 1))
+	}
+	return -1, nil
+}
+
+// HasKey reports whether b holds a private key.
+func HasKey(b []byte) bool {
+	at, _ := FindKeyIn(bytes.NewReader(b), int64(len(b)), nil)
+	return at >= 0
+}
+
+// pemHeader is a PEM, PGP or SSH2 private key header around "PRIVATE KEY".
+var pemHeader = regexp.MustCompile(`-{4,5} ?BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)? ?-{4,5}`)
+
+// pemAt: "PRIVATE KEY" inside a header line, followed by key material.
+func pemAt(data []byte, at int) bool {
+	start := lineStart(data, at)
+	loc := pemHeader.FindIndex(data[start:min(len(data), at+64)])
+	if loc == nil || start+loc[0] > at || start+loc[1] < at {
+		return false
+	}
+	return materialAfter(data[start+loc[1]:])
+}
+
+// puttyAt: a PuTTY key file header, and its private lines.
+func puttyAt(data []byte, at int) bool {
+	rest := data[at:]
+	i := bytes.Index(rest, []byte("Private-Lines:"))
+	if i < 0 {
+		return false
+	}
+	return materialAfter(rest[i+len("Private-Lines:"):])
+}
+
+// awsValue is what follows an AWS secret key's name: = or :, then 40 chars.
+var awsValue = regexp.MustCompile(`^["']?\s*[=:]\s*["']?[A-Za-z0-9/+]{40}(?:[^A-Za-z0-9/+]|$)`)
+
+func awsAt(data []byte, at int) bool {
+	return awsValue.Match(data[at+len("aws_secret_access_key"):])
+}
+
+// base64At: a base64 run that decodes to a key written as text.
+func base64At(data []byte, at int) bool {
+	end := at
+	for end < len(data) && end-at < 6<<10 && isBase64(data[end]) {
+		end++
+	}
+	run := data[at:end]
+	run = run[:len(run)/4*4]
+	dec := make([]byte, base64.StdEncoding.DecodedLen(len(run)))
+	n, _ := base64.StdEncoding.Decode(dec, run)
+	return plainKey(dec[:n])
+}
+
+// utf16At decodes the window around a UTF-16 marker and checks it as text.
+func utf16At(bigEndian bool) func([]byte, int) bool {
+	return func(data []byte, at int) bool {
+		from := at % 2 // align to the marker's code units
+		u := make([]uint16, 0, (len(data)-from)/2)
+		for i := from; i+1 < len(data); i += 2 {
+			if bigEndian {
+				u = append(u, uint16(data[i])<<8|uint16(data[i+1]))
+			} else {
+				u = append(u, uint16(data[i])|uint16(data[i+1])<<8)
+			}
+		}
+		return plainKey([]byte(string(utf16.Decode(u))))
+	}
+}
+
+func utf16Bytes(s string, bigEndian bool) []byte {
+	var b []byte
+	for _, u := range utf16.Encode([]rune(s)) {
+		if bigEndian {
+			b = append(b, byte(u>>8), byte(u))
+		} else {
+			b = append(b, byte(u), byte(u>>8))
+		}
+	}
+	return b
+}
+
+// lineStart is where the line holding at begins: after a newline, or after
+// an escaped "\n" (a key inside a JSON or quoted string), at most
+// lookBehind back.
+func lineStart(data []byte, at int) int {
+	for i := at - 1; i >= 0 && at-i < lookBehind; i-- {
+		if data[i] == '\n' || data[i] == '\r' || (data[i] == 'n' && i > 0 && data[i-1] == '\\') {
+			return i + 1
+		}
+	}
+	return max(0, at-lookBehind)
+}
+
+// materialAfter reports whether key material follows a header: the first
+// line that is neither empty nor an RFC 1421-style header ("Proc-Type:
+// 4,ENCRYPTED", "Comment: ...", "Version: ...") nor its continuation is
+// at least minMaterial base64 characters, once the quoting and indentation
+// of its placement are taken off. The rest of the header's own line counts
+// too (a key written on one line).
+func materialAfter(rest []byte) bool {
+	lines := splitLines(rest)
+	for i, raw := range lines {
+		l := unwrap(raw)
+		if i == 0 {
+			// The header line's remainder: one long token is a one-line key.
+			for _, tok := range strings.Fields(l) {
+				if len(tok) >= minMaterial && allBase64(tok) {
+					return true
+				}
+			}
+			continue
+		}
+		if l == "" {
+			continue
+		}
+		if strings.Contains(l, ":") && !allBase64(l) {
+			continue // a header of the key
+		}
+		if i > 1 && strings.HasSuffix(strings.TrimSpace(lines[i-1]), `\`) {
+			continue // a header's continuation
+		}
+		return len(l) >= minMaterial && allBase64(l)
+	}
+	return false
+}
+
+// minMaterial is the shortest first line of key material taken: PEM lines
+// are 64 characters, OpenSSH's 70; an excerpt in documentation ("MIIEpAIB...")
+// is shorter.
+const minMaterial = 32
+
+// splitLines splits on newlines, carriage returns and escaped "\n" or
+// "\r\n" (a key inside a string), at most 16 lines.
+func splitLines(b []byte) []string {
+	s := string(b)
+	s = strings.NewReplacer(`\r\n`, "\n", `\n`, "\n", `\r`, "\n", "\r\n", "\n", "\r", "\n").Replace(s)
+	parts := strings.SplitN(s, "\n", 17)
+	if len(parts) > 16 {
+		parts = parts[:16]
+	}
+	return parts
+}
+
+// unwrap takes off what a placement puts around a line of material:
+// indentation, quotes, comment leaders, YAML and string-concatenation marks.
+func unwrap(l string) string {
+	l = strings.TrimSpace(l)
+	for {
+		before := l
+		l = strings.TrimLeft(l, " \t\"'`|>")
+		for _, p := range []string{"#", "//", ";", "*", "-"} {
+			if strings.HasPrefix(l, p) && !strings.HasPrefix(l, "----") {
+				l = strings.TrimPrefix(l, p)
+			}
+		}
+		l = strings.TrimRight(l, " \t\"'`,+;\\")
+		if l == before {
+			return l
+		}
+	}
+}
+
+func allBase64(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isBase64(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isBase64(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '='
+}
