@@ -101,7 +101,7 @@ func (d *Decider) Decide(g *roots.Guard, f *roots.File) (sniff.Result, error) {
 
 // verdict applies the policy's refused classes to a file's class.
 func verdict(pol *policy.Policy, r *roots.Root, rel, name string, res sniff.Result) (sniff.Result, error) {
-	if pol.Refuses(string(res.Class)) && !pol.Sniff.Allowed(r.Path, r.Real, rel) {
+	if pol.Refuses(string(res.Class)) && !pol.Allowed(r.Path, r.Real, rel) {
 		if res.Class == sniff.PrivateKey {
 			return res, refusal.Cannot(refusal.Denied, name, "the content is a private key, which the policy never shows")
 		}

@@ -16,6 +16,9 @@ type Glob struct {
 	src  string
 	abs  bool
 	segs []segment
+	// folded is segs compiled from folded segments (see Fold), matched
+	// against folded names.
+	folded []segment
 }
 
 // segment is one compiled pattern segment. Deny rules are checked on every
@@ -92,6 +95,11 @@ func CompileGlob(src string) (Glob, error) {
 			continue
 		}
 		g.segs = append(g.segs, compileSegment(s))
+		if s == "**" {
+			g.folded = append(g.folded, compileSegment(s))
+		} else {
+			g.folded = append(g.folded, compileSegment(Fold(s)))
+		}
 	}
 	return g, nil
 }
@@ -132,6 +140,38 @@ func (g Glob) MatchSplit(segs []string) bool {
 		}
 	}
 	return false
+}
+
+// MatchFolded is MatchSplit with [deny] fold: segs are folded names (see
+// Fold), matched against the folded pattern.
+func (g Glob) MatchFolded(segs []string) bool {
+	for k := 1; k <= len(segs); k++ {
+		if matchSegs(g.folded, segs[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchName matches a split path, folded or exactly as fold says: the
+// one way every deny, write-deny and allow glob is applied.
+func (g Glob) MatchName(segs []string, fold bool) bool {
+	if fold {
+		return g.MatchFolded(segs)
+	}
+	return g.MatchSplit(segs)
+}
+
+// SplitName splits a clean '/'-separated path into segments for
+// MatchName, folding each when fold is set.
+func SplitName(p string, fold bool) []string {
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	if fold {
+		for i, s := range segs {
+			segs[i] = Fold(s)
+		}
+	}
+	return segs
 }
 
 // matchSegs matches pattern segments against path segments in full. "**"

@@ -80,7 +80,15 @@ type Deny struct {
 	// default) shows it only when every other name is known, inside the
 	// roots and not denied; "strict" never shows it; "allow" ignores links.
 	HardLinks string `toml:"hard_links"`
+	// Fold matches names as people read them (see Fold): case-, NFC- and
+	// format-character-insensitively, without trailing spaces and dots.
+	// Default true.
+	Fold *bool `toml:"fold"`
 }
+
+// Folds reports whether deny, write-deny and allow rules compare folded
+// names.
+func (p *Policy) Folds() bool { return p.Deny.Fold == nil || *p.Deny.Fold }
 
 // Limits bound what one read may show and scan.
 type Limits struct {
@@ -104,25 +112,45 @@ type Sniff struct {
 
 // Allowed reports whether rel beneath a root (configured path base, real
 // path real) is exempt from content refusals.
-func (s Sniff) Allowed(base, real, rel string) bool {
-	if len(s.AllowGlobs) == 0 {
+func (p *Policy) Allowed(base, real, rel string) bool {
+	globs := p.Sniff.AllowGlobs
+	if len(globs) == 0 {
 		return false
 	}
-	segs := strings.Split(rel, "/")
-	for _, g := range s.AllowGlobs {
-		if g.Absolute() {
-			for _, b := range []string{base, real} {
-				if g.MatchSplit(strings.Split(strings.Trim(filepath.Join(b, rel), "/"), "/")) {
-					return true
-				}
-			}
-			continue
-		}
-		if rel != "." && g.MatchSplit(segs) {
+	for _, b := range []string{real, base} {
+		if MatchGlobs(globs, rel, filepath.Join(b, rel), p.Folds()) >= 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// MatchGlobs returns the index of the first glob that matches rel (root-
+// relative, "." for the root) or abs (for absolute globs), or -1. Paths
+// are split once for all globs.
+func MatchGlobs(globs []Glob, rel, abs string, fold bool) int {
+	var relSegs, absSegs []string
+	for i, gl := range globs {
+		if gl.Absolute() {
+			if absSegs == nil {
+				absSegs = SplitName(abs, fold)
+			}
+			if gl.MatchName(absSegs, fold) {
+				return i
+			}
+			continue
+		}
+		if rel == "." || rel == "" {
+			continue
+		}
+		if relSegs == nil {
+			relSegs = SplitName(rel, fold)
+		}
+		if gl.MatchName(relSegs, fold) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Journal says where the journal lives.
@@ -535,7 +563,7 @@ func (p *Policy) Summary() string {
 		globs = append(globs, g.String())
 	}
 	fmt.Fprintf(&b, "globs = %s\n", tomlList(globs))
-	fmt.Fprintf(&b, "hard_links = %q\n", p.Deny.HardLinks)
+	fmt.Fprintf(&b, "hard_links = %q\nfold = %v\n", p.Deny.HardLinks, p.Folds())
 	l := p.Limits
 	fmt.Fprintf(&b, "\n[limits]\nmax_lines = %d\nmax_line_chars = %d\nmax_bytes = %d\nmax_scan_bytes = %d\nsample_bytes = %d\nmax_media_bytes = %d\n",
 		l.MaxLines, l.MaxLineChars, l.MaxBytes, l.MaxScanBytes, l.SampleBytes, l.MaxMediaBytes)

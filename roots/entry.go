@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"path/filepath"
+	"strings"
 
 	"fsguard/refusal"
 
@@ -79,6 +80,11 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 		}
 		return e, nil
 	}
+	// The text read from this very link is what the kernel will follow,
+	// from the link's directory in the view: that text, and only it, is
+	// resolved and checked. Resolving the link's path a second time could
+	// meet another link swapped in meanwhile, whose verdict would then be
+	// served with this one's text.
 	link, err := readlinkAt(pfd)
 	if err != nil {
 		return e, ioErr(display, err)
@@ -86,12 +92,19 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 	if filepath.IsAbs(link) {
 		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "an absolute symbolic link is not followed")
 	}
-	tfd, _, err := g.open(root, rel, unix.O_PATH)
+	target := filepath.Join(filepath.Dir(rel), link)
+	if target == ".." || strings.HasPrefix(target, "../") {
+		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
+	}
+	if g.Denied(root, target) {
+		return e, deniedErr(display)
+	}
+	tfd, _, err := g.open(root, target, unix.O_PATH)
 	if err == unix.EXDEV {
 		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
 	}
 	if err != nil {
-		return e, g.openErr(err, root, rel, display)
+		return e, g.openErr(err, root, target, display)
 	}
 	defer unix.Close(tfd)
 	real, err := realPath(tfd)

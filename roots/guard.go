@@ -141,39 +141,22 @@ func (g *Guard) Denied(root *Root, rel string) bool {
 }
 
 func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
-	for _, d := range g.pol.Deny.Paths {
-		if abs == d || strings.HasPrefix(abs, d+"/") || d == "/" {
-			return true
+	fold := g.pol.Folds()
+	if len(g.pol.Deny.Paths) > 0 {
+		cmp := abs
+		if fold {
+			cmp = "/" + strings.Join(policy.SplitName(abs, true), "/")
+		}
+		for _, d := range g.pol.Deny.Paths {
+			if fold {
+				d = "/" + strings.Join(policy.SplitName(d, true), "/")
+			}
+			if cmp == d || strings.HasPrefix(cmp, d+"/") || d == "/" {
+				return true
+			}
 		}
 	}
-	return matchGlobs(g.pol.Deny.Globs, rel, abs) >= 0
-}
-
-// matchGlobs returns the index of the first glob that matches rel (root-
-// relative, "." for the root) or abs (for absolute globs), or -1.
-func matchGlobs(globs []policy.Glob, rel, abs string) int {
-	var relSegs, absSegs []string // split once, for all globs
-	for i, gl := range globs {
-		if gl.Absolute() {
-			if absSegs == nil {
-				absSegs = strings.Split(strings.Trim(abs, "/"), "/")
-			}
-			if gl.MatchSplit(absSegs) {
-				return i
-			}
-			continue
-		}
-		if rel == "." || rel == "" {
-			continue
-		}
-		if relSegs == nil {
-			relSegs = strings.Split(rel, "/")
-		}
-		if gl.MatchSplit(relSegs) {
-			return i
-		}
-	}
-	return -1
+	return policy.MatchGlobs(g.pol.Deny.Globs, rel, abs, fold) >= 0
 }
 
 // WriteDenied refuses a write to rel beneath root when a [write] deny rule
@@ -181,7 +164,7 @@ func matchGlobs(globs []policy.Glob, rel, abs string) int {
 // rule, so the agent knows it is policy and not a transient failure.
 func (g *Guard) WriteDenied(root *Root, rel, display string) error {
 	for _, base := range []string{root.Real, root.Path} {
-		if i := matchGlobs(g.pol.Write.DenyGlobs, rel, filepath.Join(base, rel)); i >= 0 {
+		if i := policy.MatchGlobs(g.pol.Write.DenyGlobs, rel, filepath.Join(base, rel), g.pol.Folds()); i >= 0 {
 			rule := g.pol.Write.DenyGlobs[i].String()
 			return refusal.New(refusal.WriteDenied, display,
 				"cannot write %q: the policy does not let the agent write here (rule %q in [write] deny_globs): files the host runs on its own are not the agent's to change; leave this change to a person", display, rule)

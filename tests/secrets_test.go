@@ -1,0 +1,334 @@
+package tests
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// realKeys makes one private key of each kind with the tools that make
+// them (ssh-keygen, openssl where present; crypto/x509 otherwise). PGP,
+// SSH2 and PuTTY keys are random bytes in their real layout. Each value's
+// "material" is a line of key material: served bytes must never hold it.
+func realKeys(t *testing.T) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	keys := map[string]string{}
+	if _, err := exec.LookPath("ssh-keygen"); err == nil {
+		p := filepath.Join(dir, "id_ed25519")
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", p).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v %s", err, out)
+		}
+		b, _ := os.ReadFile(p)
+		keys["openssh"] = string(b)
+	}
+	if _, err := exec.LookPath("openssl"); err == nil {
+		if out, err := exec.Command("openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256").Output(); err == nil {
+			keys["pkcs8 (openssl)"] = string(out)
+		}
+	}
+	rk, _ := rsa.GenerateKey(rand.Reader, 1024)
+	keys["rsa"] = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(rk)}))
+	ek, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalECPrivateKey(ek)
+	keys["ec"] = string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+	body := func(n int) string {
+		b := make([]byte, n)
+		rand.Read(b)
+		s := base64.StdEncoding.EncodeToString(b)
+		var out strings.Builder
+		for len(s) > 64 {
+			out.WriteString(s[:64] + "\n")
+			s = s[64:]
+		}
+		return out.String() + s + "\n"
+	}
+	keys["pgp"] = "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n" + body(500) + "-----END PGP PRIVATE KEY BLOCK-----\n"
+	keys["ssh2"] = "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"rsa-key\"\n" + body(500) + "---- END SSH2 ENCRYPTED PRIVATE KEY ----\n"
+	keys["putty"] = "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: k\nPublic-Lines: 2\n" + body(51) + "Private-Lines: 1\n" + body(48) + "Private-MAC: ab\n"
+	return keys
+}
+
+// material is the first long base64 line of a key: its secret part.
+func material(key string) string {
+	for _, l := range strings.Split(key, "\n") {
+		if len(l) >= 40 && !strings.ContainsAny(l, " :-") {
+			return l
+		}
+	}
+	panic("no material in " + key)
+}
+
+var keyPlacements = map[string]func(string) string{
+	"plain":    func(k string) string { return k },
+	"bom":      func(k string) string { return "\ufeff" + k },
+	"indented": func(k string) string { return strings.ReplaceAll("  "+k, "\n", "\n  ") },
+	"yaml":     func(k string) string { return "key: |\n" + strings.ReplaceAll("  "+k, "\n", "\n  ") },
+	"json": func(k string) string {
+		b, _ := json.Marshal(map[string]string{"type": "service_account", "private_key": k})
+		return string(b)
+	},
+	"quoted": func(k string) string { return "k=\"" + k + "\"\n" },
+	"crlf":   func(k string) string { return strings.ReplaceAll(k, "\n", "\r\n") },
+	"late":   func(k string) string { return strings.Repeat("harmless filler line\n", 500) + k },
+}
+
+// prose mentions key headers and must stay readable everywhere.
+var prose = map[string]string{
+	"doc.md":     "A PEM key starts with `-----BEGIN RSA PRIVATE KEY-----` and the END line.\n\n```\n-----BEGIN OPENSSH PRIVATE KEY-----\n<your key here>\n-----END OPENSSH PRIVATE KEY-----\n```\n",
+	"parse.go":   "package k\n\nconst header = \"-----BEGIN PRIVATE KEY-----\"\n",
+	"excerpt.md": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA...\n-----END RSA PRIVATE KEY-----\n",
+}
+
+// TestSecretsMatrix: every key kind in every placement, through every door
+// (cat, dd skip=, grep -r and ls through the mount; fsguard read directly,
+// over the socket, and over MCP): no key material is ever served, prose
+// about keys stays readable, and the read tool and the mount agree on
+// every file.
+func TestSecretsMatrix(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	keys := realKeys(t)
+	var files []string
+	materials := map[string]string{}
+	for kind, key := range keys {
+		for where, place := range keyPlacements {
+			name := strings.ReplaceAll(fmt.Sprintf("m/%s-%s.txt", kind, where), " ", "_")
+			writeFile(t, filepath.Join(f.root, name), place(key), 0o644)
+			files = append(files, name)
+			materials[name] = material(key)
+		}
+	}
+	for name, text := range prose {
+		writeFile(t, filepath.Join(f.root, "m", name), text, 0o644)
+	}
+	sort.Strings(files)
+	sock := filepath.Join(f.base, "ctl.sock")
+	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+
+	leaked := func(out string) string {
+		for _, m := range materials {
+			if strings.Contains(out, m) {
+				return m
+			}
+		}
+		return ""
+	}
+	ls := mustRun(t, "ls", "-a", filepath.Join(f.mp, "m"))
+	for _, name := range files {
+		if strings.Contains(ls, filepath.Base(name)) {
+			t.Errorf("ls lists %s", name)
+		}
+	}
+	for name := range prose {
+		if !strings.Contains(ls, name) {
+			t.Errorf("ls lacks the prose file %s:\n%s", name, ls)
+		}
+	}
+	if out, err := run(t, 60*time.Second, "grep", "-r", "", f.mp); leaked(out) != "" {
+		t.Errorf("grep -r served key material")
+	} else if err != nil && !strings.Contains(out, "harmless") && len(out) == 0 {
+		t.Errorf("grep -r: %v", err)
+	}
+	if out, err := run(t, 60*time.Second, "tar", "-cf", "/dev/null", "-C", f.mp, "m"); err != nil {
+		t.Errorf("tar over the mount failed (a listed file it could not read?): %v %s", err, out)
+	}
+	for _, name := range files {
+		p := filepath.Join(f.mp, name)
+		if out, _ := run(t, 10*time.Second, "cat", p); leaked(out) != "" {
+			t.Errorf("cat %s served key material", name)
+		}
+		if out, _ := run(t, 10*time.Second, "dd", "if="+p, "bs=64", "skip=8", "status=none"); leaked(out) != "" {
+			t.Errorf("dd skip= %s served key material", name)
+		}
+		for door, env := range map[string][]string{"direct": {"FSGUARD_POLICY=" + f.policy}, "socket": {"FSGUARD_SOCKET=" + sock}} {
+			dir := f.root
+			if door == "socket" {
+				dir = f.mp
+			}
+			out, errs, code, _ := runBinary(t, dir, env, "", "read", name, "--format", "json")
+			if leaked(out+errs) != "" || code != 1 || !strings.Contains(out, `"code":"DENIED"`) {
+				t.Errorf("fsguard read %s (%s): exit %d, want DENIED and no material:\n%.300s%s", name, door, code, out, errs)
+			}
+		}
+	}
+	for name, text := range prose {
+		rel := filepath.Join("m", name)
+		if got := mustRun(t, "cat", filepath.Join(f.mp, rel)); got != text {
+			t.Errorf("cat %s: %q", rel, got)
+		}
+		if out, errs, code, _ := runBinary(t, f.root, []string{"FSGUARD_POLICY=" + f.policy}, "", "read", rel); code != 0 {
+			t.Errorf("fsguard read %s: %s%s", rel, out, errs)
+		}
+	}
+	// MCP (direct): the same refusal, as a tool error.
+	mcpOut := mcpRead(t, f.root, f.policy, files[0])
+	if !strings.Contains(mcpOut, "DENIED: ") || leaked(mcpOut) != "" {
+		t.Errorf("MCP read of %s: %s", files[0], mcpOut)
+	}
+}
+
+// mcpRead reads one file through `fsguard mcp` with raw JSON-RPC lines and
+// returns the tool call's answer line.
+func mcpRead(t *testing.T, dir, policy, name string) string {
+	t.Helper()
+	cmd := exec.Command(binary, "mcp", "--policy", policy)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(t.TempDir(), "j.db"), "FSGUARD_SOCKET=")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	call, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": "read", "arguments": map[string]any{"path": name}}})
+	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	sc.Scan() // the initialize answer
+	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+string(call)+"\n")
+	sc.Scan()
+	return sc.Text()
+}
+
+// TestHiddenByNameFolding: deny rules match names as people read them.
+func TestHiddenByNameFolding(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, name := range []string{".ENV", ".env ", ".e\u200bnv", "Secrets.TXT", "se\u0301crets.txt"} {
+		writeFile(t, filepath.Join(f.root, "fold", name), canary+"\n", 0o644)
+	}
+	writePolicy(t, f.policy, []string{f.root}, "[deny]\nglobs = [\"**/secrets.txt\", \"**/sécrets.txt\"]\n")
+	startMount(t, f.mp, "--policy", f.policy)
+	if ls := mustRun(t, "ls", filepath.Join(f.mp, "fold")); ls != "" {
+		t.Errorf("folded deny matches listed: %q", ls)
+	}
+	if out, _ := run(t, 30*time.Second, "grep", "-r", canary, f.mp); strings.Contains(out, canary) {
+		t.Errorf("grep -r served a folded deny match:\n%s", out)
+	}
+	ents, _ := os.ReadDir(filepath.Join(f.root, "fold"))
+	for _, e := range ents {
+		out, errs, code, _ := runBinary(t, f.root, []string{"FSGUARD_POLICY=" + f.policy}, "", "read", filepath.Join("fold", e.Name()))
+		if code == 0 || strings.Contains(out, canary) {
+			t.Errorf("fsguard read %q: exit %d %s%s", e.Name(), code, out, errs)
+		}
+	}
+}
+
+// TestHardLinksThroughEveryDoor: a second name of .env, or of a root-only
+// file outside the roots, shows nothing through the mount or the socket
+// (which know every name from the daemon's index), and a direct read
+// refuses a multi-link file it cannot vouch for.
+func TestHardLinksThroughEveryDoor(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	os.WriteFile(filepath.Join(f.outside, "private.txt"), []byte(canary+"\n"), 0o600)
+	for link, target := range map[string]string{"links/env-notes.txt": filepath.Join(f.root, ".env"), "links/outside.txt": filepath.Join(f.outside, "private.txt")} {
+		os.MkdirAll(filepath.Join(f.root, "links"), 0o755)
+		if err := os.Link(target, filepath.Join(f.root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(f.root, "links", "a.txt"), "shared\n", 0o644)
+	os.Link(filepath.Join(f.root, "links", "a.txt"), filepath.Join(f.root, "links", "b.txt"))
+	sock := filepath.Join(f.base, "ctl.sock")
+	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	ls := mustRun(t, "ls", filepath.Join(f.mp, "links"))
+	if strings.Fields(ls) == nil || strings.Join(strings.Fields(ls), " ") != "a.txt b.txt" {
+		t.Errorf("ls links: %q, want a.txt b.txt", ls)
+	}
+	for _, name := range []string{"links/env-notes.txt", "links/outside.txt"} {
+		if out, _ := run(t, 10*time.Second, "cat", filepath.Join(f.mp, name)); strings.Contains(out, canary) {
+			t.Errorf("cat %s served the other name's bytes", name)
+		}
+		out, errs, code, _ := runBinary(t, f.mp, []string{"FSGUARD_SOCKET=" + sock}, "", "read", name)
+		if code == 0 || strings.Contains(out, canary) {
+			t.Errorf("socket read %s: exit %d %s%s", name, code, out, errs)
+		}
+		out, errs, code, _ = runBinary(t, f.root, []string{"FSGUARD_POLICY=" + f.policy}, "", "read", name)
+		if code == 0 || strings.Contains(out, canary) {
+			t.Errorf("direct read %s: exit %d %s%s", name, code, out, errs)
+		}
+	}
+	if got := mustRun(t, "cat", filepath.Join(f.mp, "links", "b.txt")); got != "shared\n" {
+		t.Errorf("a link between allowed names: %q", got)
+	}
+	if out, errs, code, _ := runBinary(t, f.mp, []string{"FSGUARD_SOCKET=" + sock}, "", "read", "links/b.txt"); code != 0 {
+		t.Errorf("socket read of an allowed link: %s%s", out, errs)
+	}
+	if _, errs, code, _ := runBinary(t, f.root, []string{"FSGUARD_POLICY=" + f.policy}, "", "read", "links/b.txt"); code != 1 || !strings.Contains(errs, "hard_links") {
+		t.Errorf("direct read of a multi-link file: exit %d %s", code, errs)
+	}
+}
+
+// TestSymlinkSwapRace swaps a directory and a relative symlink to outside
+// with RENAME_EXCHANGE in a tight loop for 10 s while readers loop through
+// the mount and through fsguard read: not one outside byte may come back.
+func TestSymlinkSwapRace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	writeFile(t, filepath.Join(f.root, "d", "secret.txt"), "inside\n", 0o644)
+	writeFile(t, filepath.Join(f.outside, "secret.txt"), canary+"\n", 0o644)
+	if err := os.Symlink("../outside", filepath.Join(f.root, "l")); err != nil {
+		t.Fatal(err)
+	}
+	startMount(t, f.mp, "--policy", f.policy)
+	deadline := time.Now().Add(10 * time.Second)
+	var swaps, reads, leaks atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for time.Now().Before(deadline) {
+			if unix.Renameat2(unix.AT_FDCWD, filepath.Join(f.root, "d"), unix.AT_FDCWD, filepath.Join(f.root, "l"), unix.RENAME_EXCHANGE) == nil {
+				swaps.Add(1)
+			}
+		}
+	}()
+	reader := func(read func() []byte) {
+		defer wg.Done()
+		for time.Now().Before(deadline) {
+			if strings.Contains(string(read()), canary) {
+				leaks.Add(1)
+			}
+			reads.Add(1)
+		}
+	}
+	for _, name := range []string{"d/secret.txt", "l/secret.txt"} {
+		p := filepath.Join(f.mp, name)
+		wg.Add(1)
+		go reader(func() []byte { b, _ := os.ReadFile(p); return b })
+	}
+	wg.Add(1)
+	go reader(func() []byte {
+		out, _, _, _ := runBinary(t, f.root, []string{"FSGUARD_POLICY=" + f.policy}, "", "read", "d/secret.txt")
+		return []byte(out)
+	})
+	wg.Wait()
+	t.Logf("%d swaps, %d reads", swaps.Load(), reads.Load())
+	if leaks.Load() > 0 {
+		t.Errorf("%d reads returned outside bytes", leaks.Load())
+	}
+	if swaps.Load() < 100 {
+		t.Errorf("only %d swaps: the race did not run", swaps.Load())
+	}
+}
