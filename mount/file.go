@@ -18,6 +18,17 @@ type handle struct {
 	// daemon then sees no READ at all for this file. Sniffing has already
 	// happened, at OPEN.
 	passthrough bool
+	// synth, when set, is what the view shows instead of the file's bytes
+	// (a rewritten git index).
+	synth []byte
+}
+
+// sliceAt is the part of data a READ at off for n bytes gets.
+func sliceAt(data []byte, off int64, n int) []byte {
+	if off >= int64(len(data)) {
+		return nil
+	}
+	return data[off:min(int64(len(data)), off+int64(n))]
 }
 
 var (
@@ -29,6 +40,9 @@ var (
 )
 
 func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if h.synth != nil {
+		return fuse.ReadResultData(sliceAt(h.synth, off, len(dest))), 0
+	}
 	// ReadResultFd lets go-fuse splice from the backing file.
 	return fuse.ReadResultFd(h.f.Fd(), off, len(dest)), 0
 }

@@ -75,6 +75,7 @@ func (s *Server) apply(evs []watch.Event) {
 	if !s.live.Load() {
 		return
 	}
+	defer s.v.git.changed() // any change may hide or show a tracked file
 	seen := make(map[watch.Event]bool, len(evs))
 	for _, e := range evs {
 		if seen[e] {

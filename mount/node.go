@@ -33,6 +33,8 @@ type node struct {
 	top string
 	// key is the backing identity the node's inode number stands for.
 	key idKey
+	// index: the node is a repository's .git/index, served rewritten.
+	index bool
 }
 
 var (
@@ -141,12 +143,37 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	key := idKey{e.Stat.Dev, e.Stat.Ino, e.Stat.Mode & unix.S_IFMT}
 	out.Attr.Ino = n.v.ino(key)
 	c := &node{v: n.v, root: n.root, base: n.base, key: key}
-	return n.NewInode(ctx, c, fs.StableAttr{Mode: key.typ, Ino: out.Attr.Ino}), 0
+	if _, ok := isIndex(rel); ok && e.Stat.Mode&unix.S_IFMT == unix.S_IFREG {
+		c.index = true
+		n.v.indexSize(g, r, rel, shown, &out.Attr)
+	}
+	ino := n.NewInode(ctx, c, fs.StableAttr{Mode: key.typ, Ino: out.Attr.Ino})
+	if c.index {
+		n.v.git.hold(ino, true)
+	}
+	return ino, 0
+}
+
+// indexSize puts the rewritten index's size in attributes.
+func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, a *fuse.Attr) {
+	f, err := g.OpenIn(r, rel, shown)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if data := v.gitIndex(g, r, rel, f); data != nil {
+		a.Size = uint64(len(data))
+	}
 }
 
 // OnForget runs when the kernel has forgotten the node: its inode number
 // is released, so the number map holds only what the kernel holds.
-func (n *node) OnForget() { n.v.forget(n.key, n.StableAttr().Ino) }
+func (n *node) OnForget() {
+	n.v.forget(n.key, n.StableAttr().Ino)
+	if n.index {
+		n.v.git.hold(n.EmbeddedInode(), false)
+	}
+}
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	defer n.v.timed("getattr", time.Now())
@@ -156,6 +183,9 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 			return fs.ToErrno(err)
 		}
 		fillAttr(&out.Attr, &st)
+		if h.synth != nil {
+			out.Attr.Size = uint64(len(h.synth))
+		}
 		out.Attr.Ino = n.StableAttr().Ino
 		return 0
 	}
@@ -168,6 +198,9 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		return n.v.refuse(fuseCaller(ctx), shown, err)
 	}
 	fillAttr(&out.Attr, &e.Stat)
+	if n.index {
+		n.v.indexSize(g, r, rel, shown, &out.Attr)
+	}
 	out.Attr.Ino = n.StableAttr().Ino
 	return 0
 }
@@ -254,6 +287,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, errno
 	}
 	h := &handle{f: f, passthrough: f.Stat.Size >= n.v.policy().Mount.PassthroughMinBytes}
+	if n.index {
+		if g, r, rel, _, errno := n.resolve(); errno == 0 {
+			if h.synth = n.v.gitIndex(g, r, rel, f); h.synth != nil {
+				h.passthrough = false // the kernel must read the rewritten bytes
+			}
+		}
+	}
 	// Keep the page cache across opens: with auto_inval_data the kernel
 	// still drops it when it sees the file's mtime or size move.
 	return h, fuse.FOPEN_KEEP_CACHE, 0
@@ -292,6 +332,13 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 		return nil, errno
 	}
 	defer f.Close()
+	if n.index {
+		if g, r, rel, _, errno := n.resolve(); errno == 0 {
+			if data := n.v.gitIndex(g, r, rel, f); data != nil {
+				return fuse.ReadResultData(sliceAt(data, off, len(dest))), 0
+			}
+		}
+	}
 	m, err := f.ReadAt(dest, off)
 	if err != nil && err != io.EOF {
 		return nil, fs.ToErrno(err)

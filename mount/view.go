@@ -26,6 +26,7 @@ type view struct {
 	guard atomic.Pointer[roots.Guard]
 	audit Auditor
 	admit *admit.Decider
+	git   gitIndexes
 
 	// mountPoint is never resolved by the daemon: a root that contains it
 	// would otherwise have the daemon call into its own mount.

@@ -332,3 +332,62 @@ func TestSymlinkSwapRace(t *testing.T) {
 		t.Errorf("only %d swaps: the race did not run", swaps.Load())
 	}
 }
+
+// TestGitInViewIgnoresHiddenFiles: tracked files the view hides (a .env, a
+// key) are not reported deleted by git in the view — the mount serves the
+// index with skip-worktree on them — while real changes still show, and a
+// tracked file that becomes a key is hidden from git too.
+func TestGitInViewIgnoresHiddenFiles(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	f := newFixture(t)
+	repo := filepath.Join(f.root, "repo")
+	gitIn := func(dir string, args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "GIT_OPTIONAL_LOCKS=0")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	writeFile(t, filepath.Join(repo, "main.go"), "package main\n", 0o644)
+	writeFile(t, filepath.Join(repo, "util.go"), "package main\n\nfunc util() {}\n", 0o644)
+	writeFile(t, filepath.Join(repo, ".env"), canary+"=1\n", 0o644)
+	writeFile(t, filepath.Join(repo, "certs", "server.pem"), realKeys(t)["rsa"], 0o644)
+	writeFile(t, filepath.Join(repo, "testdata", "key.txt"), realKeys(t)["ec"], 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "x"}} {
+		if out, err := gitIn(repo, args...); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	startMount(t, f.mp, "--policy", f.policy)
+	view := filepath.Join(f.mp, "repo")
+	if out, err := gitIn(view, "status", "--porcelain"); err != nil || out != "" {
+		t.Fatalf("git status in the view: %v %q, want nothing", err, out)
+	}
+	if out, err := gitIn(view, "diff", "--quiet"); err != nil {
+		t.Errorf("git diff --quiet in the view: %v %s", err, out)
+	}
+	ls, _ := gitIn(view, "ls-files", "-v")
+	for _, hidden := range []string{".env", "certs/server.pem", "testdata/key.txt"} {
+		if !strings.Contains(ls, "S "+hidden+"\n") {
+			t.Errorf("%s is not skip-worktree in the view:\n%s", hidden, ls)
+		}
+	}
+	// The backing repository's own index is untouched.
+	if out, _ := gitIn(repo, "ls-files", "-v"); strings.Contains(out, "S ") {
+		t.Errorf("the backing index changed:\n%s", out)
+	}
+	// A real change shows; a tracked file that becomes a key vanishes from
+	// git's view too (once the watch reported it).
+	writeFile(t, filepath.Join(repo, "main.go"), "package main // changed\n", 0o644)
+	writeFile(t, filepath.Join(repo, "util.go"), realKeys(t)["ec"], 0o644)
+	within(t, 10*time.Second, "git status after the changes", func() error {
+		out, _ := gitIn(view, "status", "--porcelain")
+		if out != " M main.go\n" {
+			return fmt.Errorf("git status: %q, want only main.go modified", out)
+		}
+		return nil
+	})
+}

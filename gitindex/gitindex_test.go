@@ -1,0 +1,75 @@
+package gitindex
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestHideSkipsWorktree: with hidden files removed from the working tree
+// and the rewritten index in place, git reports nothing deleted, in every
+// index version and both object formats, and lists the entries as
+// skip-worktree ("S").
+func TestHideSkipsWorktree(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	t.Parallel()
+	for _, tc := range []struct{ name, format, version string }{
+		{"v2", "sha1", "2"}, {"v3", "sha1", "3"}, {"v4", "sha1", "4"}, {"sha256", "sha256", "2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			git(t, dir, "init", "-q", "--object-format="+tc.format)
+			for _, p := range []string{"a.txt", ".env", "keys/id.pem", "src/deep/very-long-name-to-exercise-v4-prefix-compression.go", "src/deep/very-long-name-other.go", "z.txt"} {
+				os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+				os.WriteFile(filepath.Join(dir, p), []byte(p+"\n"), 0o644)
+			}
+			git(t, dir, "add", "-A")
+			git(t, dir, "commit", "-qm", "x")
+			git(t, dir, "update-index", "--index-version", tc.version)
+			idx := filepath.Join(dir, ".git", "index")
+			data, _ := os.ReadFile(idx)
+			hide := map[string]bool{".env": true, "keys/id.pem": true, "src/deep/very-long-name-other.go": true}
+			out, n, err := Hide(data, func(p string) bool { return hide[p] })
+			if err != nil || n != 3 {
+				t.Fatalf("Hide: %d entries, %v", n, err)
+			}
+			for p := range hide {
+				os.Remove(filepath.Join(dir, p))
+			}
+			os.WriteFile(idx, out, 0o644)
+			if st := git(t, dir, "status", "--porcelain"); st != "" {
+				t.Fatalf("git status after hiding: %q", st)
+			}
+			ls := git(t, dir, "ls-files", "-v")
+			for p := range hide {
+				if !strings.Contains(ls, "S "+p+"\n") {
+					t.Errorf("%s not skip-worktree:\n%s", p, ls)
+				}
+			}
+			if !strings.Contains(ls, "H a.txt\n") {
+				t.Errorf("a.txt changed:\n%s", ls)
+			}
+			// Nothing hidden: the very same bytes.
+			if same, n, _ := Hide(data, func(string) bool { return false }); n != 0 || string(same) != string(data) {
+				t.Error("an index with nothing hidden was changed")
+			}
+		})
+	}
+}

@@ -1,0 +1,126 @@
+package mount
+
+import (
+	"io"
+	"path"
+	"sync"
+
+	"fsguard/gitindex"
+	"fsguard/policy"
+	"fsguard/refusal"
+	"fsguard/roots"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+)
+
+// A repository's index lists every tracked file. When the view hides some
+// (a denied .env, a file that holds a key), git in the view would report
+// them deleted, and a patch made from `git diff` would delete them. So the
+// view serves each <repo>/.git/index with skip-worktree set on the entries
+// it hides (package gitindex): git then leaves them alone. The rewritten
+// index is computed per version of the index file and of the view (any
+// change the watch reports may hide or show a tracked file), and the kernel
+// forgets its copy whenever either moves.
+
+// maxIndex bounds the index files rewritten; a larger one is served as is.
+const maxIndex = 256 << 20
+
+// isIndex reports whether rel (beneath a root) is a repository's index,
+// and the repository's working tree.
+func isIndex(rel string) (repo string, ok bool) {
+	if path.Base(rel) != "index" || path.Base(path.Dir(rel)) != ".git" {
+		return "", false
+	}
+	return path.Dir(path.Dir(rel)), true
+}
+
+type indexKey struct {
+	id  roots.Identity
+	pol *policy.Policy
+	gen int64
+}
+
+type indexView struct {
+	key  indexKey
+	data []byte
+}
+
+// gitIndexes is the view's state for rewritten indexes.
+type gitIndexes struct {
+	mu    sync.Mutex
+	gen   int64                  // moves with every change in the tree
+	views map[string]*indexView  // by root name and rel
+	nodes map[*fs.Inode]struct{} // index nodes the kernel holds
+}
+
+// changed records that the tree changed and makes the kernel forget the
+// indexes it holds, so the next read is rewritten afresh.
+func (x *gitIndexes) changed() {
+	x.mu.Lock()
+	x.gen++
+	nodes := make([]*fs.Inode, 0, len(x.nodes))
+	for n := range x.nodes {
+		nodes = append(nodes, n)
+	}
+	x.mu.Unlock()
+	for _, n := range nodes {
+		n.NotifyContent(0, 0)
+	}
+}
+
+func (x *gitIndexes) hold(n *fs.Inode, held bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.nodes == nil {
+		x.nodes = map[*fs.Inode]struct{}{}
+	}
+	if held {
+		x.nodes[n] = struct{}{}
+	} else {
+		delete(x.nodes, n)
+	}
+}
+
+// gitIndex returns the bytes the view shows of the index file f at rel
+// beneath r (nil: f is not an index, serve it as it is).
+func (v *view) gitIndex(g *roots.Guard, r *roots.Root, rel string, f *roots.File) []byte {
+	repo, ok := isIndex(rel)
+	if !ok || f.Stat.Size > maxIndex {
+		return nil
+	}
+	x := &v.git
+	x.mu.Lock()
+	key := indexKey{f.Identity(), g.Policy(), x.gen}
+	at := r.Name + "\x00" + rel
+	if iv := x.views[at]; iv != nil && iv.key == key {
+		x.mu.Unlock()
+		return iv.data
+	}
+	x.mu.Unlock()
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, f.Stat.Size))
+	if err != nil {
+		return nil
+	}
+	out, _, err := gitindex.Hide(data, func(p string) bool { return v.hidden(g, r, path.Join(repo, p)) })
+	if err != nil {
+		out = data // not an index we rewrite: as it is
+	}
+	x.mu.Lock()
+	if x.views == nil {
+		x.views = map[string]*indexView{}
+	}
+	x.views[at] = &indexView{key: key, data: out}
+	x.mu.Unlock()
+	return out
+}
+
+// hidden reports whether the view hides rel beneath r: denied, refused by
+// content or links, leading outside. A missing file is not hidden: git may
+// say it was deleted, because it was.
+func (v *view) hidden(g *roots.Guard, r *roots.Root, rel string) bool {
+	e, err := g.Entry(r, rel)
+	if err != nil {
+		return refusal.CodeOf(err) != refusal.NotFound
+	}
+	return v.admit.Visible(g, r, rel, rel, &e.Stat) != nil
+}
