@@ -39,6 +39,9 @@ const (
 	// KindEviction: the held-content store dropped a version's content
 	// (blobs), so a session holding it gets lines, not a diff, next time.
 	KindEviction = "eviction"
+	// KindHistory: a repository's git history holds what the view hides
+	// (Path is the working tree; Detail names the paths and commits).
+	KindHistory = "history"
 )
 
 // Origins of an observation.
@@ -91,6 +94,8 @@ type Record struct {
 
 	// Denials.
 	Code string `json:"code,omitempty"`
+	// Detail says more, in words (history findings).
+	Detail string `json:"detail,omitempty"`
 
 	PrevHash string `json:"-"`
 	Hash     string `json:"-"`

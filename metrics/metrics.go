@@ -128,6 +128,7 @@ type Set struct {
 	Denials   Counter
 	Delivered Counter
 	Saved     Counter
+	History   Counter
 	FuseOps   Histogram
 }
 
@@ -138,6 +139,7 @@ func New() *Set {
 		Denials:   Counter{Name: "fsguard_denials_total", Help: "Refused accesses, by refusal code.", Label: "code"},
 		Delivered: Counter{Name: "fsguard_bytes_delivered_total", Help: "Bytes of read output handed to agents."},
 		Saved:     Counter{Name: "fsguard_ledger_bytes_saved_total", Help: "Bytes not sent because the session already held the lines, or a smaller diff said the same."},
+		History:   Counter{Name: "fsguard_history_findings_total", Help: "Paths or keys in a repository's git history that the view hides, found at mount start."},
 		FuseOps: Histogram{Name: "fsguard_fuse_op_seconds", Help: "Latency of FUSE operations served by the daemon.", Label: "op",
 			Buckets: []float64{10e-6, 50e-6, 100e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1}},
 	}
@@ -149,6 +151,7 @@ func (s *Set) Write(w io.Writer) {
 	s.Denials.write(w)
 	s.Delivered.write(w)
 	s.Saved.write(w)
+	s.History.write(w)
 	s.FuseOps.write(w)
 	writeProcess(w)
 }

@@ -55,6 +55,7 @@ type Policy struct {
 	Mount   Mount
 	Control Control
 	Write   Write
+	Git     Git
 
 	// Source is the file the policy came from, or "embedded default".
 	Source string
@@ -201,6 +202,14 @@ type Control struct {
 	MaxRequests int `toml:"max_requests"`
 }
 
+// Git says what to do when a repository's history holds what the view
+// hides (a denied path, a private key): "warn" (the default: a warning at
+// mount start and in policy check, a metric and a journal record) or
+// "hide" (also hide that repository's .git from the view).
+type Git struct {
+	History string `toml:"history"`
+}
+
 // Write holds what may not be written (by write and edit), beyond the read
 // deny list, which applies to writes too.
 type Write struct {
@@ -241,6 +250,7 @@ func defaults() Policy {
 		Sniff:   Sniff{Refuse: []string{"private-key"}},
 		Journal: Journal{HeldMaxBytes: 256 << 20},
 		Control: Control{MaxRequests: 16},
+		Git:     Git{History: "warn"},
 		Mount: Mount{
 			Denied:              "hide",
 			Open:                "kernel",
@@ -288,12 +298,13 @@ type raw struct {
 	Mount   Mount   `toml:"mount"`
 	Control Control `toml:"control"`
 	Write   Write   `toml:"write"`
+	Git     Git     `toml:"git"`
 }
 
 // Parse decodes and validates policy text.
 func Parse(data []byte) (*Policy, error) {
 	d := defaults()
-	r := raw{Limits: d.Limits, Sniff: d.Sniff, Journal: d.Journal, Mount: d.Mount, Control: d.Control}
+	r := raw{Limits: d.Limits, Sniff: d.Sniff, Journal: d.Journal, Mount: d.Mount, Control: d.Control, Git: d.Git}
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&r)
 	if err != nil {
 		var pe toml.ParseError
@@ -320,7 +331,7 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	p := Policy{
 		Roots: r.Root, Deny: r.Deny, Limits: r.Limits, Sniff: r.Sniff,
-		Journal: r.Journal, Mount: r.Mount, Control: r.Control, Write: r.Write,
+		Journal: r.Journal, Mount: r.Mount, Control: r.Control, Write: r.Write, Git: r.Git,
 	}
 	if len(p.Roots) == 0 {
 		return nil, fmt.Errorf("no [[root]]: a policy needs at least one allowed root")
@@ -432,6 +443,11 @@ func (p *Policy) finish(data []byte) error {
 	case "auto", "fanotify", "inotify", "off":
 	default:
 		return fmt.Errorf("%smount.watch must be \"auto\", \"fanotify\", \"inotify\" or \"off\", got %q", at("watch", p.Mount.Watch), p.Mount.Watch)
+	}
+	switch p.Git.History {
+	case "warn", "hide":
+	default:
+		return fmt.Errorf("%sgit.history must be \"warn\" or \"hide\", got %q", at("history", p.Git.History), p.Git.History)
 	}
 	switch p.Mount.Denied {
 	case "hide", "eacces":
@@ -582,6 +598,7 @@ func (p *Policy) Summary() string {
 	for _, g := range p.Write.DenyGlobs {
 		wglobs = append(wglobs, g.String())
 	}
+	fmt.Fprintf(&b, "\n[git]\nhistory = %q\n", p.Git.History)
 	fmt.Fprintf(&b, "\n[write]\nuse_defaults = %v\ndeny_globs = %s\n", *p.Write.UseDefaults, tomlList(wglobs))
 	return b.String()
 }

@@ -391,3 +391,58 @@ func TestGitInViewIgnoresHiddenFiles(t *testing.T) {
 		return nil
 	})
 }
+
+// TestHistoryIsReported: a repository whose history holds a .env and a key
+// (deleted since) is reported at mount start (log, journal) and by policy
+// check; with [git] history = "hide" its .git is not in the view at all.
+func TestHistoryIsReported(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	f := newFixture(t)
+	repo := filepath.Join(f.root, "repo")
+	gitIn := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	writeFile(t, filepath.Join(repo, "main.go"), "package main\n", 0o644)
+	writeFile(t, filepath.Join(repo, ".env"), canary+"=1\n", 0o644)
+	writeFile(t, filepath.Join(repo, "deploy", "notes.txt"), realKeys(t)["rsa"], 0o644)
+	gitIn("init", "-q")
+	gitIn("add", "-A")
+	gitIn("commit", "-qm", "oops")
+	gitIn("rm", "-q", ".env", "deploy/notes.txt")
+	gitIn("commit", "-qm", "remove the secrets")
+
+	out, errs, code, _ := runBinary(t, f.base, nil, "", "policy", "check", f.policy)
+	if code != 0 || !strings.Contains(errs, "Warning: the git history of "+repo) || !strings.Contains(errs, ".env (denied path") || !strings.Contains(errs, "deploy/notes.txt (private key") {
+		t.Errorf("policy check: exit %d\n%s%s", code, out, errs)
+	}
+	d := startMount(t, f.mp, "--policy", f.policy)
+	d.log.waitFor(t, "the git history of "+repo, 1, 30*time.Second)
+	js, _, _, _ := runBinary(t, f.base, []string{"FSGUARD_JOURNAL=" + d.journal}, "", "journal", "query", "--kind", "history", "--format", "json")
+	if !strings.Contains(js, `"code": "HISTORY_EXPOSES"`) || !strings.Contains(js, "deploy/notes.txt") {
+		t.Errorf("no history record in the journal:\n%s", js)
+	}
+	// The view still has .git (warn), so git works.
+	if _, err := os.Stat(filepath.Join(f.mp, "repo", ".git", "HEAD")); err != nil {
+		t.Errorf("warn mode hid .git: %v", err)
+	}
+
+	// hide: the .git of that repository is not in the view.
+	g := newFixture(t)
+	os.Rename(repo, filepath.Join(g.root, "repo"))
+	writePolicy(t, g.policy, []string{g.root}, "[git]\nhistory = \"hide\"\n")
+	startMount(t, g.mp, "--policy", g.policy)
+	if ls := mustRun(t, "ls", "-a", filepath.Join(g.mp, "repo")); strings.Contains(ls, ".git") {
+		t.Errorf("hide mode lists .git:\n%s", ls)
+	}
+	if out, err := run(t, 30*time.Second, "git", "-C", filepath.Join(g.mp, "repo"), "show", "HEAD~1:.env"); err == nil || strings.Contains(out, canary) {
+		t.Errorf("git show HEAD~1:.env in hide mode: %v %s", err, out)
+	}
+}

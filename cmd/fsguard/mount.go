@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -15,11 +17,13 @@ import (
 	"fsguard/agent"
 	"fsguard/blobs"
 	"fsguard/control"
+	"fsguard/history"
 	"fsguard/journal"
 	"fsguard/links"
 	"fsguard/metrics"
 	"fsguard/mount"
 	"fsguard/policy"
+	"fsguard/roots"
 )
 
 func runMount(args []string, stdout, stderr io.Writer) int {
@@ -73,6 +77,11 @@ flags:
 			defer held.Close()
 		}
 	}
+	if pol.Git.History == "hide" {
+		// Before the mount exists: a .git whose history exposes what the
+		// view hides is never visible, not even for a moment.
+		hideHistory(log, m, j, pol)
+	}
 	// One admission decider for the mount and the socket: one verdict per
 	// file version, whichever door asks, and the daemon's index of hard
 	// links behind it.
@@ -97,6 +106,12 @@ flags:
 		}
 		defer ctl.Close()
 		log.Info("control socket", "path", *socket)
+	}
+	if pol.Git.History == "warn" {
+		go func() {
+			reps, err := history.Scan(context.Background(), srv.Guard(), history.Options{})
+			reportHistory(log, m, j, reps, err)
+		}()
 	}
 	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source, "socket": *socket, "watch": srv.Watch()})
 	fmt.Fprintf(stdout, "%s\n", ready)
@@ -177,6 +192,36 @@ func (a journalAudit) Denial(d mount.Denial) {
 	err := a.j.Append(&journal.Record{Kind: journal.KindDenial, Time: d.Time, Path: d.Path, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process})
 	if err != nil {
 		a.log.Error("journal append failed", "err", err.Error())
+	}
+}
+
+// hideHistory scans the repositories under pol's roots and adds the .git of
+// each whose history exposes what the view hides to the deny paths.
+func hideHistory(log *slog.Logger, m *metrics.Set, j *journal.Journal, pol *policy.Policy) {
+	g, err := roots.New(pol)
+	if err != nil {
+		return // Mount reports it
+	}
+	defer g.Close()
+	reps, err := history.Scan(context.Background(), g, history.Options{})
+	for _, r := range reps {
+		pol.Deny.Paths = append(pol.Deny.Paths, filepath.Join(r.Root.Real, r.Repo, ".git"))
+	}
+	reportHistory(log, m, j, reps, err)
+}
+
+// reportHistory says what the history scan found: one warning, one
+// journal record and the metric per repository.
+func reportHistory(log *slog.Logger, m *metrics.Set, j *journal.Journal, reps []history.Report, err error) {
+	if err != nil {
+		log.Warn("the git history check did not finish", "err", err.Error())
+	}
+	for _, r := range reps {
+		log.Warn(r.Summary(), "repo", filepath.Join(r.Root.Path, r.Repo), "findings", len(r.Findings))
+		m.History.Add("", float64(len(r.Findings)))
+		if j != nil {
+			j.Append(&journal.Record{Kind: journal.KindHistory, Path: filepath.Join(r.Root.Path, r.Repo), Code: "HISTORY_EXPOSES", Detail: r.Summary(), Pid: uint32(os.Getpid())})
+		}
 	}
 }
 

@@ -1,0 +1,267 @@
+// Package history finds what a git repository's history holds that the
+// view hides: paths the deny list matches in any commit of any ref, and
+// private keys among its blobs. The mount filters files, not git objects:
+// `git show HEAD~1:.env` or `git log -p` through the mount prints whatever
+// the object database holds. This package reports it, so an operator can
+// rewrite history, or hide the repository's .git ([git] history = "hide").
+//
+// It asks git itself (log, rev-list, cat-file), as the daemon's user, over
+// the repositories found under the roots.
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"fsguard/roots"
+	"fsguard/sniff"
+)
+
+// Finding is one thing a repository's history exposes.
+type Finding struct {
+	Path   string `json:"path"`   // in the repository
+	Commit string `json:"commit"` // a commit that holds it
+	Why    string `json:"why"`    // "denied path" or "private key"
+}
+
+// Report is what one repository's history exposes.
+type Report struct {
+	Root     *roots.Root `json:"-"`
+	Repo     string      `json:"repo"` // the working tree, relative to its root
+	Findings []Finding   `json:"findings"`
+	// Incomplete says the blob scan stopped at the byte budget.
+	Incomplete bool `json:"incomplete,omitempty"`
+}
+
+// Options bound a scan.
+type Options struct {
+	// MaxBlobBytes is how many blob bytes the key scan reads per
+	// repository (0: 1 GiB); blobs over 4 MiB are not scanned.
+	MaxBlobBytes int64
+}
+
+// Repos finds the git working trees under the guard's roots: directories
+// holding a .git directory. It does not look inside .git directories or
+// cross into other file systems.
+func Repos(g *roots.Guard) []struct {
+	Root *roots.Root
+	Rel  string
+} {
+	var out []struct {
+		Root *roots.Root
+		Rel  string
+	}
+	for _, r := range g.Roots() {
+		filepath.WalkDir(r.Real, func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			if d.Name() == ".git" {
+				rel, _ := filepath.Rel(r.Real, filepath.Dir(p))
+				out = append(out, struct {
+					Root *roots.Root
+					Rel  string
+				}{r, rel})
+				return filepath.SkipDir
+			}
+			if d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// Scan reports what the history of every repository under the roots
+// exposes; repositories that expose nothing are left out.
+func Scan(ctx context.Context, g *roots.Guard, o Options) ([]Report, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, fmt.Errorf("git is not installed: history cannot be checked")
+	}
+	var out []Report
+	for _, repo := range Repos(g) {
+		rep, err := scanRepo(ctx, g, repo.Root, repo.Rel, o)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", filepath.Join(repo.Root.Path, repo.Rel), err)
+		}
+		if len(rep.Findings) > 0 || rep.Incomplete {
+			out = append(out, rep)
+		}
+	}
+	return out, nil
+}
+
+func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o Options) (Report, error) {
+	rep := Report{Root: r, Repo: rel}
+	dir := filepath.Join(r.Real, rel)
+	seen := map[string]bool{}
+	// Paths: every path any commit of any ref touched.
+	commit := ""
+	err := gitLines(ctx, dir, []string{"log", "--all", "--no-renames", "--format=%x00%H", "--name-only"}, func(line string) {
+		if strings.HasPrefix(line, "\x00") {
+			commit = line[1:]
+			return
+		}
+		if line == "" || seen[line] {
+			return
+		}
+		if g.Denied(r, filepath.Join(rel, line)) {
+			seen[line] = true
+			rep.Findings = append(rep.Findings, Finding{Path: line, Commit: commit, Why: "denied path"})
+		}
+	})
+	if err != nil {
+		return rep, err
+	}
+	// Blobs: every object of every ref, with the path it was reached by.
+	var blobs []string
+	paths := map[string]string{}
+	err = gitLines(ctx, dir, []string{"rev-list", "--all", "--objects"}, func(line string) {
+		oid, p, ok := strings.Cut(line, " ")
+		if ok && p != "" {
+			blobs = append(blobs, oid)
+			paths[oid] = p
+		}
+	})
+	if err != nil {
+		return rep, err
+	}
+	budget := o.MaxBlobBytes
+	if budget <= 0 {
+		budget = 1 << 30
+	}
+	keys, incomplete, err := keyBlobs(ctx, dir, blobs, budget)
+	if err != nil {
+		return rep, err
+	}
+	rep.Incomplete = incomplete
+	for _, oid := range keys {
+		p := paths[oid]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		c, _ := gitOutput(ctx, dir, "log", "--all", "--format=%H", "-1", "--find-object="+oid)
+		rep.Findings = append(rep.Findings, Finding{Path: p, Commit: strings.TrimSpace(c), Why: "private key"})
+	}
+	sort.Slice(rep.Findings, func(i, j int) bool { return rep.Findings[i].Path < rep.Findings[j].Path })
+	return rep, nil
+}
+
+// keyBlobs streams blobs through `git cat-file --batch` and returns those
+// holding a private key.
+func keyBlobs(ctx context.Context, dir string, oids []string, budget int64) ([]string, bool, error) {
+	if len(oids) == 0 {
+		return nil, false, nil
+	}
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "cat-file", "--batch")
+	cmd.Env = gitEnv()
+	in, _ := cmd.StdinPipe()
+	outPipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return nil, false, err
+	}
+	go func() {
+		w := bufio.NewWriter(in)
+		for _, oid := range oids {
+			fmt.Fprintln(w, oid)
+		}
+		w.Flush()
+		in.Close()
+	}()
+	br := bufio.NewReaderSize(outPipe, 1<<20)
+	var found []string
+	var read int64
+	incomplete := false
+	for range oids {
+		header, err := br.ReadString('\n')
+		if err != nil {
+			break
+		}
+		f := strings.Fields(header) // oid type size | oid missing
+		if len(f) != 3 {
+			continue
+		}
+		size, _ := strconv.ParseInt(f[2], 10, 64)
+		body := io.LimitReader(br, size+1) // and the newline after it
+		if f[1] != "blob" || size > 4<<20 || read+size > budget {
+			if f[1] == "blob" && read+size > budget {
+				incomplete = true
+			}
+			io.Copy(io.Discard, body)
+			continue
+		}
+		data, err := io.ReadAll(body)
+		if err != nil {
+			break
+		}
+		read += size
+		if sniff.HasKey(data[:min(len(data), int(size))]) {
+			found = append(found, f[0])
+		}
+	}
+	io.Copy(io.Discard, br)
+	return found, incomplete, cmd.Wait()
+}
+
+func gitEnv() []string {
+	return append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+}
+
+func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = gitEnv()
+	out, err := cmd.Output()
+	return string(out), err
+}
+
+// gitLines runs git and calls each for every line of its output.
+func gitLines(ctx context.Context, dir string, args []string, each func(string)) error {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = gitEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		each(sc.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		if strings.Contains(errb.String(), "does not have any commits") {
+			return nil
+		}
+		return fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
+	}
+	return nil
+}
+
+// Summary is the one-line warning for a report.
+func (r Report) Summary() string {
+	var parts []string
+	for _, f := range r.Findings {
+		parts = append(parts, fmt.Sprintf("%s (%s, commit %.12s)", f.Path, f.Why, f.Commit))
+	}
+	s := fmt.Sprintf("the git history of %s holds what the view hides: %s; the mount cannot filter git objects (git show, git log -p print them): rewrite the history, or set [git] history = \"hide\"",
+		filepath.Join(r.Root.Path, r.Repo), strings.Join(parts, ", "))
+	if r.Incomplete {
+		s += " (the blob scan stopped at its byte budget)"
+	}
+	return s
+}
