@@ -2,6 +2,7 @@ package mount
 
 import (
 	"context"
+	"sync"
 	"syscall"
 
 	"fsguard/roots"
@@ -14,6 +15,13 @@ import (
 // handle is an open, admitted regular file.
 type handle struct {
 	f *roots.File
+	// recheck re-admits the file's version st when it changed since it
+	// was admitted (daemon open mode: a file that became a key under an
+	// open handle stops being served). Nil: never.
+	recheck func(st *unix.Stat_t) syscall.Errno
+	mu      sync.Mutex
+	// admitted is the version last admitted.
+	admitted roots.Identity
 	// passthrough lets the kernel read the backing file directly; the
 	// daemon then sees no READ at all for this file. Sniffing has already
 	// happened, at OPEN.
@@ -42,6 +50,20 @@ var (
 func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if h.synth != nil {
 		return fuse.ReadResultData(sliceAt(h.synth, off, len(dest))), 0
+	}
+	if h.recheck != nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(h.f.Fd()), &st); err != nil {
+			return nil, fs.ToErrno(err)
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if now := roots.IdentityOf(&st); now != h.admitted {
+			if errno := h.recheck(&st); errno != 0 {
+				return nil, errno
+			}
+			h.admitted = now
+		}
 	}
 	// ReadResultFd lets go-fuse splice from the backing file.
 	return fuse.ReadResultFd(h.f.Fd(), off, len(dest)), 0

@@ -287,6 +287,24 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, errno
 	}
 	h := &handle{f: f, passthrough: f.Stat.Size >= n.v.policy().Mount.PassthroughMinBytes}
+	h.admitted = f.Identity()
+	var who *fuse.Caller
+	if c := fuseCaller(ctx); c != nil {
+		cc := *c // go-fuse reuses request memory once the request is answered
+		who = &cc
+	}
+	h.recheck = func(st *unix.Stat_t) syscall.Errno {
+		g, _, _, shown, errno := n.resolve()
+		if errno != 0 {
+			return errno
+		}
+		now := *h.f
+		now.Stat = *st
+		if _, err := n.v.admit.Decide(g, &now); err != nil {
+			return n.v.refuse(who, shown, err)
+		}
+		return 0
+	}
 	if n.index {
 		if g, r, rel, _, errno := n.resolve(); errno == 0 {
 			if h.synth = n.v.gitIndex(g, r, rel, f); h.synth != nil {

@@ -446,3 +446,34 @@ func TestHistoryIsReported(t *testing.T) {
 		t.Errorf("git show HEAD~1:.env in hide mode: %v %s", err, out)
 	}
 }
+
+// TestOpenHandleReadmits: in daemon open mode a handle opened on a text
+// file stops serving it once the file becomes a key, even to the reader
+// that opened it before the change.
+func TestOpenHandleReadmits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	freshMount(t, f, "fanotify/daemon")
+	p := filepath.Join(f.mp, "src", "main.go")
+	h, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	buf := make([]byte, 4096)
+	if n, _ := h.ReadAt(buf, 0); !strings.HasPrefix(string(buf[:n]), "package main") {
+		t.Fatalf("first read: %q", buf[:n])
+	}
+	key := realKeys(t)["ec"]
+	inPlace(t, filepath.Join(f.root, "src", "main.go"), key)
+	within(t, 10*time.Second, "the open handle refused", func() error {
+		n, err := h.ReadAt(buf, 0)
+		if strings.Contains(string(buf[:n]), material(key)) {
+			t.Fatalf("the open handle served the key")
+		}
+		if err == nil || err == io.EOF {
+			return fmt.Errorf("read: %d bytes, %v", n, err)
+		}
+		return nil
+	})
+}
