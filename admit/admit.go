@@ -34,8 +34,11 @@ type Decider struct {
 	// roots (the daemon's index); without it a multi-link file is refused
 	// unless the policy allows hard links.
 	Links Linker
-	bufs  sync.Pool
-	scans atomic.Int64
+	// small and large scan buffers: most files are small, and a 1 MiB
+	// buffer per concurrent scan of a small file would be most of the
+	// daemon's memory.
+	small, large sync.Pool
+	scans        atomic.Int64
 }
 
 // Scans counts the content scans made (a verdict not found in the cache).
@@ -65,7 +68,8 @@ type key struct {
 // New returns a decider that remembers at most max verdicts.
 func New(max int) *Decider {
 	d := &Decider{max: max, cache: make(map[key]sniff.Result)}
-	d.bufs.New = func() any { b := make([]byte, 1<<20); return &b }
+	d.small.New = func() any { b := make([]byte, 64<<10); return &b }
+	d.large.New = func() any { b := make([]byte, 1<<20); return &b }
 	return d
 }
 
@@ -74,29 +78,92 @@ func New(max int) *Decider {
 // private key, wherever in the file), or it has other names that are denied,
 // outside the roots, or unknown.
 func (d *Decider) Decide(g *roots.Guard, f *roots.File) (sniff.Result, error) {
+	return d.Start(g, f).Wait()
+}
+
+// Pending is a decision under way: the class of f's sample is known at
+// once; the verdict (Wait) may still need the scan of the whole content.
+type Pending struct {
+	// Sample is the class of the start of the file, which says how it
+	// would be shown (text with or without a BOM, image, binary); it is
+	// not the verdict.
+	Sample sniff.Result
+	done   chan struct{}
+	res    sniff.Result
+	err    error
+}
+
+// Wait returns the verdict, as Decide does.
+func (p *Pending) Wait() (sniff.Result, error) {
+	<-p.done
+	return p.res, p.err
+}
+
+// Start begins the decision on f and returns at once with the sample's
+// class; the scan of the whole content (when the verdict is not already
+// known) runs on its own goroutine, so a caller that reads the file anyway
+// (fsguard read's window scan) overlaps the two. The caller must Wait
+// before it closes f, and must show nothing of f before Wait says yes.
+func (d *Decider) Start(g *roots.Guard, f *roots.File) *Pending {
+	p := &Pending{done: make(chan struct{})}
+	finish := func(res sniff.Result, err error) *Pending {
+		p.res, p.err = res, err
+		close(p.done)
+		return p
+	}
 	pol := g.Policy()
 	if err := d.links(g, f); err != nil {
-		return sniff.Result{}, err
+		return finish(sniff.Result{}, err)
 	}
 	k := key{f.Identity(), pol}
 	d.mu.Lock()
 	res, ok := d.cache[k]
 	d.mu.Unlock()
-	if !ok {
-		var err error
-		if res, err = d.classify(pol, f); err != nil {
-			return res, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
-		}
-		d.mu.Lock()
-		if len(d.cache) >= d.max {
-			// Dropped whole: cheaper than LRU bookkeeping on every open,
-			// and it costs at most one rescan per file.
-			d.cache = make(map[key]sniff.Result)
-		}
-		d.cache[k] = res
-		d.mu.Unlock()
+	if ok {
+		p.Sample = res
+		return finish(verdict(pol, f.Root, f.Rel, f.Name, res))
 	}
-	return verdict(pol, f.Root, f.Rel, f.Name, res)
+	sample, bp, pool, err := d.sample(pol, f)
+	if err != nil {
+		return finish(sample, ioErr(f.Name, err))
+	}
+	p.Sample = sample
+	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) {
+		pool.Put(bp)
+		d.remember(k, sample)
+		return finish(verdict(pol, f.Root, f.Rel, f.Name, sample))
+	}
+	go func() {
+		defer pool.Put(bp)
+		res := sample
+		at, err := sniff.FindKeyIn(f, f.Stat.Size, *bp)
+		if err != nil {
+			finish(res, ioErr(f.Name, err))
+			return
+		}
+		if at >= 0 {
+			res = sniff.Result{Class: sniff.PrivateKey, MIME: "application/x-pem-file"}
+		}
+		d.remember(k, res)
+		finish(verdict(pol, f.Root, f.Rel, f.Name, res))
+	}()
+	return p
+}
+
+func ioErr(name string, err error) error {
+	return refusal.Cannot(refusal.IOError, name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+}
+
+// remember caches a version's class.
+func (d *Decider) remember(k key, res sniff.Result) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.cache) >= d.max {
+		// Dropped whole: cheaper than LRU bookkeeping on every open, and it
+		// costs at most one rescan per file.
+		d.cache = make(map[key]sniff.Result)
+	}
+	d.cache[k] = res
 }
 
 // verdict applies the policy's refused classes to a file's class.
@@ -142,28 +209,20 @@ func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 	return err
 }
 
-// classify samples the start of f for its class, and scans all of it for a
-// private key, which outranks any class.
-func (d *Decider) classify(pol *policy.Policy, f *roots.File) (sniff.Result, error) {
+// sample classifies the start of f, counting a scan; it returns the
+// buffer it used (for the whole-content scan) and its pool.
+func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, *[]byte, *sync.Pool, error) {
 	d.scans.Add(1)
-	bp := d.bufs.Get().(*[]byte)
-	defer d.bufs.Put(bp)
-	buf := *bp
-	sample := buf[:min(len(buf), pol.Limits.SampleBytes)]
-	n, err := f.ReadAt(sample, 0)
+	pool := &d.small
+	if f.Stat.Size > 64<<10 {
+		pool = &d.large
+	}
+	bp := pool.Get().(*[]byte)
+	buf := (*bp)[:min(len(*bp), pol.Limits.SampleBytes)]
+	n, err := f.ReadAt(buf, 0)
 	if n == 0 && err != nil && f.Stat.Size > 0 {
-		return sniff.Result{}, err
+		pool.Put(bp)
+		return sniff.Result{}, nil, nil, err
 	}
-	res := sniff.Classify(sample[:n], int64(n) >= f.Stat.Size)
-	if res.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) {
-		return res, nil
-	}
-	at, err := sniff.FindKeyIn(f, f.Stat.Size, buf)
-	if err != nil {
-		return sniff.Result{}, err
-	}
-	if at >= 0 {
-		return sniff.Result{Class: sniff.PrivateKey, MIME: "application/x-pem-file"}, nil
-	}
-	return res, nil
+	return sniff.Classify(buf[:n], int64(n) >= f.Stat.Size), bp, pool, nil
 }

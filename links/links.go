@@ -88,10 +88,13 @@ func walk(g *roots.Guard) map[inode]*entry {
 	m := map[inode]*entry{}
 	seen := map[string]bool{}
 	for _, r := range g.Roots() {
-		fd, err := unix.Openat(r.FD(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			walkDir(r, fd, ".", m, seen)
-		}
+		r.Use(func(rfd int) error {
+			fd, err := unix.Openat(rfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				walkDir(r, fd, ".", m, seen)
+			}
+			return err
+		})
 	}
 	return m
 }

@@ -174,7 +174,7 @@ func (s *Server) raiseReadahead() {
 func stackDepth(g *roots.Guard) int {
 	for _, r := range g.Roots() {
 		var st unix.Statfs_t
-		if unix.Fstatfs(r.FD(), &st) == nil && st.Type == overlayfsMagic {
+		if r.Use(func(fd int) error { return unix.Fstatfs(fd, &st) }) == nil && st.Type == overlayfsMagic {
 			return 2
 		}
 	}
@@ -234,10 +234,9 @@ func (s *Server) Reload(p *policy.Policy) error {
 	if err := s.startWatch(g); err != nil {
 		s.log.Warn("no watch of the backing tree after the reload; changes show only as the kernel's caches expire", "err", err.Error())
 	}
-	// Operations in flight may still hold the old root descriptors; a
-	// closed descriptor number could be reused by an unrelated open, so
-	// they are closed only once those operations are long done.
-	time.AfterFunc(time.Minute, func() { old.Close() })
+	// Calls in flight on the old roots hold their descriptors; each is
+	// closed when its last call is done (roots.rootFD).
+	old.Close()
 	s.invalidate()
 	return nil
 }

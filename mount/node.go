@@ -378,7 +378,7 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 
 func statfs(r *roots.Root, out *fuse.StatfsOut) syscall.Errno {
 	var st unix.Statfs_t
-	if err := unix.Fstatfs(r.FD(), &st); err != nil {
+	if err := r.Use(func(fd int) error { return unix.Fstatfs(fd, &st) }); err != nil {
 		return fs.ToErrno(err)
 	}
 	out.Blocks, out.Bfree, out.Bavail = st.Blocks, st.Bfree, st.Bavail

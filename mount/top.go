@@ -29,7 +29,7 @@ func (t *top) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return nil, syscall.ENOENT
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(r.FD(), &st); err != nil {
+	if err := r.Use(func(fd int) error { return unix.Fstat(fd, &st) }); err != nil {
 		return nil, fs.ToErrno(err)
 	}
 	fillAttr(&out.Attr, &st)

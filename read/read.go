@@ -137,7 +137,8 @@ func (r *Reader) Read(req Request) (*Result, error) {
 		return nil, err
 	}
 	defer f.Close()
-	class, err := r.classify(f)
+	class, admission, err := r.classify(f)
+	defer admission.Wait() // before f is closed
 	if err != nil {
 		return nil, err
 	}
@@ -155,9 +156,12 @@ func (r *Reader) Read(req Request) (*Result, error) {
 		kept = bytes.NewBuffer(make([]byte, 0, f.Stat.Size))
 		src = io.TeeReader(src, kept)
 	}
-	scan, err := window.Scan(src, opts)
+	scan, err := window.Scan(src, opts) // while admission scans for keys
 	if err != nil {
 		return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+	}
+	if _, err := admission.Wait(); err != nil {
+		return nil, err // nothing of the window is shown
 	}
 	scanned := int64(-1) // a partial scan says nothing about the size
 	if scan.Complete {
@@ -183,29 +187,40 @@ func (r *Reader) Read(req Request) (*Result, error) {
 	return res, nil
 }
 
-// classify asks for admission, then refuses to render what is not text.
-func (r *Reader) classify(f *roots.File) (sniff.Result, error) {
+// classify starts the admission decision and refuses to render what is
+// not text. The caller must Wait on the decision before it shows anything.
+func (r *Reader) classify(f *roots.File) (sniff.Result, *admit.Pending, error) {
 	d := r.Admit
 	if d == nil {
 		d = admit.New(1)
 	}
-	c, err := d.Decide(r.Guard, f)
-	if err != nil {
-		return c, err
-	}
+	p := d.Start(r.Guard, f)
+	c := p.Sample
 	switch c.Class {
+	case sniff.PrivateKey:
+		// Refused or allowed: the verdict says which; allowed keys are text.
+		_, err := p.Wait()
+		c.Class = sniff.Text
+		return c, p, err
 	case sniff.Binary:
-		return c, refusal.Cannot(refusal.Binary, f.Name, fmt.Sprintf("binary file (%s); fsguard shows text files only", c.MIME))
+		if _, err := p.Wait(); err != nil {
+			return c, p, err
+		}
+		return c, p, refusal.Cannot(refusal.Binary, f.Name, fmt.Sprintf("binary file (%s); fsguard shows text files only", c.MIME))
 	case sniff.Image:
-		return c, nil // described, not refused (see image)
+		_, err := p.Wait() // described, not refused (see image), once admitted
+		return c, p, err
 	case sniff.Encoding:
+		if _, err := p.Wait(); err != nil {
+			return c, p, err
+		}
 		why := "not UTF-8 (" + c.MIME + ")"
 		if c.BadByte >= 0 {
 			why = fmt.Sprintf("invalid UTF-8 at byte %d (%s)", c.BadByte, c.MIME)
 		}
-		return c, refusal.Cannot(refusal.Encoding, f.Name, why+"; fsguard shows UTF-8 text only")
+		return c, p, refusal.Cannot(refusal.Encoding, f.Name, why+"; fsguard shows UTF-8 text only")
 	}
-	return c, nil
+	return c, p, nil
 }
 
 // image answers a read of an image: its description, and its bytes when

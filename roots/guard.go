@@ -84,16 +84,12 @@ type Root struct {
 	// default a bind mount inside a root is a wall (RESOLVE_NO_XDEV), so
 	// binding /etc under a root does not put /etc in the view.
 	crossMounts bool
-	fd          int
+	rfd         rootFD
 }
 
 // CrossMounts reports whether resolution beneath the root enters mount
 // points below it.
 func (r *Root) CrossMounts() bool { return r.crossMounts }
-
-// FD returns the root's O_PATH directory descriptor. It stays valid until
-// the Guard is closed.
-func (r *Root) FD() int { return r.fd }
 
 // New opens every root of the policy.
 func New(p *policy.Policy) (*Guard, error) {
@@ -110,18 +106,16 @@ func New(p *policy.Policy) (*Guard, error) {
 			g.Close()
 			return nil, fmt.Errorf("root %s: %w", pr.Path, err)
 		}
-		g.roots = append(g.roots, &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, crossMounts: pr.CrossMounts, fd: fd})
+		g.roots = append(g.roots, &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, crossMounts: pr.CrossMounts, rfd: rootFD{fd: fd}})
 	}
 	return g, nil
 }
 
-// Close releases the root descriptors.
+// Close releases the root descriptors, each once the calls in flight on
+// it are done (see rootFD); calls after Close fail.
 func (g *Guard) Close() error {
 	for _, r := range g.roots {
-		if r.fd >= 0 {
-			unix.Close(r.fd)
-			r.fd = -1
-		}
+		r.rfd.close()
 	}
 	return nil
 }
@@ -262,7 +256,11 @@ func (g *Guard) Open(name, cwd string) (*File, error) {
 // altogether: in the common case (no link on the path) the real path is
 // then known without asking the kernel for it.
 func (r *Root) open(rel string, flags uint64) (fd int, viaLink bool, err error) {
-	dirfd := r.fd
+	dirfd, err := r.rfd.hold()
+	if err != nil {
+		return -1, false, err
+	}
+	defer r.rfd.drop()
 	var xdev uint64 = unix.RESOLVE_NO_XDEV
 	if r.crossMounts {
 		xdev = 0
@@ -385,6 +383,9 @@ func (g *Guard) openAcross(root *Root, rel, display string, hops int) (*File, er
 }
 
 func (g *Guard) openErr(err error, root *Root, rel, display string) error {
+	if err == errClosed {
+		return refusal.Cannot(refusal.ChangedDuringRead, display, "the policy was reloaded during the call; retry")
+	}
 	switch err {
 	case unix.ENOENT, unix.ENOTDIR:
 		return g.notFound(root, rel, display)

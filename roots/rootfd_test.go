@@ -1,0 +1,60 @@
+package roots
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"fsguard/policy"
+	"fsguard/refusal"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestRootOutlivesCloseWhileInUse: closing a guard (a policy reload) while
+// a call is using a root's descriptor leaves that descriptor open — its
+// number cannot be handed to an unrelated open — until the call is done;
+// calls after that are refused, never made on a stale number.
+func TestRootOutlivesCloseWhileInUse(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o644)
+	p, err := policy.Default(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := g.Roots()[0]
+	inUse, release, done := make(chan int), make(chan struct{}), make(chan error)
+	go func() {
+		done <- r.Use(func(fd int) error {
+			inUse <- fd
+			<-release
+			var st unix.Stat_t
+			return unix.Fstat(fd, &st)
+		})
+	}()
+	fd := <-inUse
+	g.Close()
+	n, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(n)
+	if n == fd {
+		t.Fatalf("the root's descriptor %d was reused while a call held it", fd)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the call in flight lost its descriptor: %v", err)
+	}
+	if err := r.Use(func(int) error { return nil }); err == nil {
+		t.Fatal("a call after Close was made")
+	}
+	if _, err := g.Open("a.txt", root); refusal.CodeOf(err) != refusal.ChangedDuringRead {
+		t.Fatalf("open after Close: %v, want CHANGED_DURING_READ", err)
+	}
+}
