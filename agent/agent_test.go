@@ -74,6 +74,7 @@ func (e *env) check(name string) refusal.Code {
 }
 
 func TestPreconditions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.write("f.txt", "one\ntwo\n")
 	if c := e.check("f.txt"); c != refusal.NotObserved {
@@ -110,6 +111,7 @@ func TestPreconditions(t *testing.T) {
 }
 
 func TestWriteThenWriteAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.write("f.txt", "v1\n")
 	mode := os.FileMode(0o640)
@@ -172,6 +174,7 @@ func TestWriteRefusedWhenTargetChangesBeforeRename(t *testing.T) {
 }
 
 func TestLedger(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	path := e.write("f.txt", "1\n2\n3\n4\n5\n")
 	if r := e.read("f.txt", 0, 0); r.Notice != "" {
@@ -199,6 +202,7 @@ func TestLedger(t *testing.T) {
 }
 
 func TestLedgerNeedsEveryLine(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("g.txt", "1\n2\n3\n4\n5\n")
 	e.read("g.txt", 1, 2)
@@ -226,6 +230,7 @@ func TestLedgerNeedsEveryLine(t *testing.T) {
 // answered with a notice for that range and the usual footer; an edit
 // anywhere in the file makes it a new version, held by nobody.
 func TestLedgerWindows(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var b strings.Builder
 	for i := 1; i <= 100; i++ {
@@ -261,6 +266,7 @@ func TestLedgerWindows(t *testing.T) {
 }
 
 func TestReadWithoutJournalSaysSo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("f.txt", "x\n")
 	e.svc.Journal = nil

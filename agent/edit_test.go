@@ -44,6 +44,7 @@ func at(content string, n int) string {
 }
 
 func TestAnchoredReadShowsAnchors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("a.txt", "alpha\nbeta\n")
 	r := e.anchoredRead("a.txt", 0, 0)
@@ -67,6 +68,7 @@ func TestAnchoredReadShowsAnchors(t *testing.T) {
 }
 
 func TestAnchoredEdits(t *testing.T) {
+	t.Parallel()
 	v1 := numbered(100, nil)
 	tests := []struct {
 		name     string
@@ -150,6 +152,7 @@ func wrongHash(v string, n int) string {
 }
 
 func TestEditNeedsTheLinesShown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	v := numbered(100, nil)
 	e.write("f.txt", v)
@@ -169,6 +172,7 @@ func TestEditNeedsTheLinesShown(t *testing.T) {
 }
 
 func TestExactTextEdits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("f.txt", "func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 1\n}\n")
 	e.read("f.txt", 0, 0)
@@ -208,6 +212,7 @@ func TestExactTextEdits(t *testing.T) {
 // An exact-text edit works on lines the session holds as they are now,
 // even after an unrelated change; on a line that changed it is stale.
 func TestExactTextAfterChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("f.txt", numbered(100, nil))
 	e.read("f.txt", 0, 0)
@@ -225,6 +230,7 @@ func TestExactTextAfterChanges(t *testing.T) {
 }
 
 func TestEditKeepsLineEndings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in string
 		edit     func(in string) Edit
@@ -278,6 +284,7 @@ func TestEditRaceIsCaught(t *testing.T) {
 // Once the version the session read is evicted, an anchored edit of a file
 // that changed since cannot map its anchors: it is refused, never guessed.
 func TestEditAgainstEvictedVersion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	v := numbered(100, nil)
 	e.write("f.txt", v)

@@ -52,6 +52,7 @@ func appliesTo(t *testing.T, k *belief, r *ReadResult, now string) {
 }
 
 func TestDiffOnChangedReread(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	v1 := numbered(200, nil)
 	e.write("d.txt", v1)
@@ -89,6 +90,7 @@ func TestDiffOnChangedReread(t *testing.T) {
 }
 
 func TestDiffWithShiftsAndSeveralHunks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	v1 := numbered(300, nil)
 	e.write("d.txt", v1)
@@ -109,6 +111,7 @@ func TestDiffWithShiftsAndSeveralHunks(t *testing.T) {
 // or whose old version is no longer kept, is sent as lines — never as
 // "unchanged".
 func TestChangedRereadSendsLines(t *testing.T) {
+	t.Parallel()
 	t.Run("held window, edit elsewhere", func(t *testing.T) {
 		e := newEnv(t)
 		e.write("d.txt", numbered(200, nil))
@@ -179,6 +182,7 @@ func TestChangedRereadSendsLines(t *testing.T) {
 // The store's cap evicts the least recently used version, the journal
 // records it, and a session holding only the evicted version gets lines.
 func TestEvictedVersionGetsLines(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.svc.Held.Close()
 	h, err := blobs.Open(filepath.Join(t.TempDir(), "small.held.db"), 64<<10) // keeps files up to 16 KiB

@@ -91,6 +91,7 @@ func (b *belief) patch(unified string) error {
 // leave it holding only true lines; an edit's answer must leave it holding
 // only true lines. Any other answer is untruthful and fails the test.
 func TestReplayLedger(t *testing.T) {
+	t.Parallel()
 	// The same trace without kept content (no diffs, edits only of the
 	// version last read) is the baseline the diffs are measured against.
 	t.Run("without held content", func(t *testing.T) { replay(t, false) })

@@ -32,6 +32,7 @@ func open(t *testing.T, capBytes int64) *Store {
 }
 
 func TestKeepsAndReturnsContent(t *testing.T) {
+	t.Parallel()
 	s := open(t, 1<<20)
 	data := []byte("package main\n\nfunc main() {}\n")
 	if ev, err := s.Put(idOf(data), "/r/main.go", data); err != nil || len(ev) != 0 {
@@ -49,6 +50,7 @@ func TestKeepsAndReturnsContent(t *testing.T) {
 // The cap pushes out the least recently used blob, a Get counts as a use,
 // and every eviction is reported so the caller can record it.
 func TestEvictsLeastRecentlyUsed(t *testing.T) {
+	t.Parallel()
 	const n = 40 << 10
 	s := open(t, 4*n+n/2) // room for four
 	var ids []string
@@ -81,6 +83,7 @@ func TestEvictsLeastRecentlyUsed(t *testing.T) {
 }
 
 func TestRefusesWhatWouldNotFit(t *testing.T) {
+	t.Parallel()
 	s := open(t, 64<<10)
 	b := noise(int(s.MaxFile())+1, 9)
 	if ev, err := s.Put(idOf(b), "/big", b); err != nil || ev != nil {
@@ -93,6 +96,7 @@ func TestRefusesWhatWouldNotFit(t *testing.T) {
 
 // A blob altered in the store is not returned as the content it names.
 func TestDamagedBlobIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	s := open(t, 1<<20)
 	data := []byte("line one\nline two\n")
 	s.Put(idOf(data), "/f", data)

@@ -63,6 +63,7 @@ func randomLines(r *rand.Rand) []string {
 }
 
 func TestScriptsAreMinimalAndExact(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(1))
 	for n := 0; n < 3000; n++ {
 		a, b := randomLines(r), randomLines(r)
@@ -75,6 +76,7 @@ func TestScriptsAreMinimalAndExact(t *testing.T) {
 }
 
 func TestGivesUpBeyondTheBound(t *testing.T) {
+	t.Parallel()
 	a := strings.Split("a b c d e f g h", " ")
 	b := strings.Split("1 2 3 4 5 6 7 8", " ")
 	if _, ok := Lines(a, b, 15); ok {
@@ -89,6 +91,7 @@ func TestGivesUpBeyondTheBound(t *testing.T) {
 
 // The expected texts are what GNU diff -u prints for the same inputs.
 func TestUnifiedText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		a, b    string
@@ -120,6 +123,7 @@ func TestUnifiedText(t *testing.T) {
 }
 
 func TestEqualInputsHaveNoHunks(t *testing.T) {
+	t.Parallel()
 	a := []string{"x", "y"}
 	ops, _ := Lines(a, a, 0)
 	if h := Hunks(ops, 3); len(h) != 0 {

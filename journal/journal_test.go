@@ -48,6 +48,7 @@ func raw(t *testing.T, path string) *sql.DB {
 }
 
 func TestChainVerifies(t *testing.T) {
+	t.Parallel()
 	j, _ := openTemp(t)
 	fill(t, j, 100)
 	n, err := j.Verify(nil)
@@ -57,6 +58,7 @@ func TestChainVerifies(t *testing.T) {
 }
 
 func TestTamperingIsDetected(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		tamper func(t *testing.T, db *sql.DB, path string)
@@ -129,6 +131,7 @@ func TestTamperingIsDetected(t *testing.T) {
 }
 
 func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
 	j, path := openTemp(t)
 	j.Close()
 	raw(t, path).Exec(`UPDATE meta SET value = '99' WHERE key = 'schema_version'`)
@@ -138,6 +141,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 }
 
 func TestCovers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		spans    [][2]int64
 		from, to int64
@@ -207,6 +211,7 @@ func writer(path string) int {
 // each while one is killed with SIGKILL mid-stream. The chain verifies and
 // every record any writer reported committed is there.
 func TestConcurrentWritersSurviveKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns 8 writer processes")
 	}

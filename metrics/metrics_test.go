@@ -7,6 +7,7 @@ import (
 )
 
 func TestExposition(t *testing.T) {
+	t.Parallel()
 	s := New()
 	s.Reads.Add("read", 2)
 	s.Denials.Add("DENIED", 1)

@@ -8,6 +8,7 @@ import (
 // same identity always the same one, and only identities that do not fit
 // the computed layout are remembered — until the kernel forgets them.
 func TestInodeNumbers(t *testing.T) {
+	t.Parallel()
 	v := &view{devs: map[uint64]uint64{}, odd: map[idKey]uint64{}}
 	const dir, reg = 0o040000, 0o100000
 	keys := []idKey{

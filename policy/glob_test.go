@@ -7,6 +7,7 @@ import (
 )
 
 func TestGlobMatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pat  string
 		path string
@@ -52,6 +53,7 @@ func TestGlobMatch(t *testing.T) {
 }
 
 func TestDefaultDenyCompiles(t *testing.T) {
+	t.Parallel()
 	for _, s := range DefaultDeny {
 		if _, err := CompileGlob(s); err != nil {
 			t.Errorf("%q: %v", s, err)

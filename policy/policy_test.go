@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	other := t.TempDir()
 	tests := []struct {
@@ -70,6 +71,7 @@ path = "x"`, `line 2: expected end of table array name`},
 }
 
 func TestExampleIsValidAndDefault(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../policy.toml.example")
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +100,7 @@ func TestExampleIsValidAndDefault(t *testing.T) {
 }
 
 func TestRootsResolveSymlinks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real")
 	os.Mkdir(real, 0o755)

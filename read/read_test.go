@@ -100,6 +100,7 @@ func (f *fixture) refused(name string, code refusal.Code) error {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.write("ok.txt", "fine\n")
 	f.write(".env", "SECRET=1\n")
@@ -180,6 +181,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestFIFODoesNotBlock(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	if err := syscall.Mkfifo(filepath.Join(f.root, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
@@ -194,6 +196,7 @@ func TestFIFODoesNotBlock(t *testing.T) {
 }
 
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.write("a.txt", "x\n")
 	f.write("main.go", "package main\n")
@@ -228,6 +231,7 @@ func TestMessages(t *testing.T) {
 // TestSuggestionsNeverNameHidden: a near name that the policy hides is
 // never offered, though a visible one is.
 func TestSuggestionsNeverNameHidden(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.write(".env", "S=1\n")
 	f.write(".envrc", "use nix\n")
@@ -258,6 +262,7 @@ func TestSuggestionsNeverNameHidden(t *testing.T) {
 }
 
 func TestEnvelopeAndFooters(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.write("three.txt", "a\nb\nc\n")
 	res, err := f.read("three.txt", 0, 0)
@@ -290,6 +295,7 @@ func TestEnvelopeAndFooters(t *testing.T) {
 // TestPageToEnd follows each footer's offset exactly over a 2000+ line file
 // and checks that every line is seen once, in order.
 func TestPageToEnd(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var b strings.Builder
 	for i := 1; i <= 2345; i++ {
@@ -338,6 +344,7 @@ func TestPageToEnd(t *testing.T) {
 }
 
 func TestLineEndings(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for name, content := range map[string]string{"crlf.txt": "one\r\ntwo\r\nthree\r\n", "cr.txt": "one\rtwo\rthree"} {
 		f.write(name, content)
@@ -352,6 +359,7 @@ func TestLineEndings(t *testing.T) {
 }
 
 func TestLongLineAndLateBadUTF8(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	long := strings.Repeat("0123456789", 1<<20) // 10 MB single line
 	f.write("long.txt", long)
@@ -376,6 +384,7 @@ func TestLongLineAndLateBadUTF8(t *testing.T) {
 // TestChangedDuringRead: a file whose identity moves between open and the
 // end of the scan is refused.
 func TestChangedDuringRead(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	path := f.write("grow.txt", strings.Repeat("line\n", 1000))
 	fh, err := f.r.Guard.Open("grow.txt", f.root)
@@ -393,6 +402,7 @@ func TestChangedDuringRead(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.write("a.txt", "x\ny\n")
 	res, _ := f.read("a.txt", 1, 1)
@@ -419,6 +429,7 @@ func mustScan(t *testing.T, fh *roots.File) *window.Result {
 }
 
 func TestImages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var pngBuf bytes.Buffer
 	png.Encode(&pngBuf, image.NewRGBA(image.Rect(0, 0, 3, 2)))

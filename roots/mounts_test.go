@@ -14,6 +14,7 @@ import (
 // TestBindMountInsideRootIsAWall: binding an outside directory under a
 // root does not put it in the view, unless the root says cross_mounts.
 func TestBindMountInsideRootIsAWall(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("bind mounts need root")
 	}

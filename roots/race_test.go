@@ -21,6 +21,7 @@ import (
 // while readers open a file through it. Not one byte of the outside canary
 // may ever come back.
 func TestComponentSwapRace(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
 	for _, d := range []string{filepath.Join(root, "flip"), outside} {

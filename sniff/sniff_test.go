@@ -5,6 +5,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		in    string

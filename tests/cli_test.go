@@ -17,6 +17,7 @@ func fsguard(t *testing.T, dir, journal, stdin string, args ...string) (string, 
 }
 
 func TestCommandsExitCodesAndOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	j := filepath.Join(t.TempDir(), "j.db")
 	writeFile(t, filepath.Join(dir, "a.txt"), "one\ntwo\nthree\n", 0o644)
@@ -59,6 +60,7 @@ func TestCommandsExitCodesAndOutput(t *testing.T) {
 }
 
 func TestBashCompletion(t *testing.T) {
+	t.Parallel()
 	script := `source <("$FSG" completion bash)
 COMP_WORDS=(fsguard jo); COMP_CWORD=1; _fsguard; echo "1:${COMPREPLY[*]}"
 COMP_WORDS=(fsguard read --no); COMP_CWORD=2; _fsguard; echo "2:${COMPREPLY[*]}"
@@ -74,6 +76,7 @@ COMP_WORDS=(fsguard journal ve); COMP_CWORD=2; _fsguard; echo "3:${COMPREPLY[*]}
 // TestEditFromTheCommandLine: read --anchors, edit by anchor and by exact
 // text, the refusals' exit codes, and a CRLF file kept CRLF.
 func TestEditFromTheCommandLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	j := filepath.Join(t.TempDir(), "j.db")
 	p := filepath.Join(dir, "f.txt")

@@ -23,6 +23,7 @@ import (
 // uses 60). Zero canary bytes, zero errors on stable files, zero stale
 // reads of what a writer changes meanwhile, bounded RSS.
 func TestLoadWithSymlinkSwaps(t *testing.T) {
+	t.Parallel()
 	seconds := 5
 	if s := os.Getenv("FSGUARD_LOAD_SECONDS"); s != "" {
 		seconds, _ = strconv.Atoi(s)

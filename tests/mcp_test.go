@@ -27,6 +27,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // write. The exchange, with the temp dir replaced by $ROOT, must match
 // tests/testdata/mcp.golden.
 func TestMCPTranscript(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	var b strings.Builder
 	for i := 1; i <= 30; i++ {

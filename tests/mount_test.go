@@ -86,6 +86,7 @@ func snapshot(t *testing.T, dir string) string {
 }
 
 func TestMountServesOnlyWhatIsAdmitted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	d := startMount(t, f.mp, "--policy", f.policy)
 
@@ -157,6 +158,7 @@ func TestMountServesOnlyWhatIsAdmitted(t *testing.T) {
 }
 
 func TestFIFOCannotHangReaders(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	startMount(t, f.mp, "--policy", f.policy)
 	start := time.Now()
@@ -172,6 +174,7 @@ func TestFIFOCannotHangReaders(t *testing.T) {
 }
 
 func TestWritesFailWithEROFS(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	startMount(t, f.mp, "--policy", f.policy)
 	before := snapshot(t, f.root)
@@ -191,6 +194,7 @@ func TestWritesFailWithEROFS(t *testing.T) {
 }
 
 func TestGitWorksThroughTheMount(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
@@ -218,6 +222,7 @@ func TestGitWorksThroughTheMount(t *testing.T) {
 }
 
 func TestStaleMountIsClearedAfterKill9(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	d := startMount(t, f.mp, "--policy", f.policy)
 	d.cmd.Process.Kill()
@@ -232,6 +237,7 @@ func TestStaleMountIsClearedAfterKill9(t *testing.T) {
 }
 
 func TestSecondDaemonRefusesLiveMount(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	startMount(t, f.mp, "--policy", f.policy)
 	out, err := run(t, 10*time.Second, binary, "mount", "--policy", f.policy, f.mp)
@@ -241,6 +247,7 @@ func TestSecondDaemonRefusesLiveMount(t *testing.T) {
 }
 
 func TestUnmountCommand(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	d := startMount(t, f.mp, "--policy", f.policy)
 	mustRun(t, binary, "unmount", f.mp)
@@ -257,6 +264,7 @@ func TestUnmountCommand(t *testing.T) {
 // TestAllowOtherChecksCallerPermissions: with --allow-other, a container
 // user can read what its own uid may read, and nothing more.
 func TestAllowOtherChecksCallerPermissions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	writeFile(t, filepath.Join(f.root, "private.txt"), canary+"\n", 0o600)
 	writeFile(t, filepath.Join(f.root, "public.txt"), "public\n", 0o644)
@@ -279,6 +287,7 @@ func TestAllowOtherChecksCallerPermissions(t *testing.T) {
 }
 
 func TestSIGHUPReloadsPolicy(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	d := startMount(t, f.mp, "--policy", f.policy)
 	readme := filepath.Join(f.mp, "README.md")
@@ -301,6 +310,7 @@ func TestSIGHUPReloadsPolicy(t *testing.T) {
 }
 
 func TestSeveralRootsAppearByName(t *testing.T) {
+	t.Parallel()
 	base := openDir(t)
 	a, b, mp := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "mnt")
 	writeFile(t, filepath.Join(a, "x.txt"), "from a\n", 0o644)
@@ -321,6 +331,7 @@ func TestSeveralRootsAppearByName(t *testing.T) {
 // into its own mount (go-fuse's deadlock class), so a mount point inside a
 // root is not part of the view.
 func TestMountPointInsideRootIsHidden(t *testing.T) {
+	t.Parallel()
 	base := openDir(t)
 	root := filepath.Join(base, "root")
 	mp := filepath.Join(root, "view")

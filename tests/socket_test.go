@@ -17,6 +17,7 @@ import (
 // are in the caller's view of the mount, never the backing tree's; the
 // daemon stamps records with the caller's pid from SO_PEERCRED.
 func TestControlSocket(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	sock := filepath.Join(f.base, "ctl.sock")
 	d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)

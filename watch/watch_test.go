@@ -47,6 +47,7 @@ func backends(t *testing.T) []string {
 }
 
 func TestEvents(t *testing.T) {
+	t.Parallel()
 	for _, backend := range backends(t) {
 		t.Run(backend, func(t *testing.T) {
 			root, err := filepath.EvalSymlinks(t.TempDir())
@@ -106,6 +107,7 @@ func TestEvents(t *testing.T) {
 }
 
 func TestCloseStopsCallbacks(t *testing.T) {
+	t.Parallel()
 	for _, backend := range backends(t) {
 		root := t.TempDir()
 		calls := make(chan struct{}, 100)
@@ -127,6 +129,7 @@ func TestCloseStopsCallbacks(t *testing.T) {
 }
 
 func TestUnknownBackend(t *testing.T) {
+	t.Parallel()
 	if _, err := Start([]string{t.TempDir()}, "kqueue", Options{}, func([]Event) {}); err == nil {
 		t.Fatal("an unknown backend started")
 	}

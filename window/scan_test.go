@@ -46,6 +46,7 @@ func opts(offset int64, limit int) Options {
 }
 
 func TestSplitting(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		in    string
@@ -98,6 +99,7 @@ func TestCRLFAcrossChunks(t *testing.T) {
 }
 
 func TestWindowAndCuts(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	for i := 1; i <= 10; i++ {
 		fmt.Fprintf(&b, "line %d\n", i)
@@ -135,6 +137,7 @@ func TestWindowAndCuts(t *testing.T) {
 }
 
 func TestClampLongLine(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 5000) + "\nshort\n"
 	o := opts(1, 10)
 	o.MaxLineChars = 100
@@ -178,6 +181,7 @@ func TestInvalidUTF8(t *testing.T) {
 }
 
 func TestScanLimit(t *testing.T) {
+	t.Parallel()
 	in := strings.Repeat("abc\n", 100)
 	o := opts(1, 2)
 	o.MaxScanBytes = 40
@@ -193,6 +197,7 @@ func TestScanLimit(t *testing.T) {
 }
 
 func TestBOM(t *testing.T) {
+	t.Parallel()
 	o := opts(1, 10)
 	o.SkipBOM = true
 	r, _ := Scan(strings.NewReader("\uFEFFfirst\nsecond"), o)

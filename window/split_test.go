@@ -10,6 +10,7 @@ import (
 // Split must divide a file exactly as the scanner numbers it, and Join must
 // give back the same bytes: edits and diffs rely on both.
 func TestSplitAgreesWithScan(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(7))
 	inputs := []string{"", "abc", "abc\n", "\n\n", "a\r\nb\r\n", "a\rb\rc", "a\r\n\rb\n\r\n", "\r\n\r", "\xEF\xBB\xBFbom\r\nx"}
 	alphabet := []byte("ab\r\n ")
