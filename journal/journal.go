@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"fsguard/roots"
@@ -105,6 +106,9 @@ type Record struct {
 type Journal struct {
 	db   *sql.DB
 	path string
+
+	heldMu sync.Mutex
+	held   map[heldKey]*heldEntry // see Holding
 }
 
 // DamageError says the journal is damaged. It is never papered over: a

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,5 +340,72 @@ func TestMigratesSchema1(t *testing.T) {
 	}
 	if n, err := j.Verify(nil); err != nil || n != 2 {
 		t.Fatalf("verify after an append: %d records, %v", n, err)
+	}
+}
+
+// TestHoldingFollowsAppends: what a session holds is remembered between
+// questions, and every record appended since — by this handle or another
+// process's — is folded in; another owner's records never are.
+func TestHoldingFollowsAppends(t *testing.T) {
+	t.Parallel()
+	j, path := openTemp(t)
+	other, err := Open(path) // a second writer, as another process would be
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	s := Session{ID: "s", Owner: "uid:1 pidns:1"}
+	read := func(j *Journal, owner string, a, b int64) {
+		t.Helper()
+		if err := j.Append(&Record{Kind: KindObservation, Origin: OriginRead, Session: "s", Owner: owner, RealPath: "/f", ContentID: "c", Start: a, End: b, TotalLines: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holds := func(a, b int64) bool {
+		t.Helper()
+		h, err := j.Holding(s, "/f", "c", 100, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.Covers(a, b)
+	}
+	read(j, s.Owner, 1, 10)
+	if !holds(1, 10) || holds(1, 20) {
+		t.Fatal("after lines 1-10")
+	}
+	read(j, s.Owner, 11, 20)
+	if !holds(1, 20) {
+		t.Fatal("a record appended after the last question was not folded in")
+	}
+	read(other, s.Owner, 21, 30)
+	if !holds(1, 30) {
+		t.Fatal("another writer's record was not folded in")
+	}
+	read(other, "uid:2 pidns:1", 31, 40)
+	if holds(31, 40) {
+		t.Fatal("another owner's record counted")
+	}
+}
+
+// TestAddAgreesWithASet: spans merged in place hold exactly the lines a
+// plain set of line numbers holds, sorted, disjoint and non-adjacent.
+func TestAddAgreesWithASet(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 2000 {
+		var h Held
+		set := map[int64]bool{}
+		for range 1 + rng.IntN(12) {
+			a := 1 + rng.Int64N(40)
+			b := a + rng.Int64N(8)
+			h.add(a, b)
+			for n := a; n <= b; n++ {
+				set[n] = true
+			}
+		}
+		want := SpansOf(60, func(n int64) bool { return set[n] })
+		if fmt.Sprint(h.Spans) != fmt.Sprint(want) {
+			t.Fatalf("trial %d: spans %v, want %v", trial, h.Spans, want)
+		}
 	}
 }

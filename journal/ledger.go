@@ -38,23 +38,20 @@ func (h Held) Window(start, end, totalLines int64) bool {
 // Has reports whether line n is held.
 func (h Held) Has(n int64) bool { return h.Covers(n, n) }
 
-// add merges a span in.
+// add merges a span in, in place: spans stay sorted, disjoint and
+// non-adjacent, and an add costs a search and a splice, not a sort.
 func (h *Held) add(a, b int64) {
 	if a < 1 || a > b {
 		return
 	}
-	h.Spans = append(h.Spans, [2]int64{a, b})
-	sort.Slice(h.Spans, func(i, j int) bool { return h.Spans[i][0] < h.Spans[j][0] })
-	out := h.Spans[:1]
-	for _, s := range h.Spans[1:] {
-		last := &out[len(out)-1]
-		if s[0] <= last[1]+1 {
-			last[1] = max(last[1], s[1])
-			continue
-		}
-		out = append(out, s)
+	// The first span that a..b touches or follows: its end reaches a-1.
+	i := sort.Search(len(h.Spans), func(i int) bool { return h.Spans[i][1] >= a-1 })
+	k := i
+	for k < len(h.Spans) && h.Spans[k][0] <= b+1 {
+		a, b = min(a, h.Spans[k][0]), max(b, h.Spans[k][1])
+		k++
 	}
-	h.Spans = out
+	h.Spans = append(h.Spans[:i], append([][2]int64{{a, b}}, h.Spans[k:]...)...)
 }
 
 // SpansOf builds a Held from line numbers that are true in has, 1..n.
@@ -81,22 +78,37 @@ func SpansOf(n int64, has func(int64) bool) [][2]int64 {
 // one shown shortened, is not held. With anchored, only reads that showed
 // each line's anchor count.
 func (j *Journal) Holding(session Session, realPath, contentID string, totalLines int64, anchored bool) (Held, error) {
-	var h Held
 	if contentID == "" {
-		return h, nil // a partial scan identifies no content
+		return Held{}, nil // a partial scan identifies no content
 	}
-	rows, err := j.db.Query(`SELECT body, prev_hash, hash FROM records
-		WHERE owner = ? AND session = ? AND real_path = ? AND content_id = ? AND kind = 'observation' AND origin IN `+heldOrigins+`
-		ORDER BY seq`, session.Owner, session.ID, realPath, contentID)
+	// What was already folded in is remembered with the last sequence
+	// number it covers: records are append-only, so a read costs the
+	// records added since, not the session's whole history.
+	k := heldKey{session, realPath, contentID, totalLines, anchored}
+	j.heldMu.Lock()
+	e := j.held[k]
+	var h Held
+	var after int64
+	if e != nil {
+		h = Held{Seen: e.h.Seen, Spans: append([][2]int64(nil), e.h.Spans...)}
+		after = e.seq
+	}
+	j.heldMu.Unlock()
+	rows, err := j.db.Query(`SELECT seq, body, prev_hash, hash FROM records
+		WHERE owner = ? AND session = ? AND real_path = ? AND seq > ? AND content_id = ? AND kind = 'observation' AND origin IN `+heldOrigins+`
+		ORDER BY seq`, session.Owner, session.ID, realPath, after, contentID)
 	if err != nil {
 		return h, j.damage(err)
 	}
 	defer rows.Close()
+	last := after
 	for rows.Next() {
-		r, err := j.scanRecord(rows)
+		var seq int64
+		r, err := j.scanRecord(rows, &seq)
 		if err != nil {
 			return h, err
 		}
+		last = seq
 		if anchored && !r.Anchors {
 			continue
 		}
@@ -112,8 +124,35 @@ func (j *Journal) Holding(session Session, realPath, contentID string, totalLine
 			h.add(r.Start, min(r.End, totalLines))
 		}
 	}
-	return h, j.damage0(rows.Err())
+	if err := rows.Err(); err != nil {
+		return h, j.damage(err)
+	}
+	j.heldMu.Lock()
+	if j.held == nil || len(j.held) >= maxHeldCache {
+		j.held = map[heldKey]*heldEntry{}
+	}
+	j.held[k] = &heldEntry{h: Held{Seen: h.Seen, Spans: append([][2]int64(nil), h.Spans...)}, seq: last}
+	j.heldMu.Unlock()
+	return h, nil
 }
+
+// heldKey names one Holding question; heldEntry is its answer as of seq.
+type heldKey struct {
+	session    Session
+	realPath   string
+	contentID  string
+	totalLines int64
+	anchored   bool
+}
+
+type heldEntry struct {
+	h   Held
+	seq int64
+}
+
+// maxHeldCache bounds the remembered answers; past it they are dropped
+// whole and rebuilt from the records on demand.
+const maxHeldCache = 4096
 
 // heldOrigins are the observations that hand a session lines.
 const heldOrigins = `('read', 'write', 'diff', 'edit')`

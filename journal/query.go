@@ -70,9 +70,11 @@ func (j *Journal) Query(f Filter) ([]*Record, error) {
 // scanRecord decodes one record and checks it against its own hash, so a
 // record altered in place is reported the moment anything reads it (a
 // check, the ledger, a query), not only by a full verify.
-func (j *Journal) scanRecord(rows *sql.Rows) (*Record, error) {
+// lead, if given, receive the columns selected before body, prev_hash
+// and hash.
+func (j *Journal) scanRecord(rows *sql.Rows, lead ...any) (*Record, error) {
 	var body, prev, hash string
-	if err := rows.Scan(&body, &prev, &hash); err != nil {
+	if err := rows.Scan(append(lead, &body, &prev, &hash)...); err != nil {
 		return nil, j.damage(err)
 	}
 	if chainHash(prev, body) != hash {
