@@ -13,6 +13,7 @@ package admit
 
 import (
 	"fmt"
+	"fsguard/fileid"
 	"sync"
 	"sync/atomic"
 
@@ -61,7 +62,7 @@ type Name struct {
 // key is a file version under one policy: any write moves size, mtime or
 // ctime, and a reload brings a new policy.
 type key struct {
-	id  roots.Identity
+	id  fileid.Identity
 	pol *policy.Policy
 }
 
@@ -193,7 +194,7 @@ func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 	pol := g.Policy()
 	if st.Nlink <= 1 {
 		d.mu.Lock()
-		res, ok := d.cache[key{roots.IdentityOf(st), pol}]
+		res, ok := d.cache[key{fileid.Of(st), pol}]
 		d.mu.Unlock()
 		if ok {
 			_, err := verdict(pol, r, rel, name, res)

@@ -3,8 +3,8 @@ package agent
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"fsguard/fileid"
 	"io"
 	"regexp"
 	"strconv"
@@ -207,8 +207,7 @@ func (s *Service) planEdit(f *roots.File, session string, ed Edit) (*editPlan, e
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(data)
-	curID := hex.EncodeToString(sum[:])
+	curID := fileid.ContentID(sha256.Sum256(data))
 	bom, lines := window.Split(data)
 	cur := window.Texts(lines)
 	last, err := s.Journal.LastObservation(s.sess(session), f.Real)

@@ -2,14 +2,13 @@ package agent
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"fsguard/fileid"
 	"io"
 	"path/filepath"
 
 	"fsguard/journal"
-	"fsguard/read"
 	"fsguard/refusal"
 	"fsguard/roots"
 	"fsguard/window"
@@ -136,7 +135,7 @@ func contentID(f *roots.File) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(res.Sum[:]), nil
+	return fileid.ContentID(res.Sum), nil
 }
 
 // beforeRename lets a test change the target between the check and the
@@ -196,7 +195,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	}
 	var dir *roots.Dir
 	var base, display string
-	var checked *roots.Identity
+	var checked *fileid.Identity
 	var content io.Reader
 	var ed *edited
 	mode := uint32(0o644)
@@ -280,7 +279,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		var st unix.Stat_t
 		serr := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
 		if checked != nil {
-			if serr != nil || roots.IdentityOf(&st) != *checked {
+			if serr != nil || fileid.Of(&st) != *checked {
 				return stale(display)
 			}
 			return unix.Renameat(dfd, tmp.name, dfd, base)
@@ -310,11 +309,11 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	if err := unix.Fstat(int(tmp.Fd()), &now); err != nil {
 		return nil, writeErr(display, err)
 	}
-	id := roots.IdentityOf(&now)
-	res := &WriteResult{Path: display, Bytes: n, TotalLines: scan.TotalLines, ContentID: hex.EncodeToString(scan.Sum[:]), Created: checked == nil}
+	id := fileid.Of(&now)
+	res := &WriteResult{Path: display, Bytes: n, TotalLines: scan.TotalLines, ContentID: fileid.ContentID(scan.Sum), Created: checked == nil}
 	rec := &journal.Record{
 		Kind: journal.KindObservation, Origin: journal.OriginWrite, Session: session,
-		Path: s.shown(display), RealPath: real, StatID: read.StatID(real, id), ContentID: res.ContentID,
+		Path: s.shown(display), RealPath: real, StatID: fileid.StatID(real, id), ContentID: res.ContentID,
 		WholeFileVisible: true, Start: min(1, scan.TotalLines), End: scan.TotalLines, TotalLines: scan.TotalLines,
 		Identity: &id, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
 	}

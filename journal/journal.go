@@ -14,14 +14,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"fsguard/fileid"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"fsguard/roots"
 
 	_ "modernc.org/sqlite"
 )
@@ -54,9 +53,6 @@ const (
 	OriginEdit   = "edit"   // the agent edited lines of this version
 )
 
-// Identity is a file version's fast-path identity.
-type Identity = roots.Identity
-
 // Record is one journal entry. Its canonical form is its JSON encoding
 // (fields in this order), and that is what the hash chain covers.
 type Record struct {
@@ -74,20 +70,20 @@ type Record struct {
 	Process string `json:"process,omitempty"`
 
 	// Observations.
-	Origin           string    `json:"origin,omitempty"`
-	RealPath         string    `json:"realPath,omitempty"`
-	StatID           string    `json:"statId,omitempty"`
-	ContentID        string    `json:"contentId,omitempty"` // "" when the scan was partial
-	ViewID           string    `json:"viewId,omitempty"`
-	ObsID            string    `json:"id,omitempty"`
-	WholeFileVisible bool      `json:"wholeFileVisible,omitempty"`
-	Start            int64     `json:"start,omitempty"`
-	End              int64     `json:"end,omitempty"`
-	Clamped          int       `json:"clamped,omitempty"` // lines cut to max_line_chars
-	TotalLines       int64     `json:"totalLines,omitempty"`
-	Identity         *Identity `json:"identity,omitempty"`
-	Delivered        int64     `json:"delivered,omitempty"` // bytes shown
-	Saved            int64     `json:"saved,omitempty"`     // bytes a ledger notice saved
+	Origin           string           `json:"origin,omitempty"`
+	RealPath         string           `json:"realPath,omitempty"`
+	StatID           string           `json:"statId,omitempty"`
+	ContentID        string           `json:"contentId,omitempty"` // "" when the scan was partial
+	ViewID           string           `json:"viewId,omitempty"`
+	ObsID            string           `json:"id,omitempty"`
+	WholeFileVisible bool             `json:"wholeFileVisible,omitempty"`
+	Start            int64            `json:"start,omitempty"`
+	End              int64            `json:"end,omitempty"`
+	Clamped          int              `json:"clamped,omitempty"` // lines cut to max_line_chars
+	TotalLines       int64            `json:"totalLines,omitempty"`
+	Identity         *fileid.Identity `json:"identity,omitempty"`
+	Delivered        int64            `json:"delivered,omitempty"` // bytes shown
+	Saved            int64            `json:"saved,omitempty"`     // bytes a ledger notice saved
 	// Held, when set, is the lines of this version the session holds
 	// through this record (a diff or an edit leaves more than Start-End).
 	Held    [][2]int64 `json:"held,omitempty"`

@@ -2,6 +2,7 @@ package mount
 
 import (
 	"context"
+	"fsguard/fileid"
 	"sync"
 	"syscall"
 
@@ -21,7 +22,7 @@ type handle struct {
 	recheck func(st *unix.Stat_t) syscall.Errno
 	mu      sync.Mutex
 	// admitted is the version last admitted.
-	admitted roots.Identity
+	admitted fileid.Identity
 	// passthrough lets the kernel read the backing file directly; the
 	// daemon then sees no READ at all for this file. Sniffing has already
 	// happened, at OPEN.
@@ -58,7 +59,7 @@ func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResul
 		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if now := roots.IdentityOf(&st); now != h.admitted {
+		if now := fileid.Of(&st); now != h.admitted {
 			if errno := h.recheck(&st); errno != 0 {
 				return nil, errno
 			}

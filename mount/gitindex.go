@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"fsguard/fileid"
 	"io"
 	"path"
 	"sync"
@@ -35,7 +36,7 @@ func isIndex(rel string) (repo string, ok bool) {
 }
 
 type indexKey struct {
-	id  roots.Identity
+	id  fileid.Identity
 	pol *policy.Policy
 	gen int64
 }

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
+	"fsguard/fileid"
 	"image"
 	_ "image/gif" // register decoders for DecodeConfig
 	_ "image/jpeg"
@@ -52,7 +52,7 @@ func readImage(f *roots.File, mime string, maxMedia int64) (*Image, string, erro
 	if f.Stat.Size <= maxMedia {
 		img.Data = buf.Bytes()
 	}
-	return img, hex.EncodeToString(h.Sum(nil)), nil
+	return img, fileid.ContentID([sha256.Size]byte(h.Sum(nil))), nil
 }
 
 // webpSize reads the canvas size from a WebP header (VP8, VP8L or VP8X).

@@ -7,11 +7,9 @@ package read
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"fsguard/fileid"
 	"io"
-	"strconv"
 	"strings"
 
 	"fsguard/admit"
@@ -72,8 +70,8 @@ type Observation struct {
 	Range            Range   `json:"range"`
 
 	// The file identity behind StatID, kept for the journal's fast path.
-	Identity roots.Identity `json:"-"`
-	RealPath string         `json:"-"`
+	Identity fileid.Identity `json:"-"`
+	RealPath string          `json:"-"`
 }
 
 // Result is a successful read.
@@ -237,8 +235,8 @@ func (r *Reader) image(f *roots.File, mime string, notes []string) (*Result, err
 	res := &Result{Path: f.Name, Image: img, Body: imageBody(img), Notes: notes,
 		Totals: Totals{Bytes: f.Stat.Size, Complete: true}, Truncation: Truncation{Reason: "none", ClampedLines: []int64{}}}
 	st := f.Identity()
-	o := Observation{StatID: StatID(f.Real, st), ViewID: hashHex(res.Body), Identity: st, RealPath: f.Real, ContentID: &sum, WholeFileVisible: img.Data != nil}
-	o.ID = hashHex(o.StatID, sum, o.ViewID)
+	o := Observation{StatID: fileid.StatID(f.Real, st), ViewID: fileid.Hash(res.Body), Identity: st, RealPath: f.Real, ContentID: &sum, WholeFileVisible: img.Data != nil}
+	o.ID = fileid.Hash(o.StatID, sum, o.ViewID)
 	res.Observation = o
 	return res, nil
 }
@@ -310,18 +308,18 @@ func build(f *roots.File, req Request, scan *window.Result, notes []string, maxL
 
 	st := f.Identity()
 	o := Observation{
-		StatID:   StatID(f.Real, st),
-		ViewID:   hashHex(res.Body),
+		StatID:   fileid.StatID(f.Real, st),
+		ViewID:   fileid.Hash(res.Body),
 		Range:    res.Range,
 		Identity: st,
 		RealPath: f.Real,
 	}
 	content := ""
 	if scan.Complete {
-		content = hex.EncodeToString(scan.Sum[:])
+		content = fileid.ContentID(scan.Sum)
 		o.ContentID = &content
 	}
-	o.ID = hashHex(o.StatID, content, o.ViewID)
+	o.ID = fileid.Hash(o.StatID, content, o.ViewID)
 	o.WholeFileVisible = (a == 1 || scan.TotalLines == 0) && res.Truncation.Reason == "none" &&
 		len(res.Truncation.ClampedLines) == 0 && scan.Complete
 	res.Observation = o
@@ -330,18 +328,3 @@ func build(f *roots.File, req Request, scan *window.Result, notes []string, maxL
 
 // StatID is the hash of a file version's real path, device, inode, size
 // and mtime.
-func StatID(real string, st roots.Identity) string {
-	return hashHex(real, strconv.FormatUint(st.Dev, 10), strconv.FormatUint(st.Ino, 10), strconv.FormatInt(st.Size, 10), strconv.FormatInt(st.MtimeNs, 10))
-}
-
-// hashHex hashes NUL-separated fields, so no two field lists collide.
-func hashHex(fields ...string) string {
-	h := sha256.New()
-	for i, s := range fields {
-		if i > 0 {
-			h.Write([]byte{0})
-		}
-		h.Write([]byte(s))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
+	"fsguard/fileid"
 	"fsguard/refusal"
 
 	"golang.org/x/sys/unix"
@@ -20,34 +21,16 @@ type File struct {
 	Stat unix.Stat_t // fstat of the open descriptor at open time
 }
 
-// Identity is what a file version is known by on the fast path: if any of
-// these change, the content may have.
-type Identity struct {
-	Dev     uint64 `json:"dev"`
-	Ino     uint64 `json:"ino"`
-	Size    int64  `json:"size"`
-	MtimeNs int64  `json:"mtimeNs"`
-	CtimeNs int64  `json:"ctimeNs"`
-}
-
-// IdentityOf extracts the identity from a stat.
-func IdentityOf(st *unix.Stat_t) Identity {
-	return Identity{
-		Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size,
-		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(),
-	}
-}
-
 // Identity returns the identity of the file as opened.
-func (f *File) Identity() Identity { return IdentityOf(&f.Stat) }
+func (f *File) Identity() fileid.Identity { return fileid.Of(&f.Stat) }
 
 // Restat returns the identity of the open descriptor now.
-func (f *File) Restat() (Identity, error) {
+func (f *File) Restat() (fileid.Identity, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return Identity{}, err
+		return fileid.Identity{}, err
 	}
-	return IdentityOf(&st), nil
+	return fileid.Of(&st), nil
 }
 
 func validUTF8(s string) bool { return utf8.ValidString(s) }
