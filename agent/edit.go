@@ -33,6 +33,26 @@ type Edit struct {
 	New string `json:"new,omitempty"`
 }
 
+// AnchorPattern is the one grammar of the lines an edit names, for every
+// front end (the CLI's flags, the MCP tools' schema): a line "N#hh" as an
+// --anchors read shows it, or a range "N#hh..M#hh", or "0" (insert before
+// line 1); a copied ": text" after it is allowed and ignored, so an agent
+// may paste a whole shown line.
+const AnchorPattern = `^(0|[0-9]+#[0-9a-f]{2})(\.\.[0-9]+#[0-9a-f]{2})?(:.*)?$`
+
+var anchorsRe = regexp.MustCompile(AnchorPattern)
+
+// splitAnchors parses a value of AnchorPattern into its first and last
+// line ("" when it names one line).
+func splitAnchors(v string) (from, to string, err error) {
+	if !anchorsRe.MatchString(v) {
+		return "", "", refusal.New(refusal.InvalidInput, "", "invalid input: %q is not an anchor; use N#hh (or N#hh..M#hh) as an --anchors read shows it, e.g. 12#a3", v)
+	}
+	v, _, _ = strings.Cut(v, ":")
+	from, to, _ = strings.Cut(v, "..")
+	return from, to, nil
+}
+
 // EditSpec is an edit as a front end takes it (flags, tool arguments):
 // each field set or not. Edit checks that it names exactly one edit.
 type EditSpec struct {
@@ -55,7 +75,10 @@ func (sp EditSpec) Edit() (Edit, error) {
 		if op.value != nil {
 			n++
 			ed.Op = op.op
-			ed.From, ed.To, _ = strings.Cut(*op.value, "..")
+			var err error
+			if ed.From, ed.To, err = splitAnchors(*op.value); err != nil {
+				return Edit{}, err
+			}
 		}
 	}
 	if sp.Old != nil || sp.New != nil {
@@ -261,7 +284,8 @@ func wholeText(f *roots.File) ([]byte, error) {
 	return data, nil
 }
 
-var anchorRe = regexp.MustCompile(`^(\d+)#([0-9a-f]{2})(?::.*)?$`)
+// anchorRe is one line's anchor, as splitAnchors leaves it.
+var anchorRe = regexp.MustCompile(`^([0-9]+)#([0-9a-f]{2})$`)
 
 type anchor struct {
 	n    int // 1-based

@@ -109,7 +109,7 @@ func New(version, session string, perform Perform) *mcp.Server {
 		return result(perform(api.Request{Op: "write", Path: a.Path, Session: session}, strings.NewReader(a.Content))), nil, nil
 	})
 	anchorSchema := func(desc string) *jsonschema.Schema {
-		return &jsonschema.Schema{Type: "string", Pattern: `^(0|[0-9]+#[0-9a-f]{2})(\.\.[0-9]+#[0-9a-f]{2})?$`, Description: desc}
+		return &jsonschema.Schema{Type: "string", Pattern: agent.AnchorPattern, Description: desc}
 	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "edit",
