@@ -33,11 +33,13 @@ func (v *View) ToHost(name, cwd string) (string, error) {
 		abs = filepath.Join(cwd, abs)
 	}
 	abs = filepath.Clean(abs)
-	rel, ok := strings.CutPrefix(abs, v.Prefix)
-	if !ok || (rel != "" && rel[0] != '/') {
+	rel, ok := roots.Within(v.Prefix, abs)
+	if !ok {
 		return "", refusal.Cannot(refusal.OutsideAllowedRoots, abs, "outside the allowed roots ("+v.Prefix+"); read a file inside it")
 	}
-	rel = strings.TrimPrefix(rel, "/")
+	if rel == "." {
+		rel = ""
+	}
 	if !v.multi() {
 		return filepath.Join(v.Roots[0].Path, rel), nil
 	}
@@ -54,7 +56,7 @@ func (v *View) ToHost(name, cwd string) (string, error) {
 func (v *View) ToView(host string) string {
 	for _, r := range v.Roots {
 		for _, base := range []string{r.Real, r.Path} {
-			if rel, ok := strings.CutPrefix(host, base); ok && (rel == "" || rel[0] == '/') {
+			if rel, ok := roots.Within(base, host); ok {
 				top := v.Prefix
 				if v.multi() {
 					top = filepath.Join(v.Prefix, r.Name)

@@ -18,13 +18,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"fsguard/sqlitedb"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
-
-	_ "modernc.org/sqlite"
 )
 
 // Store is an open blob store.
@@ -48,12 +45,7 @@ func Beside(journalPath string) string {
 // Open opens (creating if need be) the store at path, holding at most
 // capBytes of compressed content.
 func Open(path string, capBytes int64) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	dsn := "file:" + path + "?_txlock=immediate" +
-		"&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitedb.Open(path, sqlitedb.Normal)
 	if err != nil {
 		return nil, err
 	}

@@ -15,14 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"fsguard/fileid"
+	"fsguard/sqlitedb"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	_ "modernc.org/sqlite"
 )
 
 // SchemaVersion is the journal format this build writes. An older journal
@@ -144,12 +143,7 @@ func Locate(policyPath string) string {
 // Open opens (creating if need be) the journal at path, and checks that
 // its head is intact.
 func Open(path string) (*Journal, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	dsn := "file:" + path + "?_txlock=immediate" +
-		"&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitedb.Open(path, sqlitedb.Full)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"fsguard/agent"
 	"fsguard/api"
+	"fsguard/read"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -61,7 +62,7 @@ func pathSchema() *jsonschema.Schema {
 }
 
 func positive(desc string) *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "integer", Minimum: ptr(1.0), Description: desc}
+	return &jsonschema.Schema{Type: "integer", Minimum: ptr(float64(read.MinCount)), Description: desc}
 }
 
 func object(props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {

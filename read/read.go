@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"fsguard/fileid"
 	"io"
+	"strconv"
 	"strings"
 
 	"fsguard/admit"
@@ -105,6 +106,20 @@ type Diff struct {
 	Unified string `json:"unified"`
 }
 
+// MinCount is the least offset or limit: both are 1-based line counts. The
+// MCP tools' schemas state the same bound.
+const MinCount = 1
+
+// CheckCount checks an offset or limit as a front end received it (a
+// flag's text, a number): the one rule for every door. name is the field
+// as that door calls it ("--offset" for the CLI, "offset" for MCP).
+func CheckCount(name, s, path string) error {
+	if v, err := strconv.ParseInt(s, 10, 64); err != nil || v < MinCount {
+		return refusal.New(refusal.InvalidInput, path, "invalid input: %s must be a positive integer, got %q", name, s)
+	}
+	return nil
+}
+
 // Reader performs reads under one guard.
 type Reader struct {
 	Guard *roots.Guard
@@ -117,8 +132,15 @@ type Reader struct {
 func (r *Reader) Read(req Request) (*Result, error) {
 	lim := r.Guard.Policy().Limits
 	var notes []string
-	if req.Offset < 0 || req.Limit < 0 {
-		return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: offset and limit must be positive integers")
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"offset", req.Offset}, {"limit", req.Limit}} {
+		if c.v != 0 { // 0: the default
+			if err := CheckCount(c.name, strconv.FormatInt(c.v, 10), req.Path); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if req.Offset == 0 {
 		req.Offset = 1

@@ -62,13 +62,8 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 	if viaLink {
 		// Only a race can put a link in the middle of a path the mount
 		// walked component by component; answer for the real place.
-		real, err := realPath(pfd)
-		if err != nil {
-			return e, ioErr(display, err)
-		}
-		r2, rel2 := g.rootOf(real)
-		if r2 != root || g.Denied(r2, rel2) {
-			return e, deniedErr(display)
+		if _, _, err := g.landed(pfd, root, display); err != nil {
+			return e, err
 		}
 	}
 	if err := unix.Fstat(pfd, &e.Stat); err != nil {
@@ -107,13 +102,8 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 		return e, g.openErr(err, root, target, display)
 	}
 	defer unix.Close(tfd)
-	real, err := realPath(tfd)
-	if err != nil {
-		return e, ioErr(display, err)
-	}
-	r2, rel2 := g.rootOf(real)
-	if r2 != root || g.Denied(r2, rel2) {
-		return e, deniedErr(display)
+	if _, _, err := g.landed(tfd, root, display); err != nil {
+		return e, err
 	}
 	var tst unix.Stat_t
 	if err := unix.Fstat(tfd, &tst); err != nil {

@@ -63,15 +63,10 @@ func (g *Guard) OpenParent(root *Root, rel, display string) (*Dir, string, error
 	}
 	d := &Dir{File: os.NewFile(uintptr(fd), filepath.Dir(display)), Root: root, Rel: dirRel}
 	if viaLink {
-		real, err := realPath(fd)
+		_, rel2, err := g.landed(fd, root, display)
 		if err != nil {
 			d.Close()
-			return nil, "", ioErr(display, err)
-		}
-		r2, rel2 := g.rootOf(real)
-		if r2 != root {
-			d.Close()
-			return nil, "", g.outside(display)
+			return nil, "", err
 		}
 		d.Rel = rel2
 	}

@@ -284,6 +284,26 @@ func (r *Root) open(rel string, flags uint64) (fd int, viaLink bool, err error) 
 	}
 }
 
+// landed is the one check after a resolution crossed a symbolic link: where
+// the open descriptor fd really is — in which root (within, when given, and
+// no other), at which path — and that no deny rule matches it there. A
+// descriptor beneath a root's descriptor but not under its path (a bind
+// mount, a root moved under us) is refused rather than guessed at.
+func (g *Guard) landed(fd int, within *Root, display string) (*Root, string, error) {
+	real, err := realPath(fd)
+	if err != nil {
+		return nil, "", ioErr(display, err)
+	}
+	r, rel := g.rootOf(real)
+	if r == nil || (within != nil && r != within) {
+		return nil, "", g.outside(display)
+	}
+	if g.Denied(r, rel) {
+		return nil, "", deniedErr(display)
+	}
+	return r, rel, nil
+}
+
 // realPath asks the kernel where an open descriptor really is.
 func realPath(fd int) (string, error) {
 	buf := make([]byte, unix.PathMax)
@@ -316,19 +336,10 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 	defer unix.Close(pfd)
 	real := filepath.Join(root.Real, rel)
 	if viaLink {
-		if real, err = realPath(pfd); err != nil {
-			return nil, ioErr(display, err)
+		if root, rel, err = g.landed(pfd, nil, display); err != nil {
+			return nil, err
 		}
-		realRoot, realRel := g.rootOf(real)
-		if realRoot == nil {
-			// Beneath the root's descriptor but not under its path: a bind
-			// mount or a root moved under us. Refuse rather than guess.
-			return nil, g.outside(display)
-		}
-		if g.Denied(realRoot, realRel) {
-			return nil, deniedErr(display)
-		}
-		root, rel = realRoot, realRel
+		real = filepath.Join(root.Real, rel)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {

@@ -11,7 +11,7 @@ import (
 	"fsguard/api"
 	"fsguard/control"
 	"fsguard/mcpserver"
-	"fsguard/refusal"
+	"fsguard/read"
 )
 
 func runRead(args []string, stdout, stderr io.Writer) int {
@@ -116,11 +116,10 @@ func emit(stdout, stderr io.Writer, out agent.Output) int {
 	return out.Exit
 }
 
-// count parses a positive line count given on the command line.
+// count parses a line count given on the command line, by read's rule.
 func count(name, s, path string) (int64, error) {
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 1 {
-		return 0, refusal.New(refusal.InvalidInput, path, "invalid input: --%s must be a positive integer, got %q", name, s)
+	if err := read.CheckCount("--"+name, s, path); err != nil {
+		return 0, err
 	}
-	return v, nil
+	return strconv.ParseInt(s, 10, 64)
 }
