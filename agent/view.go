@@ -68,46 +68,13 @@ func (v *View) ToView(host string) string {
 	return host
 }
 
-// rewrite puts a refusal into the caller's view: its path, and every host
-// root path named in its message (a suggestion, the list of roots).
+// rewrite puts a refusal into the caller's view: its path and every path of
+// its message (a suggestion, the list of roots), rendered anew from the
+// refusal's structured arguments.
 func (v *View) rewrite(err error) error {
 	var r *refusal.Error
 	if v == nil || !errors.As(err, &r) {
 		return err
 	}
-	out := *r
-	out.Path = v.ToView(r.Path)
-	msg := r.Message
-	for _, root := range v.Roots {
-		top := v.Prefix
-		if v.multi() {
-			top = filepath.Join(v.Prefix, root.Name)
-		}
-		for _, base := range []string{root.Real, root.Path} {
-			msg = replacePathPrefix(msg, base, top)
-		}
-	}
-	out.Message = msg
-	return &out
-}
-
-// replacePathPrefix replaces base where it starts a path in s (followed by
-// '/', a quote, a comma, ')' or the end), so /srv/p does not touch /srv/pq.
-func replacePathPrefix(s, base, with string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, base)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		end := i + len(base)
-		if end == len(s) || strings.ContainsRune(`/"), `, rune(s[end])) {
-			b.WriteString(s[:i])
-			b.WriteString(with)
-		} else {
-			b.WriteString(s[:end])
-		}
-		s = s[end:]
-	}
+	return r.In(v.ToView)
 }

@@ -334,5 +334,7 @@ func writeErr(display string, err error) error {
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
 		code = refusal.PermissionDenied
 	}
-	return &refusal.Error{Code: code, Path: display, Err: err, Message: fmt.Sprintf("cannot write %q: %v", display, err)}
+	e := refusal.New(code, display, "cannot write %q: %v", display, err)
+	e.Err = err
+	return e
 }

@@ -219,12 +219,11 @@ func Within(base, abs string) (string, bool) {
 }
 
 func (g *Guard) outside(display string) error {
-	var names []string
+	var names refusal.Paths
 	for _, r := range g.roots {
-		names = append(names, r.Path)
+		names = append(names, refusal.Path(r.Path))
 	}
-	return refusal.Cannot(refusal.OutsideAllowedRoots, display,
-		"outside the allowed roots ("+strings.Join(names, ", ")+"); read a file inside one of them")
+	return refusal.Cannotf(refusal.OutsideAllowedRoots, display, "outside the allowed roots (%s); read a file inside one of them", names)
 }
 
 // ValidateName refuses names no file can have or no agent should send.
@@ -437,8 +436,9 @@ func notAFile(display, kind string) error {
 }
 
 func ioErr(display string, err error) error {
-	return &refusal.Error{Code: refusal.IOError, Path: display, Err: err,
-		Message: fmt.Sprintf("cannot read %q: I/O error (%v); try again, and report it if it persists", display, unwrap(err))}
+	e := refusal.Cannotf(refusal.IOError, display, "I/O error (%v); try again, and report it if it persists", unwrap(err))
+	e.Err = err
+	return e
 }
 
 // KindOf names a file type for messages.

@@ -20,18 +20,15 @@ const maxSuggestions = 3
 // directory when it exists. Only names that the policy admits are offered,
 // so a suggestion can never reveal a hidden entry.
 func (g *Guard) notFound(root *Root, rel, display string) error {
-	msg := "not found"
 	if names := g.suggest(root, rel); len(names) > 0 {
 		dir := filepath.Dir(display)
-		q := make([]string, len(names))
+		q := make(refusal.Alternatives, len(names))
 		for i, n := range names {
-			q[i] = `"` + filepath.Join(dir, n) + `"`
+			q[i] = refusal.Path(filepath.Join(dir, n))
 		}
-		msg += "; did you mean " + strings.Join(q, " or ") + "?"
-	} else {
-		msg += "; check the path (fsguard resolves it relative to the current directory)"
+		return refusal.Cannotf(refusal.NotFound, display, "not found; did you mean %s?", q)
 	}
-	return refusal.Cannot(refusal.NotFound, display, msg)
+	return refusal.Cannot(refusal.NotFound, display, "not found; check the path (fsguard resolves it relative to the current directory)")
 }
 
 type candidate struct {
