@@ -9,58 +9,58 @@ import (
 	"fmt"
 	"io"
 
-	"fsguard/agent"
 	"fsguard/read"
+	"fsguard/session"
 )
 
 // Request is one agent operation. Path and Cwd are in the caller's view. A
 // write's content is not part of it: it travels beside the request as a
 // stream (see Do), so a large write is never held in memory whole.
 type Request struct {
-	Op       string      `json:"op"` // read | check | write | edit
-	Path     string      `json:"path"`
-	Cwd      string      `json:"cwd"`
-	Session  string      `json:"session"`
-	Offset   int64       `json:"offset,omitempty"`
-	Limit    int64       `json:"limit,omitempty"`
-	Format   string      `json:"format,omitempty"`
-	NoDedupe bool        `json:"noDedupe,omitempty"`
-	Anchors  bool        `json:"anchors,omitempty"`
-	Edit     *agent.Edit `json:"edit,omitempty"`
+	Op       string        `json:"op"` // read | check | write | edit
+	Path     string        `json:"path"`
+	Cwd      string        `json:"cwd"`
+	Session  string        `json:"session"`
+	Offset   int64         `json:"offset,omitempty"`
+	Limit    int64         `json:"limit,omitempty"`
+	Format   string        `json:"format,omitempty"`
+	NoDedupe bool          `json:"noDedupe,omitempty"`
+	Anchors  bool          `json:"anchors,omitempty"`
+	Edit     *session.Edit `json:"edit,omitempty"`
 }
 
 // MaxContent bounds what one write may carry.
 const MaxContent = 64 << 20
 
-// Do performs a request with a service made for its caller (agent.Service.As).
+// Do performs a request with a service made for its caller (session.Service.As).
 // content is a write's new content, read at most MaxContent bytes; a larger
 // one fails the write rather than truncate it.
-func Do(svc *agent.Service, req Request, content io.Reader) agent.Output {
+func Do(svc *session.Service, req Request, content io.Reader) session.Output {
 	switch req.Op {
 	case "read":
-		res, err := svc.Read(agent.ReadRequest{
+		res, err := svc.Read(session.ReadRequest{
 			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd, Anchors: req.Anchors},
 			Session: req.Session, NoDedupe: req.NoDedupe,
 		})
-		return agent.RenderRead(req.Path, res, err, req.Format)
+		return session.RenderRead(req.Path, res, err, req.Format)
 	case "check":
-		return agent.RenderCheck(svc.Check(req.Path, req.Cwd, req.Session))
+		return session.RenderCheck(svc.Check(req.Path, req.Cwd, req.Session))
 	case "write":
 		if content == nil {
 			return usage("bad request: write without content")
 		}
-		return agent.RenderWrite(svc.Write(req.Path, req.Cwd, req.Session, &capped{r: content, left: MaxContent}))
+		return session.RenderWrite(svc.Write(req.Path, req.Cwd, req.Session, &capped{r: content, left: MaxContent}))
 	case "edit":
 		if req.Edit == nil {
 			return usage("bad request: edit without an edit")
 		}
-		return agent.RenderEdit(svc.Edit(req.Path, req.Cwd, req.Session, *req.Edit))
+		return session.RenderEdit(svc.Edit(req.Path, req.Cwd, req.Session, *req.Edit))
 	}
 	return usage(fmt.Sprintf("unknown operation %q", req.Op))
 }
 
-func usage(msg string) agent.Output {
-	return agent.Output{Stderr: "Error: " + msg + "\n", Exit: agent.ExitUsage, Message: msg}
+func usage(msg string) session.Output {
+	return session.Output{Stderr: "Error: " + msg + "\n", Exit: session.ExitUsage, Message: msg}
 }
 
 // capped reads at most left bytes and fails, rather than stop quietly,

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"fsguard/agent"
 	"fsguard/api"
+	"fsguard/session"
 )
 
 // clients holds one HTTP client per socket path for the whole process, so
@@ -41,10 +41,10 @@ func clientFor(socket string) *http.Client {
 
 // Call sends a request (and a write's content, streamed; nil for none) to
 // the daemon at socket and returns its answer.
-func Call(socket string, req api.Request, content io.Reader) (agent.Output, error) {
+func Call(socket string, req api.Request, content io.Reader) (session.Output, error) {
 	line, err := json.Marshal(req)
 	if err != nil {
-		return agent.Output{}, err
+		return session.Output{}, err
 	}
 	var body io.Reader = bytes.NewReader(append(line, '\n'))
 	if content != nil {
@@ -52,7 +52,7 @@ func Call(socket string, req api.Request, content io.Reader) (agent.Output, erro
 	}
 	hr, err := http.NewRequest("POST", "http://fsguard/v1/op", body)
 	if err != nil {
-		return agent.Output{}, err
+		return session.Output{}, err
 	}
 	hr.Header.Set("Content-Type", "application/x-fsguard-request")
 	if content != nil {
@@ -61,19 +61,19 @@ func Call(socket string, req api.Request, content io.Reader) (agent.Output, erro
 	}
 	resp, err := clientFor(socket).Do(hr)
 	if err != nil {
-		return agent.Output{}, fmt.Errorf("cannot reach the fsguard daemon at %s: %v", socket, err)
+		return session.Output{}, fmt.Errorf("cannot reach the fsguard daemon at %s: %v", socket, err)
 	}
 	defer resp.Body.Close()
-	var out agent.Output
+	var out session.Output
 	derr := json.NewDecoder(resp.Body).Decode(&out)
 	io.Copy(io.Discard, resp.Body) // drained, so the connection is reused
 	switch {
 	case resp.StatusCode == http.StatusForbidden && derr == nil && out.Exit != 0:
 		return out, nil // refused at accept, with the reason
 	case resp.StatusCode != http.StatusOK:
-		return agent.Output{}, fmt.Errorf("fsguard daemon at %s answered %s", socket, resp.Status)
+		return session.Output{}, fmt.Errorf("fsguard daemon at %s answered %s", socket, resp.Status)
 	case derr != nil:
-		return agent.Output{}, fmt.Errorf("bad answer from the fsguard daemon: %v", derr)
+		return session.Output{}, fmt.Errorf("bad answer from the fsguard daemon: %v", derr)
 	}
 	return out, nil
 }

@@ -10,7 +10,7 @@
 //
 // Wire format: POST /v1/op with a body of one JSON api.Request line, then,
 // for a write, the new content as raw bytes to the end of the body (streamed
-// into the file, never held whole). The answer is one JSON agent.Output.
+// into the file, never held whole). The answer is one JSON session.Output.
 package control
 
 import (
@@ -28,11 +28,11 @@ import (
 	"slices"
 	"time"
 
-	"fsguard/agent"
 	"fsguard/api"
 	"fsguard/caller"
 	"fsguard/metrics"
 	"fsguard/policy"
+	"fsguard/session"
 )
 
 type peerKey struct{}
@@ -41,7 +41,7 @@ type peerKey struct{}
 // (so a policy reload is seen at once), made for each request's caller.
 type Server struct {
 	// Service returns a service for the current guard and journal.
-	Service func() *agent.Service
+	Service func() *session.Service
 	// Policy returns the control settings in force (who may connect).
 	Policy func() policy.Control
 	// MaxRequests bounds the requests served at once; more wait, up to
@@ -170,7 +170,7 @@ func refuseConn(c net.Conn, msg string) {
 	if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil && req.Header.Get("Expect") == "" {
 		io.Copy(io.Discard, io.LimitReader(req.Body, 1<<20))
 	}
-	body, _ := json.Marshal(agent.Output{Stderr: "Error: " + msg + "\n", Exit: agent.ExitFail, Code: "PERMISSION_DENIED", Message: msg})
+	body, _ := json.Marshal(session.Output{Stderr: "Error: " + msg + "\n", Exit: session.ExitFail, Code: "PERMISSION_DENIED", Message: msg})
 	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 }
 
@@ -186,7 +186,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
 	case <-busy.C:
-		reply(w, agent.Output{Stderr: "Error: the fsguard daemon is busy (all request slots in use); try again\n", Exit: agent.ExitFail, Code: "BUSY", Message: "the fsguard daemon is busy (all request slots in use); try again"})
+		reply(w, session.Output{Stderr: "Error: the fsguard daemon is busy (all request slots in use); try again\n", Exit: session.ExitFail, Code: "BUSY", Message: "the fsguard daemon is busy (all request slots in use); try again"})
 		return
 	case <-r.Context().Done():
 		return
@@ -194,16 +194,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, MaxRequestLine+api.MaxContent+1), 64<<10)
 	var req api.Request
 	if err := decodeLine(body, &req); err != nil {
-		reply(w, agent.Output{Stderr: "Error: bad request: " + err.Error() + "\n", Exit: agent.ExitUsage, Message: "bad request: " + err.Error()})
+		reply(w, session.Output{Stderr: "Error: bad request: " + err.Error() + "\n", Exit: session.ExitUsage, Message: "bad request: " + err.Error()})
 		return
 	}
 	prefix, err := viewOf(who.Pid, s.MountDev)
 	if err != nil {
-		reply(w, agent.Output{Stderr: "Error: " + err.Error() + "\n", Exit: agent.ExitFail, Message: err.Error()})
+		reply(w, session.Output{Stderr: "Error: " + err.Error() + "\n", Exit: session.ExitFail, Message: err.Error()})
 		return
 	}
 	svc := s.Service()
-	svc = svc.As(who, &agent.View{Prefix: prefix, Roots: svc.Guard.Roots()})
+	svc = svc.As(who, &caller.View{Prefix: prefix, Roots: svc.Guard.Roots()})
 	reply(w, api.Do(svc, req, body))
 }
 
@@ -227,7 +227,7 @@ func decodeLine(r *bufio.Reader, v any) error {
 	return json.Unmarshal(bytes.TrimSpace(line), v)
 }
 
-func reply(w http.ResponseWriter, out agent.Output) {
+func reply(w http.ResponseWriter, out session.Output) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(out)
 }

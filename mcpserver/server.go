@@ -12,9 +12,9 @@ import (
 	"io"
 	"strings"
 
-	"fsguard/agent"
 	"fsguard/api"
 	"fsguard/read"
+	"fsguard/session"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,7 +22,7 @@ import (
 
 // Perform carries out one request, with a write's content (else nil),
 // directly or through the daemon.
-type Perform func(api.Request, io.Reader) agent.Output
+type Perform func(api.Request, io.Reader) session.Output
 
 // ReadArgs are the read tool's arguments.
 type ReadArgs struct {
@@ -71,13 +71,13 @@ func object(props map[string]*jsonschema.Schema, required ...string) *jsonschema
 
 func ptr[T any](v T) *T { return &v }
 
-// New returns the MCP server. session names the connection's session; an
+// New returns the MCP server. sessionID names the connection's session; an
 // empty one gets a fresh random id, so every connection is its own session.
-func New(version, session string, perform Perform) *mcp.Server {
-	if session == "" {
+func New(version, sessionID string, perform Perform) *mcp.Server {
+	if sessionID == "" {
 		var b [8]byte
 		rand.Read(b[:])
-		session = "mcp-" + hex.EncodeToString(b[:])
+		sessionID = "mcp-" + hex.EncodeToString(b[:])
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "fsguard", Version: version}, nil)
 	mcp.AddTool(s, &mcp.Tool{
@@ -90,14 +90,14 @@ func New(version, session string, perform Perform) *mcp.Server {
 			"anchors": {Type: "boolean", Description: "show each line as N#hh: text; the N#hh anchors name lines for the edit tool"},
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, Session: session}, nil)), nil, nil
+		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, Session: sessionID}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "check",
 		Description: "Say whether this session may write the file: it must have read the current version.",
 		InputSchema: object(map[string]*jsonschema.Schema{"path": pathSchema()}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a CheckArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "check", Path: a.Path, Session: session}, nil)), nil, nil
+		return result(perform(api.Request{Op: "check", Path: a.Path, Session: sessionID}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "write",
@@ -107,10 +107,10 @@ func New(version, session string, perform Perform) *mcp.Server {
 			"content": {Type: "string", Description: "the complete new content"},
 		}, "path", "content"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a WriteArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "write", Path: a.Path, Session: session}, strings.NewReader(a.Content))), nil, nil
+		return result(perform(api.Request{Op: "write", Path: a.Path, Session: sessionID}, strings.NewReader(a.Content))), nil, nil
 	})
 	anchorSchema := func(desc string) *jsonschema.Schema {
-		return &jsonschema.Schema{Type: "string", Pattern: agent.AnchorPattern, Description: desc}
+		return &jsonschema.Schema{Type: "string", Pattern: session.AnchorPattern, Description: desc}
 	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "edit",
@@ -127,18 +127,18 @@ func New(version, session string, perform Perform) *mcp.Server {
 			"new_string":   {Type: "string", Description: "the text that replaces old_string"},
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a EditArgs) (*mcp.CallToolResult, any, error) {
-		ed, err := agent.EditSpec{Replace: a.Replace, InsertAfter: a.InsertAfter, Delete: a.Delete, Text: a.Text, Old: a.OldString, New: a.NewString}.Edit()
+		ed, err := session.EditSpec{Replace: a.Replace, InsertAfter: a.InsertAfter, Delete: a.Delete, Text: a.Text, Old: a.OldString, New: a.NewString}.Edit()
 		if err != nil {
-			return result(agent.RenderEdit(nil, err)), nil, nil
+			return result(session.RenderEdit(nil, err)), nil, nil
 		}
-		return result(perform(api.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: session}, nil)), nil, nil
+		return result(perform(api.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: sessionID}, nil)), nil, nil
 	})
 	return s
 }
 
 // result turns a command's output into a tool result: stdout as the text
 // on success; on refusal an error result "CODE: message".
-func result(out agent.Output) *mcp.CallToolResult {
+func result(out session.Output) *mcp.CallToolResult {
 	if out.Exit != 0 {
 		msg := out.Message
 		if msg == "" {

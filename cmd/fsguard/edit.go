@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 
-	"fsguard/agent"
 	"fsguard/api"
+	"fsguard/session"
 )
 
 const editUsage = `usage: fsguard edit PATH --session ID EDIT [--policy FILE | --socket SOCK]
@@ -39,7 +39,7 @@ examples:
 func runEdit(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("edit", flag.ContinueOnError)
 	policyFile := fs.String("policy", "", "policy file")
-	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
+	sessionID := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
 	fs.String("replace", "", "anchor or anchor range N#hh..M#hh to replace")
 	fs.String("insert-after", "", "anchor of the line to insert after (0: before line 1)")
@@ -60,7 +60,7 @@ func runEdit(args []string, stdout, stderr io.Writer) int {
 		v := f.Value.String()
 		set[f.Name] = &v
 	})
-	spec := agent.EditSpec{Replace: set["replace"], InsertAfter: set["insert-after"], Delete: set["delete"], Text: set["text"], Old: set["old"], New: set["new"]}
+	spec := session.EditSpec{Replace: set["replace"], InsertAfter: set["insert-after"], Delete: set["delete"], Text: set["text"], Old: set["old"], New: set["new"]}
 	if spec.Text != nil && *spec.Text == "-" {
 		b, err := readInput("edit", "new text")
 		if err != nil {
@@ -74,5 +74,5 @@ func runEdit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Error: %v (see fsguard edit --help)\n", err)
 		return exitUsage
 	}
-	return perform(api.Request{Op: "edit", Path: name, Session: *session, Edit: &ed}, nil, *policyFile, *socket, stdout, stderr)
+	return perform(api.Request{Op: "edit", Path: name, Session: *sessionID, Edit: &ed}, nil, *policyFile, *socket, stdout, stderr)
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"fsguard/admit"
-	"fsguard/agent"
 	"fsguard/blobs"
 	"fsguard/control"
 	"fsguard/history"
@@ -24,6 +23,7 @@ import (
 	"fsguard/mount"
 	"fsguard/policy"
 	"fsguard/roots"
+	"fsguard/session"
 )
 
 func runMount(args []string, stdout, stderr io.Writer) int {
@@ -161,9 +161,9 @@ func serveControl(srv *mount.Server, dec *admit.Decider, j *journal.Journal, jer
 		}
 	}
 	c := &control.Server{MountDev: dev, Metrics: m, Log: log, MaxRequests: srv.Guard().Policy().Control.MaxRequests,
-		Policy: func() policy.Control { return srv.Guard().Policy().Control }, Service: func() *agent.Service {
+		Policy: func() policy.Control { return srv.Guard().Policy().Control }, Service: func() *session.Service {
 			g := srv.Guard()
-			return &agent.Service{Guard: g, Admit: dec, Journal: j, JournalErr: jerr, Held: held, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
+			return &session.Service{Guard: g, Admit: dec, Journal: j, JournalErr: jerr, Held: held, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
 		}}
 	return c, c.Serve(path)
 }

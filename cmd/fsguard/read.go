@@ -7,11 +7,11 @@ import (
 	"os"
 	"strconv"
 
-	"fsguard/agent"
 	"fsguard/api"
 	"fsguard/control"
 	"fsguard/mcpserver"
 	"fsguard/read"
+	"fsguard/session"
 )
 
 func runRead(args []string, stdout, stderr io.Writer) int {
@@ -20,7 +20,7 @@ func runRead(args []string, stdout, stderr io.Writer) int {
 	limit := fs.String("limit", "", "most lines to show (default: the policy's max_lines)")
 	format := fs.String("format", "text", "output format: text or json")
 	policyFile := fs.String("policy", "", "policy file (default: $FSGUARD_POLICY, else the current directory as the only root)")
-	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id for the journal (default: $FSGUARD_SESSION)")
+	sessionID := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id for the journal (default: $FSGUARD_SESSION)")
 	noDedupe := fs.Bool("no-dedupe", false, "always show the lines, even when the session already holds them or a diff would do")
 	anchors := fs.Bool("anchors", false, "show each line as N#hh: text, with the anchor fsguard edit names it by")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
@@ -56,13 +56,13 @@ flags:
 		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
 		return exitUsage
 	}
-	req := api.Request{Op: "read", Path: name, Session: *session, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors}
+	req := api.Request{Op: "read", Path: name, Session: *sessionID, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors}
 	var err error
 	if req.Offset, err = count("offset", *offset, name); err == nil && *limit != "" {
 		req.Limit, err = count("limit", *limit, name)
 	}
 	if err != nil {
-		return emit(stdout, stderr, agent.RenderRead(name, nil, err, *format))
+		return emit(stdout, stderr, session.RenderRead(name, nil, err, *format))
 	}
 	return perform(req, nil, *policyFile, *socket, stdout, stderr)
 }
@@ -87,11 +87,11 @@ func performer(policyFile, socket string, stderr io.Writer) (mcpserver.Perform, 
 		return nil, nil, fail(stderr, err)
 	}
 	if socket != "" {
-		return func(req api.Request, content io.Reader) agent.Output {
+		return func(req api.Request, content io.Reader) session.Output {
 			req.Cwd = cwd
 			out, err := control.Call(socket, req, content)
 			if err != nil {
-				return agent.Output{Stderr: "Error: " + err.Error() + "\n", Exit: agent.ExitFail, Message: err.Error()}
+				return session.Output{Stderr: "Error: " + err.Error() + "\n", Exit: session.ExitFail, Message: err.Error()}
 			}
 			return out
 		}, func() {}, 0
@@ -104,13 +104,13 @@ func performer(policyFile, socket string, stderr io.Writer) (mcpserver.Perform, 
 	if err != nil {
 		return nil, nil, fail(stderr, err)
 	}
-	return func(req api.Request, content io.Reader) agent.Output {
+	return func(req api.Request, content io.Reader) session.Output {
 		req.Cwd = cwd
 		return api.Do(svc, req, content)
 	}, closeSvc, 0
 }
 
-func emit(stdout, stderr io.Writer, out agent.Output) int {
+func emit(stdout, stderr io.Writer, out session.Output) int {
 	io.WriteString(stdout, out.Stdout)
 	io.WriteString(stderr, out.Stderr)
 	return out.Exit

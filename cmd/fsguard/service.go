@@ -1,22 +1,22 @@
 package main
 
 import (
-	"fsguard/agent"
 	"fsguard/blobs"
 	"fsguard/journal"
 	"fsguard/policy"
 	"fsguard/roots"
+	"fsguard/session"
 )
 
 // openService builds the agent service for direct mode: the guard, and the
 // journal at its configured place. A journal that cannot be opened is not
 // fatal to reading; the service says so in every result.
-func openService(pol *policy.Policy) (*agent.Service, func(), error) {
+func openService(pol *policy.Policy) (*session.Service, func(), error) {
 	g, err := roots.New(pol)
 	if err != nil {
 		return nil, nil, err
 	}
-	s := (&agent.Service{Guard: g, RequireWholeView: pol.Journal.RequireWholeView}).Self()
+	s := (&session.Service{Guard: g, RequireWholeView: pol.Journal.RequireWholeView}).Self()
 	j, err := journal.Open(journal.Locate(pol.Journal.Path))
 	if err != nil {
 		s.JournalErr = err

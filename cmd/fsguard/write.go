@@ -54,7 +54,7 @@ func readInput(cmd, what string) ([]byte, error) {
 func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	policyFile := fs.String("policy", "", "policy file")
-	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
+	sessionID := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
 	fs.Usage = func() {
 		if cmd == "check" {
@@ -68,7 +68,7 @@ func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	req := api.Request{Op: cmd, Path: name, Session: *session}
+	req := api.Request{Op: cmd, Path: name, Session: *sessionID}
 	var content io.Reader
 	if cmd == "write" {
 		content = os.Stdin // streamed: to the daemon, and into the file

@@ -16,12 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"fsguard/agent"
 	"fsguard/blobs"
 	"fsguard/journal"
 	"fsguard/policy"
 	"fsguard/read"
 	"fsguard/roots"
+	"fsguard/session"
 )
 
 var (
@@ -58,7 +58,7 @@ func main() {
 	g, _ := roots.New(pol)
 	j, err := journal.Open(big)
 	must(err)
-	svc := (&agent.Service{Guard: g, Journal: j}).Self()
+	svc := (&session.Service{Guard: g, Journal: j}).Self()
 	inproc := sample(1000, func() {
 		_, err := svc.Check("target.go", root, "bench")
 		must(err)
@@ -70,9 +70,9 @@ func main() {
 	os.Remove(small)
 	js, err := journal.Open(small)
 	must(err)
-	with := (&agent.Service{Guard: g, Journal: js}).Self()
-	without := (&agent.Service{Guard: g}).Self()
-	req := agent.ReadRequest{Request: read.Request{Path: "target.go", Cwd: root}, Session: "bench", NoDedupe: true}
+	with := (&session.Service{Guard: g, Journal: js}).Self()
+	without := (&session.Service{Guard: g}).Self()
+	req := session.ReadRequest{Request: read.Request{Path: "target.go", Cwd: root}, Session: "bench", NoDedupe: true}
 	readWith := sample(500, func() { _, err := with.Read(req); must(err) })
 	readWithout := sample(500, func() { _, err := without.Read(req); must(err) })
 
@@ -81,17 +81,17 @@ func main() {
 	// also keeps the new version), against the same re-read sent as lines.
 	hs, err := blobs.Open(filepath.Join(*dir, "small.held.db"), 256<<20)
 	must(err)
-	held := (&agent.Service{Guard: g, Journal: js, Held: hs}).Self()
+	held := (&session.Service{Guard: g, Journal: js, Held: hs}).Self()
 	readHeld := sample(500, func() { _, err := held.Read(req); must(err) })
-	changed := func(svc *agent.Service) []time.Duration {
-		session := fmt.Sprintf("changed-%p", svc)
+	changed := func(svc *session.Service) []time.Duration {
+		sess := fmt.Sprintf("changed-%p", svc)
 		v := 0
 		write := func() {
 			v++
 			body := strings.Repeat("package main // a line of code\n", 100) + fmt.Sprintf("// version %d\n", v) + strings.Repeat("package main // a line of code\n", 99)
 			must(os.WriteFile(target, []byte(body), 0o644))
 		}
-		r := agent.ReadRequest{Request: read.Request{Path: "target.go", Cwd: root}, Session: session}
+		r := session.ReadRequest{Request: read.Request{Path: "target.go", Cwd: root}, Session: sess}
 		write()
 		_, err := svc.Read(r)
 		must(err)

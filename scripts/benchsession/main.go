@@ -15,12 +15,12 @@ import (
 	"strings"
 	"time"
 
-	"fsguard/agent"
 	"fsguard/blobs"
 	"fsguard/journal"
 	"fsguard/policy"
 	"fsguard/read"
 	"fsguard/roots"
+	"fsguard/session"
 )
 
 func main() {
@@ -43,11 +43,11 @@ func main() {
 	must(err)
 	h, err := blobs.Open(filepath.Join(dir, "journal.held.db"), 256<<20)
 	must(err)
-	svc := (&agent.Service{Guard: g, Journal: j, Held: h}).Self()
+	svc := (&session.Service{Guard: g, Journal: j, Held: h}).Self()
 	took := make([]time.Duration, reads)
 	for i := range reads {
 		start := time.Now()
-		_, err := svc.Read(agent.ReadRequest{Request: read.Request{Path: "big.txt", Cwd: root, Offset: int64(i*window + 1), Limit: window}, Session: "bench"})
+		_, err := svc.Read(session.ReadRequest{Request: read.Request{Path: "big.txt", Cwd: root, Offset: int64(i*window + 1), Limit: window}, Session: "bench"})
 		must(err)
 		took[i] = time.Since(start)
 	}

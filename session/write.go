@@ -1,4 +1,4 @@
-package agent
+package session
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func stale(path string) error {
 func (s *Service) Check(name, cwd, session string) (*Freshness, error) {
 	f, err := s.check(name, cwd, session)
 	if err != nil {
-		return nil, s.view.rewrite(err)
+		return nil, s.view.Err(err)
 	}
 	f.Path = s.shown(f.Path)
 	return f, nil
@@ -163,7 +163,7 @@ func (s *Service) Write(name, cwd, session string, content io.Reader) (*WriteRes
 	if res != nil {
 		res.Path = s.shown(res.Path)
 	}
-	return res, s.view.rewrite(err)
+	return res, s.view.Err(err)
 }
 
 func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteResult, error) {

@@ -1,4 +1,4 @@
-package agent
+package session
 
 import (
 	"bytes"
@@ -141,7 +141,7 @@ func (s *Service) Edit(name, cwd, session string, ed Edit) (*EditResult, error) 
 		return bytes.NewReader(p.content), &p.edited, nil
 	})
 	if res == nil {
-		return nil, s.view.rewrite(err)
+		return nil, s.view.Err(err)
 	}
 	res.Path = s.shown(res.Path)
 	out.WriteResult = res

@@ -1,4 +1,4 @@
-package agent
+package session
 
 import (
 	"crypto/rand"

@@ -1,4 +1,4 @@
-package agent
+package caller
 
 import (
 	"errors"
@@ -68,10 +68,10 @@ func (v *View) ToView(host string) string {
 	return host
 }
 
-// rewrite puts a refusal into the caller's view: its path and every path of
+// Err puts a refusal into the caller's view: its path and every path of
 // its message (a suggestion, the list of roots), rendered anew from the
 // refusal's structured arguments.
-func (v *View) rewrite(err error) error {
+func (v *View) Err(err error) error {
 	var r *refusal.Error
 	if v == nil || !errors.As(err, &r) {
 		return err

@@ -1,9 +1,10 @@
-// Package agent owns the operations an agent's tools perform, with their
-// bookkeeping: a read that consults the delivery ledger and records an
-// observation, the write precondition check, and the guarded atomic write.
-// The CLI (and any other front end) calls these; none of them decides
-// policy itself, which stays in roots, sniff and journal.
-package agent
+// Package session performs what an agent's tools ask — read, check, write,
+// edit — for one caller at a time (Service.As), and keeps their books: a
+// read consults the delivery ledger and records an observation, a write
+// checks its precondition and records the version written. It decides no
+// policy itself: admission is admit's, paths are roots', what a session
+// holds is journal's, and the caller's rights are caller's.
+package session
 
 import (
 	"fmt"
@@ -32,7 +33,7 @@ type Service struct {
 	// mount (nil in direct mode): set per call by As, never by overwriting
 	// a shared service.
 	who  *caller.Caller
-	view *View
+	view *caller.View
 	// OnRecord, when set, sees every record once it is committed (the
 	// daemon's metrics).
 	OnRecord func(*journal.Record)
@@ -125,7 +126,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 	}
 	res, err := (&read.Reader{Guard: s.Guard, Admit: s.admit()}).Read(req.Request)
 	if err != nil {
-		err = s.view.rewrite(err)
+		err = s.view.Err(err)
 		s.recordRefusal(req.Session, named, err)
 		return nil, err
 	}
@@ -255,7 +256,7 @@ func (r *ReadResult) JSON() []byte {
 // opened with c's own rights, so the kernel decides what c may do exactly as
 // for c's own system calls; its records carry c's identity, and its sessions
 // are c's. The receiver is not changed: concurrent calls each have theirs.
-func (s *Service) As(c *caller.Caller, view *View) *Service {
+func (s *Service) As(c *caller.Caller, view *caller.View) *Service {
 	cp := *s
 	cp.who, cp.view = c, view
 	cp.Guard = s.Guard.As(c)
