@@ -329,6 +329,9 @@ func TestNoWatchFallsBackToShortTimeouts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	d := freshMount(t, f, "off")
+	// stderr is copied by its own goroutine: the notice may trail the
+	// readiness line on stdout.
+	d.log.waitFor(t, "no watch of the backing tree", 1, 10*time.Second)
 	if n := strings.Count(d.log.String(), "no watch of the backing tree"); n != 1 {
 		t.Fatalf("%d notices of the missing watch, want 1:\n%s", n, d.log.String())
 	}

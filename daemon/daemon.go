@@ -1,0 +1,214 @@
+// Package daemon is the composition root of `fsguard mount`: it opens the
+// journal and the held-content store, makes the one admission decider the
+// mount and the socket share, mounts the view, serves the control socket,
+// reports what git histories expose, and writes the mount's denials to the
+// journal off the FUSE path. The CLI parses flags and signals and calls
+// Start, Reload and Stop; tests do the same.
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"fsguard/admit"
+	"fsguard/blobs"
+	"fsguard/control"
+	"fsguard/history"
+	"fsguard/journal"
+	"fsguard/links"
+	"fsguard/metrics"
+	"fsguard/mount"
+	"fsguard/policy"
+	"fsguard/roots"
+	"fsguard/session"
+)
+
+// Config is what a daemon needs.
+type Config struct {
+	Policy     *policy.Policy
+	MountPoint string
+	AllowOther bool
+	Debug      bool
+	// Socket is where the control socket is served ("": none).
+	Socket string
+	// JournalPath is the journal's file ("": no journal; denials are
+	// logged only).
+	JournalPath string
+	Log         *slog.Logger
+	// Denials, when set, also receives each denial as a log line.
+	Denials mount.Auditor
+}
+
+// Daemon is a running `fsguard mount`.
+type Daemon struct {
+	cfg     Config
+	log     *slog.Logger
+	Metrics *metrics.Set
+	journal *journal.Journal
+	held    *blobs.Store
+	srv     *mount.Server
+	ctl     *control.Server
+	sink    *denialSink
+}
+
+// Start mounts the view and serves the socket; it returns once the mount
+// answers.
+func Start(cfg Config) (*Daemon, error) {
+	d := &Daemon{cfg: cfg, log: cfg.Log, Metrics: metrics.New()}
+	if d.log == nil {
+		d.log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	pol := cfg.Policy
+	var jerr error
+	if cfg.JournalPath != "" {
+		if d.journal, jerr = journal.Open(cfg.JournalPath); jerr != nil {
+			d.log.Warn("no journal: denials are logged on stderr only", "err", jerr.Error())
+		}
+	}
+	if d.journal != nil && pol.Journal.HeldMaxBytes > 0 {
+		var herr error
+		if d.held, herr = blobs.Open(blobs.Beside(d.journal.Path()), pol.Journal.HeldMaxBytes); herr != nil {
+			d.log.Warn("no held-content store: changed files are re-sent as lines, and anchored edits need a fresh read", "err", herr.Error())
+		}
+	}
+	d.sink = newDenialSink(d.journal, d.log, d.Metrics, cfg.Denials)
+	if pol.Git.History == "hide" {
+		// Before the mount exists: a .git whose history exposes what the
+		// view hides is never visible, not even for a moment.
+		d.hideHistory(pol)
+	}
+	// One admission decider for the mount and the socket: one verdict per
+	// file version, whichever door asks, and the index of hard links.
+	dec := admit.New(1 << 16)
+	dec.Links = links.New()
+	srv, err := mount.Mount(mount.Config{
+		Policy: pol, MountPoint: cfg.MountPoint, AllowOther: cfg.AllowOther, Admit: dec,
+		Audit: d.sink, Debug: cfg.Debug, Log: d.log,
+		Latency: func(op string, t time.Duration) { d.Metrics.FuseOps.Observe(op, t) },
+	})
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	d.srv = srv
+	if cfg.Socket != "" {
+		if err := d.serveControl(dec, jerr); err != nil {
+			srv.Unmount()
+			d.close()
+			return nil, fmt.Errorf("control socket %s: %w", cfg.Socket, err)
+		}
+		d.log.Info("control socket", "path", cfg.Socket)
+	}
+	if pol.Git.History == "warn" {
+		go func() {
+			reps, err := history.Scan(context.Background(), srv.Guard(), history.Options{})
+			d.reportHistory(reps, err)
+		}()
+	}
+	return d, nil
+}
+
+// Server is the live mount.
+func (d *Daemon) Server() *mount.Server { return d.srv }
+
+// Wait blocks until the mount is gone (Stop, or an external unmount).
+func (d *Daemon) Wait() { d.srv.Wait() }
+
+// Reload swaps in a new policy; a bad one is refused and the old one kept.
+func (d *Daemon) Reload(pol *policy.Policy) error { return d.srv.Reload(pol) }
+
+// Stop unmounts, waits for the mount to be gone, and writes what is left
+// of the denials before closing the journal.
+func (d *Daemon) Stop() error {
+	if err := d.srv.Unmount(); err != nil {
+		return err
+	}
+	d.srv.Wait()
+	d.close()
+	return nil
+}
+
+func (d *Daemon) close() {
+	if d.ctl != nil {
+		d.ctl.Close()
+	}
+	if d.sink != nil {
+		d.sink.close()
+	}
+	if d.held != nil {
+		d.held.Close()
+	}
+	if d.journal != nil {
+		d.journal.Close()
+	}
+}
+
+// serveControl starts the control socket. Each request gets a service
+// built on the guard in force at that moment, for its caller.
+func (d *Daemon) serveControl(dec *admit.Decider, jerr error) error {
+	dev, err := d.srv.Dev()
+	if err != nil {
+		return err
+	}
+	m := d.Metrics
+	count := func(r *journal.Record) {
+		switch {
+		case r.Kind == journal.KindDenial:
+			m.Denials.Add(r.Code, 1)
+		case r.Origin == journal.OriginRead || r.Origin == journal.OriginLedger || r.Origin == journal.OriginDiff:
+			m.Reads.Add(r.Origin, 1)
+			m.Delivered.Add("", float64(r.Delivered))
+			m.Saved.Add("", float64(r.Saved))
+		}
+	}
+	srv := d.srv
+	c := &control.Server{MountDev: dev, Metrics: m, Log: d.log, MaxRequests: srv.Guard().Policy().Control.MaxRequests,
+		Policy: func() policy.Control { return srv.Guard().Policy().Control },
+		Service: func() *session.Service {
+			g := srv.Guard()
+			s := &session.Service{Guard: g, Admit: dec, Journal: d.journal, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
+			if d.held != nil {
+				s.Held = d.held
+			}
+			return s
+		}}
+	if err := c.Serve(d.cfg.Socket); err != nil {
+		return err
+	}
+	d.ctl = c
+	return nil
+}
+
+// hideHistory scans the repositories under pol's roots and adds the .git
+// of each whose history exposes what the view hides to the deny paths.
+func (d *Daemon) hideHistory(pol *policy.Policy) {
+	g, err := roots.New(pol)
+	if err != nil {
+		return // Mount reports it
+	}
+	defer g.Close()
+	reps, err := history.Scan(context.Background(), g, history.Options{})
+	for _, r := range reps {
+		pol.Deny.Paths = append(pol.Deny.Paths, filepath.Join(r.Root.Real, r.Repo, ".git"))
+	}
+	d.reportHistory(reps, err)
+}
+
+// reportHistory says what the history scan found: one warning, one
+// journal record and the metric per repository.
+func (d *Daemon) reportHistory(reps []history.Report, err error) {
+	if err != nil {
+		d.log.Warn("the git history check did not finish", "err", err.Error())
+	}
+	for _, r := range reps {
+		d.log.Warn(r.Summary(), "repo", filepath.Join(r.Root.Path, r.Repo), "findings", len(r.Findings))
+		d.Metrics.History.Add("", float64(len(r.Findings)))
+		if d.journal != nil {
+			d.journal.Append(&journal.Record{Kind: journal.KindHistory, Path: filepath.Join(r.Root.Path, r.Repo), Code: "HISTORY_EXPOSES", Detail: r.Summary(), Pid: uint32(os.Getpid())})
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"fsguard/journal"
+	"fsguard/metrics"
+	"fsguard/mount"
+)
+
+// denialSink takes the mount's denials off the FUSE path: a handler hands a
+// denial to a bounded queue and returns; one goroutine writes the queue to
+// the journal in batches (one transaction, one fsync, for many). A denial
+// that finds the queue full is counted, and the count is journaled as soon
+// as there is room: never dropped silently.
+type denialSink struct {
+	q       chan mount.Denial
+	j       *journal.Journal
+	log     *slog.Logger
+	m       *metrics.Set
+	lines   mount.Auditor // also logged, when set
+	mu      sync.Mutex
+	dropped int64
+	done    chan struct{}
+}
+
+// queueLen bounds the denials waiting to be written.
+const queueLen = 4096
+
+func newDenialSink(j *journal.Journal, log *slog.Logger, m *metrics.Set, lines mount.Auditor) *denialSink {
+	s := &denialSink{q: make(chan mount.Denial, queueLen), j: j, log: log, m: m, lines: lines, done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+// Denial implements mount.Auditor; it never blocks.
+func (s *denialSink) Denial(d mount.Denial) {
+	s.m.Denials.Add(string(d.Code), 1)
+	if s.lines != nil {
+		s.lines.Denial(d)
+	}
+	select {
+	case s.q <- d:
+	default:
+		s.mu.Lock()
+		s.dropped++
+		s.mu.Unlock()
+	}
+}
+
+func (s *denialSink) run() {
+	defer close(s.done)
+	for d := range s.q {
+		batch := []mount.Denial{d}
+	more:
+		for len(batch) < 512 {
+			select {
+			case d, ok := <-s.q:
+				if !ok {
+					break more
+				}
+				batch = append(batch, d)
+			default:
+				break more
+			}
+		}
+		s.write(batch)
+	}
+	s.write(nil) // a last count of what did not fit
+}
+
+func (s *denialSink) write(batch []mount.Denial) {
+	recs := make([]*journal.Record, 0, len(batch)+1)
+	for _, d := range batch {
+		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: d.Time, Path: d.Path, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process})
+	}
+	s.mu.Lock()
+	dropped := s.dropped
+	s.dropped = 0
+	s.mu.Unlock()
+	if dropped > 0 {
+		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: time.Now().UTC(), Code: "DENIALS_DROPPED",
+			Detail: fmt.Sprintf("%d denials arrived while the queue of %d was full and are not recorded one by one", dropped, queueLen)})
+		s.log.Warn("denials not recorded one by one: the queue was full", "count", dropped)
+	}
+	if len(recs) == 0 || s.j == nil {
+		return
+	}
+	if err := s.j.Append(recs...); err != nil {
+		s.log.Error("journal append failed: denials not recorded", "err", err.Error(), "count", len(recs))
+	}
+}
+
+// close writes what is queued and stops.
+func (s *denialSink) close() {
+	close(s.q)
+	<-s.done
+}
