@@ -250,10 +250,19 @@ func writePolicy(t *testing.T, path string, roots []string, extra string) {
 // stdin, and returns its stdout, stderr, exit status and pid.
 func runBinary(t *testing.T, dir string, env []string, stdin string, args ...string) (string, string, int, int) {
 	t.Helper()
+	return runBinaryAs(t, nil, dir, env, stdin, args...)
+}
+
+// runBinaryAs is runBinary as another user (nil: this process's).
+func runBinaryAs(t *testing.T, cred *syscall.Credential, dir string, env []string, stdin string, args ...string) (string, string, int, int) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -119,21 +118,9 @@ func setACL(t *testing.T, path string, uid uint32) {
 // supplementary groups, in the mount's top directory.
 func (e *privEnv) as(t *testing.T, uid, gid uint32, groups []uint32, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = e.mp
-	cmd.Env = append(os.Environ(), "FSGUARD_SOCKET="+e.sock, "FSGUARD_SESSION=agent")
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}}
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	out, errs, code, _ := runBinaryAs(t, &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}, e.mp,
+		[]string{"FSGUARD_SOCKET=" + e.sock, "FSGUARD_SESSION=agent"}, stdin, args...)
+	return out, errs, code
 }
 
 func (e *privEnv) agent(t *testing.T, stdin string, args ...string) (string, string, int) {
