@@ -32,6 +32,36 @@ var DefaultDeny = []string{
 	"**/.aws/**",
 	"**/.gnupg/**",
 	"**/.netrc",
+	// Credential files, as gitleaks and trufflehog list them: each holds a
+	// token in plain text.
+	"**/.git-credentials",
+	"**/.kube/config",
+	"**/.docker/config.json",
+	"**/.dockercfg",
+	"**/.npmrc",
+	"**/.yarnrc.yml",
+	"**/.pypirc",
+	"**/.pgpass",
+	"**/.my.cnf",
+	"**/.vault-token",
+	"**/.s3cfg",
+	"**/.boto",
+	"**/.htpasswd",
+	"**/.config/gh/hosts.yml",
+	"**/.config/hub",
+	"**/.config/gcloud/**",
+	"**/.azure/**",
+	"**/.terraform.d/credentials.tfrc.json",
+	"**/.terraformrc",
+	"**/.gem/credentials",
+	"**/.cargo/credentials",
+	"**/.cargo/credentials.toml",
+	"**/.composer/auth.json",
+	"**/*.p12",
+	"**/*.pfx",
+	"**/*.jks",
+	"**/*.keystore",
+	"**/*.kdbx",
 }
 
 // DefaultWriteDeny is what the agent may not write unless the policy sets
@@ -263,8 +293,13 @@ func defaults() Policy {
 }
 
 // Default returns the embedded default policy: dir as the only root, the
-// default deny list and limits.
+// default deny list and limits. It refuses to make the whole file system,
+// or a home directory itself, the root: run from there, an agent would see
+// everything the user has; that takes a policy that says so.
 func Default(dir string) (*Policy, error) {
+	if err := broadRoot(dir); err != nil {
+		return nil, err
+	}
 	p := defaults()
 	p.Source = "embedded default"
 	p.Roots = []Root{{Path: dir}}
@@ -272,6 +307,26 @@ func Default(dir string) (*Policy, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// broadRoot refuses a directory too broad to be an implicit root.
+func broadRoot(dir string) error {
+	clean := filepath.Clean(dir)
+	why := ""
+	switch {
+	case clean == "/":
+		why = "the whole file system"
+	case clean == "/root" || filepath.Dir(clean) == "/home":
+		why = "a home directory, with its keys and credentials"
+	default:
+		if home, err := os.UserHomeDir(); err == nil && filepath.Clean(home) == clean {
+			why = "your home directory, with its keys and credentials"
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("the current directory %s is %s: fsguard will not make it the root without a policy that says so; run from the project's directory, or pass --policy FILE (or set FSGUARD_POLICY) with a [[root]] naming it", clean, why)
 }
 
 // Load reads and validates a policy file.

@@ -113,3 +113,43 @@ func TestRootsResolveSymlinks(t *testing.T) {
 		t.Fatalf("root: %+v", p.Roots[0])
 	}
 }
+
+// TestDefaultDeniesCredentialFiles: each credential file the default list
+// names is denied wherever it sits, and ordinary files stay visible.
+func TestDefaultDeniesCredentialFiles(t *testing.T) {
+	t.Parallel()
+	p, err := Default(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{
+		".git-credentials", "home/.kube/config", "u/.docker/config.json", ".npmrc", ".config/gh/hosts.yml",
+		".pypirc", ".pgpass", ".vault-token", ".terraform.d/credentials.tfrc.json", ".config/gcloud/application_default_credentials.json",
+		".azure/accessTokens.json", "certs/client.p12", "a.pfx", "store.jks", "release.keystore", ".htpasswd", ".netrc", ".s3cfg",
+		".cargo/credentials.toml", ".gem/credentials", "vault.kdbx", ".my.cnf", ".dockercfg",
+	} {
+		if MatchGlobs(p.Deny.Globs, rel, "/r/"+rel, true) < 0 {
+			t.Errorf("%s is not denied by default", rel)
+		}
+	}
+	for _, rel := range []string{"main.go", "docs/npmrc.md", "config/kube.yaml", "package.json"} {
+		if MatchGlobs(p.Deny.Globs, rel, "/r/"+rel, true) >= 0 {
+			t.Errorf("%s is denied by default", rel)
+		}
+	}
+}
+
+// TestDefaultRefusesBroadRoots: the embedded default does not make / or a
+// home directory the root, and says how to choose one.
+func TestDefaultRefusesBroadRoots(t *testing.T) {
+	t.Parallel()
+	home, _ := os.UserHomeDir()
+	for _, dir := range []string{"/", home, "/home/someone", "/root"} {
+		if _, err := Default(dir); err == nil || !strings.Contains(err.Error(), "--policy") {
+			t.Errorf("Default(%q): %v, want a refusal that says how", dir, err)
+		}
+	}
+	if _, err := Default(t.TempDir()); err != nil {
+		t.Errorf("a project directory: %v", err)
+	}
+}
