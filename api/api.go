@@ -7,6 +7,7 @@ package api
 
 import (
 	"fmt"
+	"fsguard/edit"
 	"io"
 
 	"fsguard/read"
@@ -17,16 +18,16 @@ import (
 // write's content is not part of it: it travels beside the request as a
 // stream (see Do), so a large write is never held in memory whole.
 type Request struct {
-	Op       string        `json:"op"` // read | check | write | edit
-	Path     string        `json:"path"`
-	Cwd      string        `json:"cwd"`
-	Session  string        `json:"session"`
-	Offset   int64         `json:"offset,omitempty"`
-	Limit    int64         `json:"limit,omitempty"`
-	Format   string        `json:"format,omitempty"`
-	NoDedupe bool          `json:"noDedupe,omitempty"`
-	Anchors  bool          `json:"anchors,omitempty"`
-	Edit     *session.Edit `json:"edit,omitempty"`
+	Op       string     `json:"op"` // read | check | write | edit
+	Path     string     `json:"path"`
+	Cwd      string     `json:"cwd"`
+	Session  string     `json:"session"`
+	Offset   int64      `json:"offset,omitempty"`
+	Limit    int64      `json:"limit,omitempty"`
+	Format   string     `json:"format,omitempty"`
+	NoDedupe bool       `json:"noDedupe,omitempty"`
+	Anchors  bool       `json:"anchors,omitempty"`
+	Edit     *edit.Edit `json:"edit,omitempty"`
 }
 
 // MaxContent bounds what one write may carry.

@@ -1,18 +1,17 @@
 package mcpserver
 
 import (
+	"fsguard/edit"
 	"testing"
-
-	"fsguard/session"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // TestOneAnchorGrammar: the MCP tools' schema and the CLI's flags accept
-// exactly the same anchors, because both are session.AnchorPattern.
+// exactly the same anchors, because both are edit.AnchorPattern.
 func TestOneAnchorGrammar(t *testing.T) {
 	t.Parallel()
-	rs, err := (&jsonschema.Schema{Type: "string", Pattern: session.AnchorPattern}).Resolve(nil)
+	rs, err := (&jsonschema.Schema{Type: "string", Pattern: edit.AnchorPattern}).Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +21,7 @@ func TestOneAnchorGrammar(t *testing.T) {
 		"12#A3", "12", "#a3", "12#a3..", "a#b", " 12#a3", "12#a3 ", "12#a3x", "12#a3...14#0f", "",
 	} {
 		schemaOK := rs.Validate(v) == nil
-		_, cliErr := session.EditSpec{Replace: &v, Text: &text}.Edit()
+		_, cliErr := edit.Spec{Replace: &v, Text: &text}.Edit()
 		if schemaOK != (cliErr == nil) {
 			t.Errorf("%q: the MCP schema says %v, the CLI says %v", v, schemaOK, cliErr)
 		}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fsguard/edit"
 	"io"
 	"strings"
 
@@ -110,7 +111,7 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 		return result(perform(api.Request{Op: "write", Path: a.Path, Session: sessionID}, strings.NewReader(a.Content))), nil, nil
 	})
 	anchorSchema := func(desc string) *jsonschema.Schema {
-		return &jsonschema.Schema{Type: "string", Pattern: session.AnchorPattern, Description: desc}
+		return &jsonschema.Schema{Type: "string", Pattern: edit.AnchorPattern, Description: desc}
 	}
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "edit",
@@ -127,7 +128,7 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 			"new_string":   {Type: "string", Description: "the text that replaces old_string"},
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a EditArgs) (*mcp.CallToolResult, any, error) {
-		ed, err := session.EditSpec{Replace: a.Replace, InsertAfter: a.InsertAfter, Delete: a.Delete, Text: a.Text, Old: a.OldString, New: a.NewString}.Edit()
+		ed, err := edit.Spec{Replace: a.Replace, InsertAfter: a.InsertAfter, Delete: a.Delete, Text: a.Text, Old: a.OldString, New: a.NewString}.Edit()
 		if err != nil {
 			return result(session.RenderEdit(nil, err)), nil, nil
 		}

@@ -137,6 +137,12 @@ func Cannotf(code Code, path, format string, args ...any) *Error {
 	return &Error{Code: code, Path: path, Format: "cannot read %q: " + format, Args: append([]any{Path(path)}, args...)}
 }
 
+// Unobserved is FS_NOT_OBSERVED: the session has not seen (all of) what
+// it wants to change.
+func Unobserved(path, why string) *Error {
+	return New(NotObserved, path, "cannot modify %q: %s — read the file, then retry", path, why)
+}
+
 // CodeOf returns the refusal code carried by err, or IOError for any other
 // non-nil error.
 func CodeOf(err error) Code {

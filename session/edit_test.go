@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"fsguard/edit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,7 @@ func (e *env) anchoredRead(name string, offset, limit int64) *ReadResult {
 	return r
 }
 
-func (e *env) edit(name string, ed Edit) (*EditResult, refusal.Code) {
+func (e *env) edit(name string, ed edit.Edit) (*EditResult, refusal.Code) {
 	e.t.Helper()
 	r, err := e.svc.Edit(name, e.root, "s1", ed)
 	return r, refusal.CodeOf(err)
@@ -73,40 +74,42 @@ func TestAnchoredEdits(t *testing.T) {
 	tests := []struct {
 		name     string
 		external map[int]string // applied to the file after the read
-		edit     func(v1 string) Edit
+		edit     func(v1 string) edit.Edit
 		code     refusal.Code
 		want     map[int]string // the edit on top of external, in numbered() terms
 	}{
 		{"replace one line", nil,
-			func(v string) Edit { return Edit{Op: "replace", From: at(v, 50), Text: "fifty"} }, "",
+			func(v string) edit.Edit { return edit.Edit{Op: "replace", From: at(v, 50), Text: "fifty"} }, "",
 			map[int]string{50: "fifty"}},
 		{"replace a range with more lines", nil,
-			func(v string) Edit { return Edit{Op: "replace", From: at(v, 10), To: at(v, 12), Text: "a\nb\nc\nd\n"} }, "",
+			func(v string) edit.Edit {
+				return edit.Edit{Op: "replace", From: at(v, 10), To: at(v, 12), Text: "a\nb\nc\nd\n"}
+			}, "",
 			map[int]string{10: "a\nb\nc\nd", 11: "", 12: ""}},
 		{"insert after", nil,
-			func(v string) Edit { return Edit{Op: "insert", From: at(v, 100), Text: "after the end"} }, "",
+			func(v string) edit.Edit { return edit.Edit{Op: "insert", From: at(v, 100), Text: "after the end"} }, "",
 			map[int]string{100: "line 100 of the file\nafter the end"}},
 		{"insert before line 1", nil,
-			func(v string) Edit { return Edit{Op: "insert", From: "0", Text: "first"} }, "",
+			func(v string) edit.Edit { return edit.Edit{Op: "insert", From: "0", Text: "first"} }, "",
 			map[int]string{1: "first\nline 1 of the file"}},
 		{"delete a range", nil,
-			func(v string) Edit { return Edit{Op: "delete", From: at(v, 2), To: at(v, 4)} }, "",
+			func(v string) edit.Edit { return edit.Edit{Op: "delete", From: at(v, 2), To: at(v, 4)} }, "",
 			map[int]string{2: "", 3: "", 4: ""}},
 		{"after an unrelated change, with lines shifted", map[int]string{5: "line 5 of the file\ninserted", 80: "eighty, changed elsewhere"},
-			func(v string) Edit { return Edit{Op: "replace", From: at(v, 50), Text: "fifty"} }, "",
+			func(v string) edit.Edit { return edit.Edit{Op: "replace", From: at(v, 50), Text: "fifty"} }, "",
 			map[int]string{5: "line 5 of the file\ninserted", 80: "eighty, changed elsewhere", 50: "fifty"}},
 		{"after a change to the anchored line", map[int]string{50: "changed under the agent"},
-			func(v string) Edit { return Edit{Op: "replace", From: at(v, 50), Text: "fifty"} }, refusal.StaleVersion, nil},
+			func(v string) edit.Edit { return edit.Edit{Op: "replace", From: at(v, 50), Text: "fifty"} }, refusal.StaleVersion, nil},
 		{"after a change inside the anchored range", map[int]string{11: "changed under the agent"},
-			func(v string) Edit { return Edit{Op: "delete", From: at(v, 10), To: at(v, 12)} }, refusal.StaleVersion, nil},
+			func(v string) edit.Edit { return edit.Edit{Op: "delete", From: at(v, 10), To: at(v, 12)} }, refusal.StaleVersion, nil},
 		{"after a line was inserted inside the range", map[int]string{11: "line 11 of the file\nwedged in"},
-			func(v string) Edit { return Edit{Op: "delete", From: at(v, 10), To: at(v, 12)} }, refusal.StaleVersion, nil},
+			func(v string) edit.Edit { return edit.Edit{Op: "delete", From: at(v, 10), To: at(v, 12)} }, refusal.StaleVersion, nil},
 		{"a wrong anchor", nil,
-			func(v string) Edit { return Edit{Op: "replace", From: "50#" + wrongHash(v, 50), Text: "x"} }, refusal.StaleVersion, nil},
+			func(v string) edit.Edit { return edit.Edit{Op: "replace", From: "50#" + wrongHash(v, 50), Text: "x"} }, refusal.StaleVersion, nil},
 		{"a malformed anchor", nil,
-			func(v string) Edit { return Edit{Op: "replace", From: "fifty", Text: "x"} }, refusal.InvalidInput, nil},
+			func(v string) edit.Edit { return edit.Edit{Op: "replace", From: "fifty", Text: "x"} }, refusal.InvalidInput, nil},
 		{"past the end", nil,
-			func(v string) Edit { return Edit{Op: "delete", From: "101#00"} }, refusal.InvalidInput, nil},
+			func(v string) edit.Edit { return edit.Edit{Op: "delete", From: "101#00"} }, refusal.InvalidInput, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,7 +139,7 @@ func TestAnchoredEdits(t *testing.T) {
 			// The answer's anchors are the new version's: an edit through
 			// them works without a re-read.
 			first := strings.SplitN(res.Shown, ": ", 2)[0]
-			if _, code := e.edit("f.txt", Edit{Op: "insert", From: first, Text: "chained"}); code != "" {
+			if _, code := e.edit("f.txt", edit.Edit{Op: "insert", From: first, Text: "chained"}); code != "" {
 				t.Fatalf("an edit through the answer's anchor %s: %s\n%s", first, code, res.Shown)
 			}
 		})
@@ -156,17 +159,17 @@ func TestEditNeedsTheLinesShown(t *testing.T) {
 	e := newEnv(t)
 	v := numbered(100, nil)
 	e.write("f.txt", v)
-	if _, code := e.edit("f.txt", Edit{Op: "replace", From: at(v, 50), Text: "x"}); code != refusal.NotObserved {
+	if _, code := e.edit("f.txt", edit.Edit{Op: "replace", From: at(v, 50), Text: "x"}); code != refusal.NotObserved {
 		t.Fatalf("never read: %s", code)
 	}
 	e.anchoredRead("f.txt", 1, 10)
-	if _, code := e.edit("f.txt", Edit{Op: "replace", From: at(v, 50), Text: "x"}); code != refusal.NotObserved {
+	if _, code := e.edit("f.txt", edit.Edit{Op: "replace", From: at(v, 50), Text: "x"}); code != refusal.NotObserved {
 		t.Fatalf("line never shown: %s", code)
 	}
-	if _, code := e.edit("f.txt", Edit{Old: "line 50 of the file", New: "x"}); code != refusal.NotObserved {
+	if _, code := e.edit("f.txt", edit.Edit{Old: "line 50 of the file", New: "x"}); code != refusal.NotObserved {
 		t.Fatalf("exact text on a line never shown: %s", code)
 	}
-	if _, code := e.edit("f.txt", Edit{Op: "replace", From: at(v, 5), Text: "x"}); code != "" {
+	if _, code := e.edit("f.txt", edit.Edit{Op: "replace", From: at(v, 5), Text: "x"}); code != "" {
 		t.Fatalf("a line that was shown: %s", code)
 	}
 }
@@ -176,16 +179,16 @@ func TestExactTextEdits(t *testing.T) {
 	e := newEnv(t)
 	e.write("f.txt", "func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 1\n}\n")
 	e.read("f.txt", 0, 0)
-	if _, code := e.edit("f.txt", Edit{Old: "\treturn 1\n", New: "\treturn 2\n"}); code != refusal.EditAmbiguous {
+	if _, code := e.edit("f.txt", edit.Edit{Old: "\treturn 1\n", New: "\treturn 2\n"}); code != refusal.EditAmbiguous {
 		t.Fatalf("two matches: %s", code)
 	}
-	if _, code := e.edit("f.txt", Edit{Old: "return 3", New: "x"}); code != refusal.EditNoMatch {
+	if _, code := e.edit("f.txt", edit.Edit{Old: "return 3", New: "x"}); code != refusal.EditNoMatch {
 		t.Fatalf("no match: %s", code)
 	}
-	if _, code := e.edit("f.txt", Edit{Old: "", New: "x"}); code != refusal.InvalidInput {
+	if _, code := e.edit("f.txt", edit.Edit{Old: "", New: "x"}); code != refusal.InvalidInput {
 		t.Fatalf("empty old text: %s", code)
 	}
-	res, code := e.edit("f.txt", Edit{Old: "func b() {\n\treturn 1", New: "func b() {\n\treturn 2"})
+	res, code := e.edit("f.txt", edit.Edit{Old: "func b() {\n\treturn 1", New: "func b() {\n\treturn 2"})
 	if code != "" {
 		t.Fatalf("one match: %s", code)
 	}
@@ -218,10 +221,10 @@ func TestExactTextAfterChanges(t *testing.T) {
 	e.read("f.txt", 0, 0)
 	e.write("f.txt", numbered(100, map[int]string{3: "line 3 of the file\nnew", 90: "line 90 of the file, changed"}))
 	// The text still matches, but on a line that changed since.
-	if _, code := e.edit("f.txt", Edit{Old: "line 90 of the file", New: "90"}); code != refusal.StaleVersion {
+	if _, code := e.edit("f.txt", edit.Edit{Old: "line 90 of the file", New: "90"}); code != refusal.StaleVersion {
 		t.Fatalf("a line changed under the agent: %s", code)
 	}
-	if _, code := e.edit("f.txt", Edit{Old: "line 50 of the file", New: "fifty"}); code != "" {
+	if _, code := e.edit("f.txt", edit.Edit{Old: "line 50 of the file", New: "fifty"}); code != "" {
 		t.Fatalf("unrelated change: %s", code)
 	}
 	if got, want := e.content("f.txt"), numbered(100, map[int]string{3: "line 3 of the file\nnew", 90: "line 90 of the file, changed", 50: "fifty"}); got != want {
@@ -233,21 +236,21 @@ func TestEditKeepsLineEndings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, in string
-		edit     func(in string) Edit
+		edit     func(in string) edit.Edit
 		want     string
 	}{
 		{"CRLF, anchored replace with LF text", "a\r\nb\r\nc\r\n",
-			func(in string) Edit { return Edit{Op: "replace", From: at(in, 2), Text: "x\ny\n"} }, "a\r\nx\r\ny\r\nc\r\n"},
+			func(in string) edit.Edit { return edit.Edit{Op: "replace", From: at(in, 2), Text: "x\ny\n"} }, "a\r\nx\r\ny\r\nc\r\n"},
 		{"CRLF, exact text with LF", "a\r\nb\r\nc\r\n",
-			func(string) Edit { return Edit{Old: "a\nb", New: "a\nB\nb2"} }, "a\r\nB\r\nb2\r\nc\r\n"},
+			func(string) edit.Edit { return edit.Edit{Old: "a\nb", New: "a\nB\nb2"} }, "a\r\nB\r\nb2\r\nc\r\n"},
 		{"CRLF, no final newline, insert after the last", "a\r\nb",
-			func(in string) Edit { return Edit{Op: "insert", From: at(in, 2), Text: "c"} }, "a\r\nb\r\nc"},
+			func(in string) edit.Edit { return edit.Edit{Op: "insert", From: at(in, 2), Text: "c"} }, "a\r\nb\r\nc"},
 		{"CRLF, delete the last line", "a\r\nb\r\n",
-			func(in string) Edit { return Edit{Op: "delete", From: at(in, 2)} }, "a\r\n"},
+			func(in string) edit.Edit { return edit.Edit{Op: "delete", From: at(in, 2)} }, "a\r\n"},
 		{"LF, no final newline kept", "a\nb",
-			func(in string) Edit { return Edit{Op: "replace", From: at(in, 2), Text: "B"} }, "a\nB"},
+			func(in string) edit.Edit { return edit.Edit{Op: "replace", From: at(in, 2), Text: "B"} }, "a\nB"},
 		{"a BOM stays", "\xEF\xBB\xBFa\r\nb\r\n",
-			func(in string) Edit { return Edit{Op: "replace", From: at(in, 1), Text: "A"} }, "\xEF\xBB\xBFA\r\nb\r\n"},
+			func(in string) edit.Edit { return edit.Edit{Op: "replace", From: at(in, 1), Text: "A"} }, "\xEF\xBB\xBFA\r\nb\r\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,7 +276,7 @@ func TestEditRaceIsCaught(t *testing.T) {
 	e.anchoredRead("f.txt", 0, 0)
 	beforeRename = func() { os.WriteFile(p, []byte("someone else\n"), 0o644) }
 	defer func() { beforeRename = func() {} }()
-	if _, code := e.edit("f.txt", Edit{Op: "replace", From: at(v, 3), Text: "x"}); code != refusal.StaleVersion {
+	if _, code := e.edit("f.txt", edit.Edit{Op: "replace", From: at(v, 3), Text: "x"}); code != refusal.StaleVersion {
 		t.Fatalf("code %s", code)
 	}
 	if got := e.content("f.txt"); got != "someone else\n" {
@@ -291,7 +294,7 @@ func TestEditAgainstEvictedVersion(t *testing.T) {
 	e.anchoredRead("f.txt", 0, 0)
 	e.svc.Held = nil // as if evicted
 	e.write("f.txt", numbered(100, map[int]string{90: "changed"}))
-	if _, code := e.edit("f.txt", Edit{Op: "replace", From: at(v, 50), Text: "x"}); code != refusal.StaleVersion {
+	if _, code := e.edit("f.txt", edit.Edit{Op: "replace", From: at(v, 50), Text: "x"}); code != refusal.StaleVersion {
 		t.Fatalf("code %s", code)
 	}
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"fsguard/edit"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -157,7 +158,7 @@ func replay(t *testing.T, held bool) (saved float64, diffs, edits int64) {
 			}
 			slices.Sort(known)
 			old := k.lines[known[rng.IntN(len(known))]]
-			res, err := e.svc.Edit(f.name, e.root, "agent", Edit{Old: old, New: old + " // agent"})
+			res, err := e.svc.Edit(f.name, e.root, "agent", edit.Edit{Old: old, New: old + " // agent"})
 			if err != nil {
 				refused++ // stale, or no longer unique: the agent reads again
 				continue

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"fsguard/edit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -300,7 +301,7 @@ func TestWriteDenyList(t *testing.T) {
 			t.Errorf("check %s: %v, want FS_WRITE_DENIED", name, err)
 		}
 	}
-	if _, err := e.svc.Edit("repo/.git/config", e.root, "s1", Edit{Old: "[core]", New: "[x]"}); refusal.CodeOf(err) != refusal.WriteDenied {
+	if _, err := e.svc.Edit("repo/.git/config", e.root, "s1", edit.Edit{Old: "[core]", New: "[x]"}); refusal.CodeOf(err) != refusal.WriteDenied {
 		t.Errorf("edit .git/config: %v, want FS_WRITE_DENIED", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.root, "repo", ".git", "config")); string(b) != "[core]\n" {

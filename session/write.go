@@ -22,10 +22,6 @@ type Freshness struct {
 	NewFile bool // the file does not exist yet: creating it needs no read
 }
 
-func notObserved(path, why string) error {
-	return refusal.New(refusal.NotObserved, path, "cannot modify %q: %s — read the file, then retry", path, why)
-}
-
 func stale(path string) error {
 	return refusal.New(refusal.StaleVersion, path, "cannot modify %q: file changed since it was read — re-read the file, then retry", path)
 }
@@ -103,7 +99,7 @@ func (s *Service) checkFile(f *roots.File, session string) error {
 		return err
 	}
 	if last == nil {
-		return notObserved(f.Name, "file has not been read")
+		return refusal.Unobserved(f.Name, "file has not been read")
 	}
 	content := last.ContentID
 	if last.Identity == nil || *last.Identity != f.Identity() {
@@ -122,7 +118,7 @@ func (s *Service) checkFile(f *roots.File, session string) error {
 			return err
 		}
 		if !held {
-			return notObserved(f.Name, "only part of the file has been read, and the policy requires the whole")
+			return refusal.Unobserved(f.Name, "only part of the file has been read, and the policy requires the whole")
 		}
 	}
 	return nil

@@ -3,11 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"fsguard/edit"
 	"io"
 	"os"
 
 	"fsguard/api"
-	"fsguard/session"
 )
 
 const editUsage = `usage: fsguard edit PATH --session ID EDIT [--policy FILE | --socket SOCK]
@@ -60,7 +60,7 @@ func runEdit(args []string, stdout, stderr io.Writer) int {
 		v := f.Value.String()
 		set[f.Name] = &v
 	})
-	spec := session.EditSpec{Replace: set["replace"], InsertAfter: set["insert-after"], Delete: set["delete"], Text: set["text"], Old: set["old"], New: set["new"]}
+	spec := edit.Spec{Replace: set["replace"], InsertAfter: set["insert-after"], Delete: set["delete"], Text: set["text"], Old: set["old"], New: set["new"]}
 	if spec.Text != nil && *spec.Text == "-" {
 		b, err := readInput("edit", "new text")
 		if err != nil {
