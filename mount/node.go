@@ -325,6 +325,18 @@ func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
 		return nil, errno
 	}
 	f, err := g.OpenIn(r, rel, shown)
+	if err == nil && n.key.ino != 0 && (f.Stat.Ino != n.key.ino || uint64(f.Stat.Dev) != n.key.dev) {
+		// The name now names another file (replaced by a rename): this
+		// node's pages and size are of a file that is gone from here, and
+		// the new file's bytes must not be served under them. The reader
+		// gets ESTALE, and the kernel is told to forget the name, so the
+		// next open looks it up afresh.
+		f.Close()
+		if name, parent := n.Parent(); parent != nil {
+			go parent.NotifyEntry(name) // never from inside this request
+		}
+		return nil, syscall.ESTALE
+	}
 	if err == nil {
 		_, err = n.v.admit.Decide(g, f)
 	}

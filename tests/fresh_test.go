@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -470,5 +471,37 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReplacedFileNeverMixes: a reader holding a file open while it is
+// replaced by a rename (as editors save) reads, natively, the old file. The
+// mount cannot open an inode that no name leads to any more; it must never
+// serve the new file's bytes under the old file's size and pages instead.
+func TestReplacedFileNeverMixes(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"fanotify", "inotify"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			oldText, newText := "old version\n", strings.Repeat("the new version, longer\n", 20)
+			writeFile(t, filepath.Join(f.root, "doc.txt"), oldText, 0o644)
+			freshMount(t, f, backend)
+			p := filepath.Join(f.mp, "doc.txt")
+			h, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			replace(t, filepath.Join(f.root, "doc.txt"), newText)
+			within(t, 10*time.Second, "the new version through a fresh open", func() error { return shows(p, []byte(newText)) })
+			buf := make([]byte, 4096)
+			n, err := h.ReadAt(buf, 0)
+			got := string(buf[:n])
+			if got != oldText && (err == nil || err == io.EOF) {
+				t.Fatalf("the open file read %q (%v): neither the old file nor an error", got, err)
+			}
+			t.Logf("the open file read %q, %v", got, err)
+		})
 	}
 }
