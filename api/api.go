@@ -37,6 +37,11 @@ const MaxContent = 64 << 20
 // content is a write's new content, read at most MaxContent bytes; a larger
 // one fails the write rather than truncate it.
 func Do(svc *session.Service, req Request, content io.Reader) session.Output {
+	if req.Session == "" && (req.Op == "check" || req.Op == "write" || req.Op == "edit") {
+		// Without a session, anyone's sessionless read would pass anyone's
+		// sessionless write: a precondition needs to know whose reads count.
+		return usage(fmt.Sprintf("%s needs a session: pass --session ID or set FSGUARD_SESSION (the id the agent's reads used)", req.Op))
+	}
 	switch req.Op {
 	case "read":
 		res, err := svc.Read(session.ReadRequest{

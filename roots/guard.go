@@ -135,6 +135,9 @@ func (g *Guard) Denied(root *Root, rel string) bool {
 }
 
 func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
+	if IsTemp(filepath.Base(rel)) {
+		return true // a write in progress, or one a kill left behind
+	}
 	fold := g.pol.Folds()
 	if len(g.pol.Deny.Paths) > 0 {
 		cmp := abs
@@ -151,6 +154,26 @@ func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
 		}
 	}
 	return policy.MatchGlobs(g.pol.Deny.Globs, rel, abs, fold) >= 0
+}
+
+// TempMark is in the name of every temporary file fsguard's writes make
+// ("." + base + TempMark + 12 hex digits).
+const TempMark = ".fsguard-"
+
+// IsTemp reports whether name is one of fsguard's temporary files: never
+// shown, through the mount or to read — its content is not a version of
+// anything yet.
+func IsTemp(name string) bool {
+	i := strings.LastIndex(name, TempMark)
+	if i < 1 || name[0] != '.' || len(name)-i-len(TempMark) != 12 {
+		return false
+	}
+	for _, c := range name[i+len(TempMark):] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // WriteDenied refuses a write to rel beneath root when a [write] deny rule

@@ -58,3 +58,29 @@ func TestRootOutlivesCloseWhileInUse(t *testing.T) {
 		t.Fatalf("open after Close: %v, want CHANGED_DURING_READ", err)
 	}
 }
+
+// TestTempFilesAreNeverShown: a temporary file of a write (in progress, or
+// left by a kill) is denied like a deny rule's match; names that merely
+// look alike are not.
+func TestTempFilesAreNeverShown(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	p, err := policy.Default(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r := g.Roots()[0]
+	for name, want := range map[string]bool{
+		".big.txt.fsguard-0123456789ab": true, "src/.a.go.fsguard-ffffffffffff": true,
+		"a.fsguard-0123456789ab": false, ".a.fsguard-0123": false, ".a.fsguard-0123456789aZ": false, "fsguard-notes.md": false,
+	} {
+		if got := g.Denied(r, name); got != want {
+			t.Errorf("Denied(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -87,5 +87,5 @@ func writable(f *roots.File) error {
 func tempName(base string) string {
 	var b [6]byte
 	rand.Read(b[:])
-	return "." + base + ".fsguard-" + hex.EncodeToString(b[:])
+	return "." + base + roots.TempMark + hex.EncodeToString(b[:])
 }

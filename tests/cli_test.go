@@ -123,3 +123,21 @@ func TestEditFromTheCommandLine(t *testing.T) {
 		t.Fatalf("file after the refusals: %q", b)
 	}
 }
+
+// TestWritesNeedASession: check, write and edit without a session are usage
+// errors that say how to give one; nothing is written.
+func TestWritesNeedASession(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.txt"), "a\n", 0o644)
+	env := []string{"FSGUARD_SESSION=", "FSGUARD_SOCKET=", "FSGUARD_POLICY=", "FSGUARD_JOURNAL=" + filepath.Join(t.TempDir(), "j.db")}
+	for _, args := range [][]string{{"check", "a.txt"}, {"write", "a.txt"}, {"edit", "a.txt", "--old", "a", "--new", "b"}} {
+		_, errs, code, _ := runBinary(t, dir, env, "b\n", args...)
+		if code != 2 || !strings.Contains(errs, "--session") {
+			t.Errorf("%v without a session: exit %d %s", args, code, errs)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "a\n" {
+		t.Errorf("a.txt changed: %q", b)
+	}
+}
