@@ -66,8 +66,13 @@ func Start(cfg Config) (*Daemon, error) {
 	var jerr error
 	if cfg.JournalPath != "" {
 		if d.journal, jerr = journal.Open(cfg.JournalPath); jerr != nil {
+			if pol.Journal.Required {
+				return nil, fmt.Errorf("the journal cannot be opened (%v), and the policy requires it ([journal] required = true)", jerr)
+			}
 			d.log.Warn("no journal: denials are logged on stderr only", "err", jerr.Error())
 		}
+	} else if pol.Journal.Required {
+		return nil, fmt.Errorf("no journal path, and the policy requires a journal ([journal] required = true)")
 	}
 	if d.journal != nil && pol.Journal.HeldMaxBytes > 0 {
 		var herr error

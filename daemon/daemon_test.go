@@ -147,3 +147,19 @@ func TestDenialSinkNeverDropsSilently(t *testing.T) {
 	}
 	t.Logf("%d recorded one by one, %d counted", one, counted)
 }
+
+// TestRequiredJournalKeepsTheDaemonDown: with [journal] required = true the
+// daemon does not start when its journal cannot be opened, and says why.
+func TestRequiredJournalKeepsTheDaemonDown(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	os.MkdirAll(root, 0o755)
+	os.WriteFile(filepath.Join(base, "blocker"), []byte("x"), 0o644)
+	pol := loadPolicy(t, base, "[[root]]\npath = \""+root+"\"\n[journal]\nrequired = true\n")
+	_, err := Start(Config{Policy: pol, MountPoint: filepath.Join(base, "mnt"), JournalPath: filepath.Join(base, "blocker", "j.db"),
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), "required = true") {
+		t.Fatalf("Start with an unopenable required journal: %v", err)
+	}
+}

@@ -190,6 +190,10 @@ type Journal struct {
 	// RequireWholeView: a write needs the session to have been handed
 	// every line of the current version, not just some of it.
 	RequireWholeView bool `toml:"require_whole_view"`
+	// Required makes every command fail closed when the journal cannot
+	// record: a read that cannot be recorded is refused, and the daemon
+	// does not start without its journal.
+	Required bool `toml:"required"`
 	// HeldMaxBytes caps the held-content store beside the journal (the
 	// versions sessions were handed, compressed, for diffs on changed
 	// re-reads and for anchored edits); 0 keeps nothing.
@@ -643,7 +647,7 @@ func (p *Policy) Summary() string {
 		allow = append(allow, g.String())
 	}
 	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\nallow_globs = %s\n", tomlList(p.Sniff.Refuse), tomlList(allow))
-	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequire_whole_view = %v\nheld_max_bytes = %d\n", p.Journal.Path, p.Journal.RequireWholeView, p.Journal.HeldMaxBytes)
+	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequired = %v\nrequire_whole_view = %v\nheld_max_bytes = %d\n", p.Journal.Path, p.Journal.Required, p.Journal.RequireWholeView, p.Journal.HeldMaxBytes)
 	m := p.Mount
 	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\nwatch = %q\n",
 		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes, m.Watch)

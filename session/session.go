@@ -147,6 +147,9 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 		rec.ContentID = *o.ContentID
 	}
 	if s.Journal == nil {
+		if s.Guard.Policy().Journal.Required {
+			return nil, s.unrecordable(res.Path, s.JournalErr)
+		}
 		out.Notes = append(out.Notes, s.notRecorded())
 		return out, nil
 	}
@@ -188,10 +191,25 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 		}
 	}
 	if err := s.append(rec); err != nil {
+		if s.Guard.Policy().Journal.Required {
+			return nil, s.unrecordable(res.Path, err)
+		}
 		out.Notes = append(out.Notes, "nothing was recorded in the journal: "+err.Error())
 	}
 	s.keep(rec.ContentID, o.RealPath, res.Content)
 	return out, nil
+}
+
+// unrecordable refuses a read the journal cannot record when the policy
+// requires a record of every read ([journal] required = true): fail closed.
+func (s *Service) unrecordable(path string, cause error) error {
+	why := "no journal is open"
+	if cause != nil {
+		why = cause.Error()
+	}
+	e := refusal.Cannotf(refusal.IOError, path, "the journal cannot record it (%s), and the policy requires a record of every read ([journal] required = true); fix the journal, then retry", why)
+	e.Err = cause
+	return e
 }
 
 func (s *Service) notRecorded() string {

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,5 +140,28 @@ func TestWritesNeedASession(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "a\n" {
 		t.Errorf("a.txt changed: %q", b)
+	}
+}
+
+// TestRequiredJournalFailsClosed: with [journal] required = true a read the
+// journal cannot record is refused (exit 1, saying why), and the daemon
+// does not start without its journal; without it the read is shown with a
+// note that nothing was recorded.
+func TestRequiredJournalFailsClosed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.txt"), "secret-free text\n", 0o644)
+	writeFile(t, filepath.Join(dir, "blocker"), "a file where the journal's directory would be\n", 0o644)
+	bad := "FSGUARD_JOURNAL=" + filepath.Join(dir, "blocker", "journal.db") // its directory is a file
+	for _, required := range []bool{true, false} {
+		pol := filepath.Join(t.TempDir(), "policy.toml")
+		writePolicy(t, pol, []string{dir}, fmt.Sprintf("[journal]\nrequired = %v\n", required))
+		out, errs, code, _ := runBinary(t, dir, []string{bad, "FSGUARD_POLICY=" + pol, "FSGUARD_SOCKET="}, "", "read", "a.txt")
+		switch {
+		case required && (code != 1 || strings.Contains(out, "secret-free") || !strings.Contains(errs, "required = true")):
+			t.Errorf("required: exit %d\n%s%s", code, out, errs)
+		case !required && (code != 0 || !strings.Contains(out+errs, "nothing was recorded")):
+			t.Errorf("not required: exit %d\n%s%s", code, out, errs)
+		}
 	}
 }
