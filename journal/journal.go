@@ -118,8 +118,13 @@ func (e *DamageError) Error() string {
 }
 
 // DefaultPath is where the journal lives when neither the policy nor
-// FSGUARD_JOURNAL says: $XDG_STATE_HOME/fsguard/journal.db.
+// FSGUARD_JOURNAL says: /var/lib/fsguard/journal.db for root (a service's
+// journal must not move with $HOME, and the operator's shell must find the
+// daemon's), $XDG_STATE_HOME/fsguard/journal.db for anyone else.
 func DefaultPath() string {
+	if os.Geteuid() == 0 {
+		return SystemPath
+	}
 	state := os.Getenv("XDG_STATE_HOME")
 	if state == "" {
 		home, _ := os.UserHomeDir()
@@ -127,6 +132,9 @@ func DefaultPath() string {
 	}
 	return filepath.Join(state, "fsguard", "journal.db")
 }
+
+// SystemPath is root's default journal (systemd's StateDirectory=fsguard).
+const SystemPath = "/var/lib/fsguard/journal.db"
 
 // Locate applies the lookup order: FSGUARD_JOURNAL, the policy's path,
 // the default.

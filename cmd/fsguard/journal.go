@@ -61,7 +61,11 @@ examples:
 	if !ok {
 		return exitUsage
 	}
-	j, err := journal.Open(journal.Locate(pol.Journal.Path))
+	path := journal.Locate(pol.Journal.Path)
+	if onTerminal(stderr) {
+		fmt.Fprintf(stderr, "# journal %s\n", path) // which file: there may be several
+	}
+	j, err := journal.Open(path)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -119,6 +123,7 @@ examples:
 			return 0
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "journal\t%s\n", path)
 		fmt.Fprintf(tw, "records\t%d\nsessions\t%d\nreads\t%d\nwrites\t%d\nedits\t%d\nledger notices\t%d\ndiffs\t%d\nheld content evicted\t%d\ndenials\t%d\n",
 			st.Records, st.Sessions, st.Reads, st.Writes, st.Edits, st.LedgerNotices, st.Diffs, st.Evictions, st.Denials)
 		for code, n := range st.DenialsByCode {
@@ -129,7 +134,7 @@ examples:
 	case "verify":
 		start := time.Now()
 		n, err := j.Verify(func(done, total int64) {
-			if total >= 100_000 {
+			if total >= 100_000 && onTerminal(stderr) {
 				const width = 40
 				k := int(done * width / total)
 				fmt.Fprintf(stderr, "\rverifying [%s%s] %d/%d", strings.Repeat("#", k), strings.Repeat(".", width-k), done, total)
@@ -141,7 +146,7 @@ examples:
 		if err != nil {
 			return fail(stderr, fmt.Errorf("journal verify failed at %v (after %d good records)", err, n))
 		}
-		fmt.Fprintf(stdout, "ok: %d records, chain intact (%.0f ms)\n", n, float64(time.Since(start).Microseconds())/1000)
+		fmt.Fprintf(stdout, "ok: %s: %d records, chain intact (%.0f ms)\n", path, n, float64(time.Since(start).Microseconds())/1000)
 	case "export":
 		if !*jsonl {
 			fmt.Fprintln(stderr, "Error: export needs --jsonl (the only export format)")
