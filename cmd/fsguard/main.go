@@ -47,21 +47,46 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
+	if len(args) == 0 {
+		usage(stderr) // asked for nothing: a usage error
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			// help CMD is CMD --help, on stdout.
+			return run([]string{args[1], "--help"}, stdout, stdout)
 		}
+		usage(stdout) // asked for: stdout, exit 0
 		return 0
+	case "--version", "-version":
+		return runVersion(nil, stdout, stderr)
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
+			if wantsHelp(args[1:]) {
+				stderr = stdout // asked-for help goes to stdout
+			}
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "Error: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return exitUsage
+}
+
+// wantsHelp reports whether a command's arguments ask for its help (before
+// any "--", which ends the flags).
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer) {

@@ -62,7 +62,8 @@ flags:
 		req.Limit, err = count("limit", *limit, name)
 	}
 	if err != nil {
-		return emit(stdout, stderr, session.RenderRead(name, nil, err, *format))
+		emit(stdout, stderr, session.RenderRead(name, nil, err, *format))
+		return exitUsage // a bad flag value is a usage error, as everywhere
 	}
 	return perform(req, nil, *policyFile, *socket, stdout, stderr)
 }
