@@ -56,7 +56,7 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
 	}
 	if err != nil {
-		return e, g.openErr(err, root, rel, display)
+		return e, g.entryErr(err, root, rel, display)
 	}
 	defer unix.Close(pfd)
 	if viaLink {
@@ -99,7 +99,7 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
 	}
 	if err != nil {
-		return e, g.openErr(err, root, target, display)
+		return e, g.entryErr(err, root, target, display)
 	}
 	defer unix.Close(tfd)
 	if _, _, err := g.landed(tfd, root, display); err != nil {
@@ -146,7 +146,7 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 		if err == unix.EXDEV {
 			return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
 		}
-		return nil, g.openErr(err, root, rel, display)
+		return nil, g.entryErr(err, root, rel, display)
 	}
 	defer unix.Close(fd)
 	var out []DirEntry

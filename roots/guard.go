@@ -415,6 +415,18 @@ func (g *Guard) openAcross(root *Root, rel, display string, hops int) (*File, er
 	return g.openIn(r2, rel2, display, hops+1)
 }
 
+// entryErr is openErr for the mount's questions (Entry, List): a missing
+// name is only "not found". Suggestions list and score the parent
+// directory — milliseconds — and the mount shows no message to put them
+// in, while a compiler, a shell or Python's imports probe many missing
+// names.
+func (g *Guard) entryErr(err error, root *Root, rel, display string) error {
+	if err == unix.ENOENT || err == unix.ENOTDIR {
+		return refusal.Cannot(refusal.NotFound, display, "not found")
+	}
+	return g.openErr(err, root, rel, display)
+}
+
 func (g *Guard) openErr(err error, root *Root, rel, display string) error {
 	if err == errClosed {
 		return refusal.Cannot(refusal.ChangedDuringRead, display, "the policy was reloaded during the call; retry")

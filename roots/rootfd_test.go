@@ -1,8 +1,10 @@
 package roots
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"fsguard/policy"
@@ -82,5 +84,30 @@ func TestTempFilesAreNeverShown(t *testing.T) {
 		if got := g.Denied(r, name); got != want {
 			t.Errorf("Denied(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestEntryNeverSuggests: the mount's questions (Entry) answer a missing
+// name with a bare NOT_FOUND, without listing the directory for
+// suggestions; a named read (OpenIn) still suggests.
+func TestEntryNeverSuggests(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n"), 0o644)
+	p, err := policy.Default(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r := g.Roots()[0]
+	if _, err := g.Entry(r, "main.g"); refusal.CodeOf(err) != refusal.NotFound || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("Entry: %v", err)
+	}
+	if _, err := g.OpenIn(r, "main.g", "main.g"); !strings.Contains(fmt.Sprint(err), "did you mean") {
+		t.Errorf("OpenIn: %v, want a suggestion", err)
 	}
 }
