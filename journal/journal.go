@@ -87,6 +87,9 @@ type Record struct {
 	// through this record (a diff or an edit leaves more than Start-End).
 	Held    [][2]int64 `json:"held,omitempty"`
 	Anchors bool       `json:"anchors,omitempty"` // lines were shown with their anchors
+	// Media: an image was described (and its bytes perhaps sent); no line
+	// of it is held, so no whole-view precondition is met by it.
+	Media bool `json:"media,omitempty"`
 
 	// Denials.
 	Code string `json:"code,omitempty"`

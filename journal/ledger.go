@@ -109,7 +109,7 @@ func (j *Journal) Holding(session Session, realPath, contentID string, totalLine
 			return h, err
 		}
 		last = seq
-		if anchored && !r.Anchors {
+		if (anchored && !r.Anchors) || r.Media {
 			continue
 		}
 		h.Seen = true

@@ -80,5 +80,9 @@ func imageBody(img *Image) string {
 	if img.Data == nil {
 		how = "It is larger than max_media_bytes, so it is not returned inline."
 	}
-	return fmt.Sprintf("(Image: %s, %dx%d pixels, %d bytes. %s)\n", img.MIME, img.Width, img.Height, img.Bytes, how)
+	size := fmt.Sprintf("%dx%d pixels", img.Width, img.Height)
+	if img.Width <= 0 || img.Height <= 0 {
+		size = "dimensions unreadable (the header is cut short or damaged)"
+	}
+	return fmt.Sprintf("(Image: %s, %s, %d bytes. %s)\n", img.MIME, size, img.Bytes, how)
 }

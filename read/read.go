@@ -257,7 +257,10 @@ func (r *Reader) image(f *roots.File, mime string, notes []string) (*Result, err
 	res := &Result{Path: f.Name, Image: img, Body: imageBody(img), Notes: notes,
 		Totals: Totals{Bytes: f.Stat.Size, Complete: true}, Truncation: Truncation{Reason: "none", ClampedLines: []int64{}}}
 	st := f.Identity()
-	o := Observation{StatID: fileid.StatID(f.Real, st), ViewID: fileid.Hash(res.Body), Identity: st, RealPath: f.Real, ContentID: &sum, WholeFileVisible: img.Data != nil}
+	o := Observation{StatID: fileid.StatID(f.Real, st), ViewID: fileid.Hash(res.Body), Identity: st, RealPath: f.Real, ContentID: &sum, WholeFileVisible: false}
+	// A media result is never a whole-file view: even when its bytes travel
+	// (JSON, MCP), a text answer shows a description, and what the agent
+	// took in of the image is not lines a write could be checked against.
 	o.ID = fileid.Hash(o.StatID, sum, o.ViewID)
 	res.Observation = o
 	return res, nil

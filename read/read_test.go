@@ -461,4 +461,10 @@ func TestImages(t *testing.T) {
 	if res.Image.Data != nil || !strings.Contains(res.Body, "larger than max_media_bytes") || res.Observation.WholeFileVisible {
 		t.Errorf("large image: %q", res.Body)
 	}
+	// A PNG signature and nothing else: no dimensions are made up.
+	f.r.Guard.Policy().Limits.MaxMediaBytes = 5 << 20
+	f.write("sig.png", "\x89PNG\r\n\x1a\n")
+	if res, err := f.read("sig.png", 0, 0); err != nil || !strings.Contains(res.Body, "dimensions unreadable") || strings.Contains(res.Body, "0x0") {
+		t.Errorf("a bare PNG signature: %v %q", err, res.Body)
+	}
 }

@@ -142,6 +142,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 		StatID: o.StatID, ViewID: o.ViewID, ObsID: o.ID, WholeFileVisible: o.WholeFileVisible,
 		Start: o.Range.Start, End: o.Range.End, Clamped: len(res.Truncation.ClampedLines),
 		TotalLines: res.Totals.Lines, Identity: &o.Identity, Delivered: int64(len(res.Body)), Anchors: res.Anchors,
+		Media: res.Image != nil,
 	}
 	if o.ContentID != nil {
 		rec.ContentID = *o.ContentID

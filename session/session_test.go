@@ -311,3 +311,25 @@ func TestWriteDenyList(t *testing.T) {
 		t.Error("a hook was created")
 	}
 }
+
+// TestImagesAreNeverWholeViews: reading an image describes it; with
+// require_whole_view a write to it stays refused (the agent never held its
+// bytes as lines), while a plain check passes on the version observed.
+func TestImagesAreNeverWholeViews(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// A 1x1 PNG's signature and header.
+	e.write("pic.png", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde")
+	r := e.read("pic.png", 1, 0)
+	if r.Image == nil || r.Observation.WholeFileVisible {
+		t.Fatalf("image read: image %v, wholeFileVisible %v", r.Image, r.Observation.WholeFileVisible)
+	}
+	if _, err := e.svc.Check("pic.png", e.root, "s1"); err != nil {
+		t.Errorf("a plain check after the image was read: %v", err)
+	}
+	strict := *e.svc
+	strict.RequireWholeView = true
+	if _, err := strict.Check("pic.png", e.root, "s1"); refusal.CodeOf(err) != refusal.NotObserved {
+		t.Errorf("require_whole_view check after an image read: %v, want FS_NOT_OBSERVED", err)
+	}
+}

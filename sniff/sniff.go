@@ -69,6 +69,11 @@ func Classify(sample []byte, atEOF bool) Result {
 	body := sample[bom:]
 	if bytes.IndexByte(body, 0) < 0 {
 		if bad := InvalidUTF8(body, atEOF); bad < 0 {
+			if mostlyControl(body) {
+				// Valid UTF-8 but not text a person wrote: terminal
+				// escapes, a binary format without NULs.
+				return Result{Class: Binary, MIME: "application/octet-stream"}
+			}
 			return Result{Class: Text, MIME: "text/plain; charset=utf-8", BOM: bom}
 		} else if m := mimetype.Detect(sample); isTextMIME(m) {
 			return Result{Class: Encoding, MIME: m.String(), BadByte: bom + bad}
@@ -83,6 +88,19 @@ func Classify(sample []byte, atEOF bool) Result {
 		return Result{Class: Encoding, MIME: m.String(), BadByte: -1}
 	}
 	return Result{Class: Binary, MIME: m.String()}
+}
+
+// mostlyControl reports whether more than 30% of b's bytes are control
+// characters other than the whitespace ones (tab, newline, carriage
+// return, form feed, vertical tab).
+func mostlyControl(b []byte) bool {
+	n := 0
+	for _, c := range b {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') || c == 0x7f {
+			n++
+		}
+	}
+	return n*10 > len(b)*3
 }
 
 func isTextMIME(m *mimetype.MIME) bool {

@@ -37,3 +37,20 @@ func TestClassify(t *testing.T) {
 		t.Errorf("rune cut at EOF: %+v", r)
 	}
 }
+
+// TestControlCharactersAreBinary: a file mostly of control characters is
+// binary, though it is valid UTF-8 with no NUL; a log with a few colour
+// escapes is still text.
+func TestControlCharactersAreBinary(t *testing.T) {
+	t.Parallel()
+	var ctl []byte
+	for i := range 4096 {
+		ctl = append(ctl, byte(1+i%30))
+	}
+	if c := Classify(ctl, true); c.Class != Binary {
+		t.Errorf("4 KB of control characters: %s", c.Class)
+	}
+	if c := Classify([]byte("\x1b[31merror\x1b[0m: disk full\nok\n"), true); c.Class != Text {
+		t.Errorf("a coloured log line: %s", c.Class)
+	}
+}

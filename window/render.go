@@ -3,6 +3,7 @@ package window
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -21,7 +22,7 @@ func Render(b *strings.Builder, l Line, maxLineChars int, anchors bool) {
 		}
 	}
 	b.WriteString(": ")
-	b.WriteString(l.Text)
+	b.WriteString(Visible(l.Text))
 	if l.Truncated {
 		b.WriteString(truncMarker(maxLineChars))
 	}
@@ -30,7 +31,7 @@ func Render(b *strings.Builder, l Line, maxLineChars int, anchors bool) {
 
 // RenderedSize is the number of bytes Render writes for l.
 func RenderedSize(l Line, maxLineChars int, anchors bool) int {
-	n := len(strconv.FormatInt(l.N, 10)) + 2 + len(l.Text) + 1
+	n := len(strconv.FormatInt(l.N, 10)) + 2 + len(Visible(l.Text)) + 1
 	if anchors {
 		n += 1 + AnchorLen
 	}
@@ -38,6 +39,40 @@ func RenderedSize(l Line, maxLineChars int, anchors bool) int {
 		n += len(truncMarker(maxLineChars))
 	}
 	return n
+}
+
+// Visible returns text with every control character but the tab shown as a
+// visible stand-in, so no byte of a file reaches the agent's terminal as an
+// escape sequence: C0 controls and DEL as their Unicode control pictures
+// (ESC is ␛), C1 controls as \u0080-style escapes. Text without any comes
+// back as it is, at the cost of one scan.
+func Visible(text string) string {
+	clean := true
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; (c < 0x20 && c != '\t') || c == 0x7f || c == 0xc2 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return text
+	}
+	var b strings.Builder
+	for _, r := range text {
+		switch {
+		case r == '\t':
+			b.WriteRune(r)
+		case r < 0x20:
+			b.WriteRune(0x2400 + r)
+		case r == 0x7f:
+			b.WriteRune(0x2421)
+		case r >= 0x80 && r <= 0x9f:
+			b.WriteString(fmt.Sprintf("\\u%04x", r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // AnchorLen is the length of a line's anchor.

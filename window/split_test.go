@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 )
 
@@ -36,6 +37,29 @@ func TestSplitAgreesWithScan(t *testing.T) {
 		}
 		if res.TotalLines != int64(len(lines)) {
 			t.Fatalf("%q: Split has %d lines, the scanner counts %d", in, len(lines), res.TotalLines)
+		}
+	}
+}
+
+// TestControlCharactersShownVisibly: no control byte but the tab reaches
+// the agent raw; the byte cap counts what is shown.
+func TestControlCharactersShownVisibly(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"plain\ttext":        "plain\ttext",
+		"\x1b[31mred\x1b[0m": "␛[31mred␛[0m",
+		"bell\x07 del\x7f":   "bell␇ del␡",
+		"c1 \u009b csi":      `c1 \u009b csi`,
+		"é ✓":                "é ✓",
+	} {
+		if got := Visible(in); got != want {
+			t.Errorf("Visible(%q) = %q, want %q", in, got, want)
+		}
+		var b strings.Builder
+		l := Line{N: 1, Text: in}
+		Render(&b, l, 100, false)
+		if b.Len() != RenderedSize(l, 100, false) || strings.ContainsAny(b.String(), "\x1b\x07\x7f") {
+			t.Errorf("Render(%q) = %q (%d bytes, RenderedSize %d)", in, b.String(), b.Len(), RenderedSize(l, 100, false))
 		}
 	}
 }
