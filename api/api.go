@@ -18,16 +18,19 @@ import (
 // write's content is not part of it: it travels beside the request as a
 // stream (see Do), so a large write is never held in memory whole.
 type Request struct {
-	Op       string     `json:"op"` // read | check | write | edit
-	Path     string     `json:"path"`
-	Cwd      string     `json:"cwd"`
-	Session  string     `json:"session"`
-	Offset   int64      `json:"offset,omitempty"`
-	Limit    int64      `json:"limit,omitempty"`
-	Format   string     `json:"format,omitempty"`
-	NoDedupe bool       `json:"noDedupe,omitempty"`
-	Anchors  bool       `json:"anchors,omitempty"`
-	Edit     *edit.Edit `json:"edit,omitempty"`
+	Op       string `json:"op"` // read | check | write | edit
+	Path     string `json:"path"`
+	Cwd      string `json:"cwd"`
+	Session  string `json:"session"`
+	Offset   int64  `json:"offset,omitempty"`
+	Limit    int64  `json:"limit,omitempty"`
+	Format   string `json:"format,omitempty"`
+	NoDedupe bool   `json:"noDedupe,omitempty"`
+	// Again is how this door\'s caller asks for the lines even if held, as
+	// answers should name it ("" is the CLI\'s --no-dedupe).
+	Again   string     `json:"again,omitempty"`
+	Anchors bool       `json:"anchors,omitempty"`
+	Edit    *edit.Edit `json:"edit,omitempty"`
 }
 
 // MaxContent bounds what one write may carry.
@@ -46,7 +49,7 @@ func Do(svc *session.Service, req Request, content io.Reader) session.Output {
 	case "read":
 		res, err := svc.Read(session.ReadRequest{
 			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd, Anchors: req.Anchors},
-			Session: req.Session, NoDedupe: req.NoDedupe,
+			Session: req.Session, NoDedupe: req.NoDedupe, Again: req.Again,
 		})
 		return session.RenderRead(req.Path, res, err, req.Format)
 	case "check":

@@ -167,7 +167,7 @@ func (d *Daemon) serveControl(dec *admit.Decider, jerr error) error {
 		case r.Origin == journal.OriginRead || r.Origin == journal.OriginLedger || r.Origin == journal.OriginDiff:
 			m.Reads.Add(r.Origin, 1)
 			m.Delivered.Add("", float64(r.Delivered))
-			m.Saved.Add("", float64(r.Saved))
+			m.Saved.Add("", float64(max(r.Saved, 0))) // a counter only rises
 		}
 	}
 	srv := d.srv

@@ -31,6 +31,7 @@ type ReadArgs struct {
 	Offset  int64  `json:"offset,omitempty"`
 	Limit   int64  `json:"limit,omitempty"`
 	Anchors bool   `json:"anchors,omitempty"`
+	Full    bool   `json:"full,omitempty"`
 }
 
 // CheckArgs are the check tool's arguments.
@@ -89,9 +90,10 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 			"offset":  positive("first line to show, 1-based (default 1)"),
 			"limit":   positive("most lines to show (default and maximum: the policy's max_lines)"),
 			"anchors": {Type: "boolean", Description: "show each line as N#hh: text; the N#hh anchors name lines for the edit tool"},
+			"full":    {Type: "boolean", Description: "send the lines even if this session already holds them (after the client dropped them from its context)"},
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, Session: sessionID}, nil)), nil, nil
+		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full, Again: "full: true", Session: sessionID}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "check",

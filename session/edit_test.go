@@ -58,7 +58,7 @@ func TestAnchoredReadShowsAnchors(t *testing.T) {
 	}
 	// A plain read of the same lines does not hand over anchors: an
 	// anchored re-read is answered with lines, then with a notice.
-	e.write("b.txt", "one\ntwo\n")
+	e.write("b.txt", "one line long enough to be worth a notice\ntwo lines long enough to be worth a notice\n")
 	e.read("b.txt", 0, 0)
 	if r := e.anchoredRead("b.txt", 0, 0); r.Notice != "" {
 		t.Fatal("an anchored read was told it holds anchors it was never shown")
@@ -177,7 +177,7 @@ func TestEditNeedsTheLinesShown(t *testing.T) {
 func TestExactTextEdits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.write("f.txt", "func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 1\n}\n")
+	e.write("f.txt", "func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 1\n}\n// a comment long enough that a notice is shorter than the file\n")
 	e.read("f.txt", 0, 0)
 	if _, code := e.edit("f.txt", edit.Edit{Old: "\treturn 1\n", New: "\treturn 2\n"}); code != refusal.EditAmbiguous {
 		t.Fatalf("two matches: %s", code)
@@ -192,7 +192,7 @@ func TestExactTextEdits(t *testing.T) {
 	if code != "" {
 		t.Fatalf("one match: %s", code)
 	}
-	if got := e.content("f.txt"); got != "func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 2\n}\n" {
+	if got := e.content("f.txt"); got != "func a() {\n\treturn 1\n}\n\nfunc b() {\n\treturn 2\n}\n// a comment long enough that a notice is shorter than the file\n" {
 		t.Fatalf("file: %q", got)
 	}
 	if res.Start != 6 || res.End != 6 || res.Moved != 0 {

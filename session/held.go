@@ -43,7 +43,7 @@ type changeAnswer struct {
 // kept, the session held every line of the old version the diff shows or
 // leans on, the session will hold every line of the window afterwards,
 // and the answer is smaller than the window. Otherwise nil: send lines.
-func (s *Service) answerChange(session string, res *read.Result) (*changeAnswer, error) {
+func (s *Service) answerChange(session string, res *read.Result, again string) (*changeAnswer, error) {
 	o := res.Observation
 	if s.Held == nil || res.Content == nil || o.ContentID == nil {
 		return nil, nil
@@ -116,7 +116,7 @@ func (s *Service) answerChange(session string, res *read.Result) (*changeAnswer,
 	fmt.Fprintf(&u, "--- %s\t(the version you hold)\n+++ %s\t(now, %d lines)\n", res.Path, res.Path, len(newLines))
 	diff.Write(&u, shown, oldT, newT)
 	ans.unified = u.String()
-	ans.notice = "(Changed since your last read - the diff below, against the version you hold, brings you up to date. Use --no-dedupe to see the lines.)\n" +
+	ans.notice = "(Changed since your last read - the diff below, against the version you hold, brings you up to date. Use " + again + " to see the lines.)\n" +
 		strings.TrimSuffix(ans.unified, "\n")
 	if len(ans.notice)+1 >= full {
 		return nil, nil // the lines are no larger

@@ -96,6 +96,10 @@ type ReadRequest struct {
 	read.Request
 	Session  string
 	NoDedupe bool
+	// Again is how the asking door says "send the lines even if held"
+	// ("--no-dedupe" for the CLI, the default; "full: true" for MCP):
+	// answers speak the words of the interface that asked.
+	Again string
 }
 
 // ReadResult is a read's outcome: either the window, or a ledger notice
@@ -166,17 +170,24 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 			return nil, err
 		}
 		var change *changeAnswer
+		again := req.Again
+		if again == "" {
+			again = "--no-dedupe"
+		}
 		switch {
 		case held.Window(a, b, res.Totals.Lines):
-			if o.WholeFileVisible {
-				out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold all %d lines. Use --no-dedupe to see them again.)", res.Totals.Lines)
-			} else {
-				out.Notice = fmt.Sprintf("(Unchanged since your last read - you already hold lines %d-%d. Use --no-dedupe to see them again.)", a, b)
-				out.Footer = res.Footer // paging goes on from the window
+			notice, footer := fmt.Sprintf("(Unchanged since your last read - you already hold all %d lines. Use %s to see them again.)", res.Totals.Lines, again), ""
+			if !o.WholeFileVisible {
+				notice = fmt.Sprintf("(Unchanged since your last read - you already hold lines %d-%d. Use %s to see them again.)", a, b, again)
+				footer = res.Footer // paging goes on from the window
 			}
-			rec.Origin, rec.Start, rec.End = journal.OriginLedger, 0, 0
+			// A notice longer than the lines saves nothing: send the lines.
+			if len(notice)+len(footer) < len(res.Body) {
+				out.Notice, out.Footer = notice, footer
+				rec.Origin, rec.Start, rec.End = journal.OriginLedger, 0, 0
+			}
 		case !req.Anchors: // a diff carries no anchors: an anchored read gets lines
-			if change, err = s.answerChange(req.Session, res); err != nil {
+			if change, err = s.answerChange(req.Session, res, again); err != nil {
 				return nil, err
 			}
 		}

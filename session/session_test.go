@@ -174,10 +174,19 @@ func TestWriteRefusedWhenTargetChangesBeforeRename(t *testing.T) {
 	}
 }
 
+// long is n lines long enough that a notice is shorter than they are.
+func long(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %d of a file whose lines are longer than a notice\n", i)
+	}
+	return b.String()
+}
+
 func TestLedger(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	path := e.write("f.txt", "1\n2\n3\n4\n5\n")
+	path := e.write("f.txt", long(5))
 	if r := e.read("f.txt", 0, 0); r.Notice != "" {
 		t.Fatal("first read answered with a notice")
 	}
@@ -191,7 +200,7 @@ func TestLedger(t *testing.T) {
 		t.Fatal("--no-dedupe answered with a notice")
 	}
 	// After an edit the next read delivers the new content.
-	os.WriteFile(path, []byte("1\n2\nthree\n4\n5\n"), 0o644)
+	os.WriteFile(path, []byte(strings.Replace(long(5), "line 3 ", "three ", 1)), 0o644)
 	if r := e.read("f.txt", 0, 0); r.Notice != "" || !strings.Contains(r.Text(), "3: three") {
 		t.Fatalf("after an edit: %q", r.Text())
 	}
@@ -200,12 +209,18 @@ func TestLedger(t *testing.T) {
 	if r := e.read("f.txt", 0, 0); r.Notice != "" {
 		t.Fatal("a file truncated to empty was reported unchanged")
 	}
+	// A notice longer than the lines it stands for is never sent.
+	e.write("tiny.txt", "1\n2\n")
+	e.read("tiny.txt", 0, 0)
+	if r := e.read("tiny.txt", 0, 0); r.Notice != "" || !strings.Contains(r.Text(), "2: 2") {
+		t.Fatalf("a tiny held file: %q", r.Text())
+	}
 }
 
 func TestLedgerNeedsEveryLine(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.write("g.txt", "1\n2\n3\n4\n5\n")
+	e.write("g.txt", long(5))
 	e.read("g.txt", 1, 2)
 	if r := e.read("g.txt", 1, 3); r.Notice != "" {
 		t.Fatal("a window with a line never handed over was answered with a notice")

@@ -212,3 +212,37 @@ func TestMCPSurvivesBadInput(t *testing.T) {
 	}
 	in.Close()
 }
+
+// TestMCPSpeaksMCP: a re-read of lines the session holds is a notice that
+// names the MCP argument (full: true), not a CLI flag, and full: true sends
+// the lines.
+func TestMCPSpeaksMCP(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "notes.md"), strings.Repeat("a line long enough to be worth a notice\n", 5), 0o644)
+	cmd := exec.Command(binary, "mcp", "--session", "speak")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(t.TempDir(), "j.db"), "FSGUARD_POLICY=", "FSGUARD_SOCKET=")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	read := func(args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("read %v: %v %v", args, err, res)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	read(map[string]any{"path": "notes.md"})
+	if got := read(map[string]any{"path": "notes.md"}); !strings.Contains(got, "Use full: true to see them again") || strings.Contains(got, "--no-dedupe") {
+		t.Errorf("a held re-read over MCP: %q", got)
+	}
+	if got := read(map[string]any{"path": "notes.md", "full": true}); !strings.Contains(got, "5: a line long enough") {
+		t.Errorf("full: true did not send the lines: %q", got)
+	}
+}
