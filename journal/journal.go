@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"fsguard/fileid"
+
 	"fsguard/sqlitedb"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +40,13 @@ const (
 	// KindEviction: the held-content store dropped a version's content
 	// (blobs), so a session holding it gets lines, not a diff, next time.
 	KindEviction = "eviction"
+	// KindIntent: a write or edit is about to replace RealPath with the
+	// content ContentID. Appended before the rename: if it cannot be
+	// recorded, nothing is written. Its outcome is the write's observation
+	// (or a KindOutcome saying it did not happen), naming it in Intent.
+	KindIntent = "intent"
+	// KindOutcome: an intent's write did not happen (Code says why).
+	KindOutcome = "outcome"
 	// KindHistory: a repository's git history holds what the view hides
 	// (Path is the working tree; Detail names the paths and commits).
 	KindHistory = "history"
@@ -90,6 +99,10 @@ type Record struct {
 	// Media: an image was described (and its bytes perhaps sent); no line
 	// of it is held, so no whole-view precondition is met by it.
 	Media bool `json:"media,omitempty"`
+
+	// Intent is the sequence number of the intent this record is the
+	// outcome of (writes and edits).
+	Intent int64 `json:"intent,omitempty"`
 
 	// Denials.
 	Code string `json:"code,omitempty"`
@@ -176,6 +189,19 @@ func (j *Journal) Close() error { return j.db.Close() }
 // Path returns the journal's file.
 func (j *Journal) Path() string { return j.path }
 
+// diskFull reports (as " (N bytes free)") whether the journal's file system
+// has no room left, or "".
+func (j *Journal) diskFull() string {
+	var st unix.Statfs_t
+	if unix.Statfs(filepath.Dir(j.path), &st) != nil {
+		return ""
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < 64<<10 {
+		return fmt.Sprintf(" (%d bytes free)", free)
+	}
+	return ""
+}
+
 // damage turns SQLite's corruption errors into a DamageError.
 func (j *Journal) damage(err error) error {
 	var de *DamageError
@@ -183,6 +209,10 @@ func (j *Journal) damage(err error) error {
 		return err
 	}
 	msg := err.Error()
+	if full := j.diskFull(); full != "" || strings.Contains(msg, "database or disk is full") {
+		// Out of space is not damage: say what to do about it.
+		return fmt.Errorf("journal %s: the disk is full%s (%v); free space there, then retry", j.path, full, err)
+	}
 	for _, s := range []string{"malformed", "not a database", "corrupt", "disk I/O error"} {
 		if strings.Contains(msg, s) {
 			return &DamageError{Path: j.path, Why: msg}

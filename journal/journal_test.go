@@ -409,3 +409,24 @@ func TestAddAgreesWithASet(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyReportsAnIntentWithoutOutcome: a write recorded as intended but
+// never as done (killed between the rename and the record) is reported by
+// verify, not passed over; its outcome closes it.
+func TestVerifyReportsAnIntentWithoutOutcome(t *testing.T) {
+	t.Parallel()
+	j, _ := openTemp(t)
+	intent := &Record{Kind: KindIntent, Session: "s", RealPath: "/srv/a.txt", ContentID: "c"}
+	if err := j.Append(intent); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Verify(nil); err == nil || !strings.Contains(err.Error(), "/srv/a.txt") {
+		t.Fatalf("verify with an open intent: %v", err)
+	}
+	if err := j.Append(&Record{Kind: KindObservation, Origin: OriginWrite, Session: "s", RealPath: "/srv/a.txt", ContentID: "c", Intent: intent.Seq}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Verify(nil); err != nil {
+		t.Fatalf("verify once the outcome is recorded: %v", err)
+	}
+}

@@ -32,6 +32,7 @@ func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
 	defer rows.Close()
 	prev, want := Genesis, int64(1)
 	var n int64
+	open := map[int64]string{} // intents without an outcome yet: seq -> path
 	for rows.Next() {
 		var seq int64
 		var kind, session, owner, path, real, content, origin, code, body, prevHash, hash string
@@ -55,6 +56,12 @@ func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
 			r.ContentID != content || r.Origin != origin || r.Code != code {
 			return n, &Bad{Seq: seq, Why: "its indexed columns disagree with its body: the record was altered"}
 		}
+		switch {
+		case r.Kind == KindIntent:
+			open[seq] = r.RealPath
+		case r.Intent > 0:
+			delete(open, r.Intent)
+		}
 		prev, want = hash, want+1
 		n++
 		if progress != nil && (n%10000 == 0 || n == total) {
@@ -66,6 +73,9 @@ func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
 	}
 	if total != n || (n > 0 && head != prev) {
 		return n, &Bad{Seq: total, Why: fmt.Sprintf("the head names record %d but the chain ends at %d: records were deleted from the end", total, n)}
+	}
+	for seq, path := range open {
+		return n, &Bad{Seq: seq, Why: fmt.Sprintf("a write of %s was recorded as intended but its outcome never was (the writer was killed, or the disk filled, between the rename and the record): look at the file to see which content it has", path)}
 	}
 	return n, nil
 }

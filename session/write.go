@@ -270,6 +270,22 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	if err := tmp.finish(s.Guard, dfd, f, mode); err != nil {
 		return nil, writeErr(display, err)
 	}
+	// Record first: the intent, before anything is replaced. A write the
+	// journal cannot record does not happen.
+	real := filepath.Join(dir.Root.Real, dir.Rel, base)
+	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(),
+		Path: s.shown(display), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process}
+	if ed != nil {
+		intent.Detail = journal.OriginEdit
+	}
+	if err := s.append(intent); err != nil {
+		e := refusal.New(refusal.IOError, display, "cannot write %q: the journal cannot record the write (%v); nothing was written — free the journal's disk, then retry", display, err)
+		e.Err = err
+		return nil, e
+	}
+	notWritten := func(why string) {
+		s.append(&journal.Record{Kind: journal.KindOutcome, Intent: intent.Seq, Session: session, Owner: s.who.Owner(), Path: intent.Path, RealPath: real, Code: why})
+	}
 	beforeRename()
 	err = s.Guard.Do(func() error {
 		var st unix.Stat_t
@@ -287,13 +303,14 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		return err
 	})
 	if refusal.CodeOf(err) == refusal.StaleVersion {
+		notWritten(string(refusal.StaleVersion))
 		return nil, err
 	}
 	if err != nil {
+		notWritten(string(refusal.CodeOf(writeErr(display, err))))
 		return nil, writeErr(display, err)
 	}
 	committed = true
-	real := filepath.Join(dir.Root.Real, dir.Rel, base)
 	err = dir.Sync()
 	if s.OnWrite != nil {
 		s.OnWrite(real) // the rename stands even if the sync failed
@@ -312,12 +329,13 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		Path: s.shown(display), RealPath: real, StatID: fileid.StatID(real, id), ContentID: res.ContentID,
 		WholeFileVisible: true, Start: min(1, scan.TotalLines), End: scan.TotalLines, TotalLines: scan.TotalLines,
 		Identity: &id, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
+		Intent: intent.Seq,
 	}
 	if ed != nil {
 		rec.Origin, rec.WholeFileVisible, rec.Held, rec.Start, rec.End = journal.OriginEdit, false, ed.held, ed.start, ed.end
 	}
 	if err := s.append(rec); err != nil {
-		return res, fmt.Errorf("the file was written, but the journal could not record it (%v): the next write will need a re-read", err)
+		return res, fmt.Errorf("the file was written, but the journal could not record its outcome (%v): the intent recorded before it names the content; 'fsguard journal verify' reports it until resolved, and the next write will need a re-read", err)
 	}
 	if kept != nil {
 		s.keep(res.ContentID, real, kept.Bytes())

@@ -118,11 +118,18 @@ type daemon struct {
 // readiness line, which it does only after the mount answers.
 func startMount(t *testing.T, mp string, args ...string) *daemon {
 	t.Helper()
+	return startMountEnv(t, mp, nil, args...)
+}
+
+// startMountEnv is startMount with more environment (later entries win:
+// FSGUARD_JOURNAL=... moves the journal).
+func startMountEnv(t *testing.T, mp string, env []string, args ...string) *daemon {
+	t.Helper()
 	requireFUSE(t)
 	d := &daemon{t: t, mp: mp, log: newLogBuffer(), done: make(chan struct{})}
 	d.cmd = exec.Command(binary, append(append([]string{"mount"}, args...), mp)...)
 	d.journal = filepath.Join(filepath.Dir(mp), "journal.db")
-	d.cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+d.journal)
+	d.cmd.Env = append(append(os.Environ(), "FSGUARD_JOURNAL="+d.journal), env...)
 	d.cmd.Stderr = d.log
 	out, err := d.cmd.StdoutPipe()
 	if err != nil {

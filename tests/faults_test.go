@@ -1,0 +1,76 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fsguard/sqlitedb"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestFullDiskWritesNothing: with the journal's disk full under a running
+// daemon, a write is not made (record first: its intent cannot be
+// recorded), says so, and leaves the target as it was; once there is room
+// again the write goes through and the journal verifies. A journal that
+// cannot even be opened for lack of space says the disk is full, not that
+// it is damaged.
+func TestFullDiskWritesNothing(t *testing.T) {
+	t.Parallel()
+	requireRoot(t)
+	f := newFixture(t)
+	jfs := filepath.Join(f.base, "jfs")
+	os.Mkdir(jfs, 0o755)
+	if err := unix.Mount("tmpfs", jfs, "tmpfs", 0, "size=4m"); err != nil {
+		t.Fatalf("a small tmpfs for the journal: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(jfs, unix.MNT_DETACH) })
+	journalPath := filepath.Join(jfs, "j.db")
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := startMountEnv(t, f.mp, []string{"FSGUARD_JOURNAL=" + journalPath}, "--policy", f.policy, "--socket", sock)
+	env := []string{"FSGUARD_SOCKET=" + sock, "FSGUARD_SESSION=s"}
+	if _, errs, code, _ := runBinary(t, f.mp, env, "", "read", "README.md"); code != 0 {
+		t.Fatalf("read: %s", errs)
+	}
+	// SQLite's WAL keeps the room it had: empty it, so the next record
+	// needs new space (as it does whenever the WAL was checkpointed).
+	db, err := sqlitedb.Open(journalPath, sqlitedb.Full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	filler := filepath.Join(jfs, "filler")
+	fill, _ := os.Create(filler)
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := fill.Write(chunk); err != nil {
+			break // ENOSPC: the disk is full
+		}
+	}
+	fill.Close()
+	_, errs, code, _ := runBinary(t, f.mp, env, "# changed\n", "write", "README.md")
+	if code != 1 || !strings.Contains(errs, "nothing was written") {
+		t.Errorf("write on a full journal disk: exit %d %s", code, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.root, "README.md")); string(b) != "# hello\nsee src/\n" {
+		t.Errorf("the target changed although its write could not be recorded: %q", b)
+	}
+	// A process that opens the journal now is told the disk is full.
+	_, errs, _, _ = runBinary(t, f.root, []string{"FSGUARD_JOURNAL=" + journalPath}, "", "journal", "verify")
+	if strings.Contains(errs, "damaged") {
+		t.Errorf("a full disk reported as damage: %s", errs)
+	}
+	os.Remove(filler)
+	if _, errs, code, _ := runBinary(t, f.mp, env, "# changed\n", "write", "README.md"); code != 0 {
+		t.Errorf("write with room again: %s", errs)
+	}
+	d.stop()
+	if out, errs, code, _ := runBinary(t, f.root, []string{"FSGUARD_JOURNAL=" + journalPath}, "", "journal", "verify"); code != 0 {
+		t.Errorf("verify: %s%s", out, errs)
+	}
+}
