@@ -73,6 +73,9 @@ func object(props map[string]*jsonschema.Schema, required ...string) *jsonschema
 
 func ptr[T any](v T) *T { return &v }
 
+// instructions tell a client how the tools fit together.
+const instructions = `fsguard serves files inside the allowed roots. read returns a line-numbered window of a text file; its footer says exactly how to continue (offset=N). A re-read of lines this session already holds answers with a short notice instead; pass full: true to get the lines again (after your context dropped them). To change a file: read it (anchors: true shows each line as N#hh: text), then edit naming lines by those anchors (replace, insert_after, delete; a range is N#hh..M#hh) or by exact old_string/new_string, or write the whole content. Writes are refused unless this session read the current version (FS_NOT_OBSERVED, FS_STALE_VERSION: read again, then retry). Every refusal is a tool error "CODE: message" whose message says what to do next.`
+
 // New returns the MCP server. sessionID names the connection's session; an
 // empty one gets a fresh random id, so every connection is its own session.
 func New(version, sessionID string, perform Perform) *mcp.Server {
@@ -81,9 +84,11 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 		rand.Read(b[:])
 		sessionID = "mcp-" + hex.EncodeToString(b[:])
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "fsguard", Version: version}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "fsguard", Title: "fsguard", Version: version}, &mcp.ServerOptions{Instructions: instructions})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "read",
+		Title:       "Read a file",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		Description: "Read a line-numbered window of a UTF-8 text file. The footer says exactly how to continue (offset=N).",
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"path":    pathSchema(),
@@ -97,6 +102,8 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "check",
+		Title:       "Check a write",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		Description: "Say whether this session may write the file: it must have read the current version.",
 		InputSchema: object(map[string]*jsonschema.Schema{"path": pathSchema()}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a CheckArgs) (*mcp.CallToolResult, any, error) {
@@ -104,6 +111,8 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "write",
+		Title:       "Write a file",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
 		Description: "Replace (or create) a file atomically. Refused unless this session read the current version.",
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"path":    pathSchema(),
@@ -116,7 +125,9 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 		return &jsonschema.Schema{Type: "string", Pattern: edit.AnchorPattern, Description: desc}
 	}
 	mcp.AddTool(s, &mcp.Tool{
-		Name: "edit",
+		Name:        "edit",
+		Title:       "Edit lines of a file",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
 		Description: "Change lines of a file atomically. Name lines by the N#hh anchors a read with anchors=true showed (replace, insert_after, delete; a range is N#hh..M#hh), " +
 			"or give old_string (must occur exactly once) and new_string. Refused only if a touched line was never shown to this session (FS_NOT_OBSERVED) or changed since (FS_STALE_VERSION); " +
 			"changes elsewhere in the file are kept. The result shows the changed lines with their new anchors.",

@@ -238,6 +238,22 @@ func TestMCPSpeaksMCP(t *testing.T) {
 		}
 		return res.Content[0].(*mcp.TextContent).Text
 	}
+	if ir := cs.InitializeResult(); ir == nil || !strings.Contains(ir.Instructions, "full: true") {
+		t.Errorf("no instructions on how the tools fit together: %+v", ir)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		a := tool.Annotations
+		readOnly := tool.Name == "read" || tool.Name == "check"
+		if a == nil || a.ReadOnlyHint != readOnly || a.OpenWorldHint == nil || *a.OpenWorldHint || tool.Title == "" {
+			t.Errorf("tool %s: annotations %+v, title %q", tool.Name, a, tool.Title)
+		} else if !readOnly && (a.DestructiveHint == nil || !*a.DestructiveHint) {
+			t.Errorf("tool %s is not marked destructive", tool.Name)
+		}
+	}
 	read(map[string]any{"path": "notes.md"})
 	if got := read(map[string]any{"path": "notes.md"}); !strings.Contains(got, "Use full: true to see them again") || strings.Contains(got, "--no-dedupe") {
 		t.Errorf("a held re-read over MCP: %q", got)
