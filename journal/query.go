@@ -21,6 +21,18 @@ type Filter struct {
 
 // Query returns the records matching f in sequence order.
 func (j *Journal) Query(f Filter) ([]*Record, error) {
+	var out []*Record
+	err := j.Each(f, func(r *Record) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// Each calls fn with each record matching f, in sequence order, one at a
+// time: a query or export of a million records holds one in memory, not a
+// million. An error from fn stops the walk and is returned.
+func (j *Journal) Each(f Filter, fn func(*Record) error) error {
 	var where []string
 	var args []any
 	if f.Session != "" {
@@ -45,26 +57,28 @@ func (j *Journal) Query(f Filter) ([]*Record, error) {
 	q += " ORDER BY seq"
 	rows, err := j.db.Query(q, args...)
 	if err != nil {
-		return nil, j.damage(err)
+		return j.damage(err)
 	}
 	defer rows.Close()
-	var out []*Record
+	n := 0
 	for rows.Next() {
 		r, err := j.scanRecord(rows)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if f.PathGlob != "" {
 			if ok, _ := path.Match(f.PathGlob, r.Path); !ok {
 				continue
 			}
 		}
-		out = append(out, r)
-		if f.Limit > 0 && len(out) >= f.Limit {
+		if err := fn(r); err != nil {
+			return err
+		}
+		if n++; f.Limit > 0 && n >= f.Limit {
 			break
 		}
 	}
-	return out, j.damage0(rows.Err())
+	return j.damage0(rows.Err())
 }
 
 // scanRecord decodes one record and checks it against its own hash, so a

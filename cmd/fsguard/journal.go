@@ -85,25 +85,28 @@ examples:
 	}
 	switch sub {
 	case "query":
-		recs, err := j.Query(f)
-		if err != nil {
+		if err := streamRecords(stdout, j, f, *format); err != nil {
 			return fail(stderr, err)
 		}
-		printRecords(stdout, recs, *format)
 	case "tail":
 		last, err := j.LastSeq()
 		if err != nil {
 			return fail(stderr, err)
 		}
 		f.AfterSeq = max(0, last-int64(*count))
+		tailFormat := "lines"
+		if *jsonl || *format == "json" {
+			tailFormat = "jsonl" // a stream of objects, one per line
+		}
 		for {
-			recs, err := j.Query(f)
+			p := newPrinter(stdout, tailFormat)
+			err := j.Each(f, func(r *journal.Record) error {
+				f.AfterSeq = r.Seq
+				return p.record(r)
+			})
+			p.end()
 			if err != nil {
 				return fail(stderr, err)
-			}
-			printRecords(stdout, recs, "lines")
-			if len(recs) > 0 {
-				f.AfterSeq = recs[len(recs)-1].Seq
 			}
 			if !*follow {
 				return 0
@@ -152,11 +155,9 @@ examples:
 			fmt.Fprintln(stderr, "Error: export needs --jsonl (the only export format)")
 			return exitUsage
 		}
-		recs, err := j.Query(f)
-		if err != nil {
+		if err := streamRecords(stdout, j, f, "jsonl"); err != nil {
 			return fail(stderr, err)
 		}
-		printRecords(stdout, recs, "jsonl")
 	default:
 		fmt.Fprintf(stderr, "Error: unknown journal command %q\n", sub)
 		usage()
@@ -195,38 +196,75 @@ type exported struct {
 	Hash     string `json:"hash"`
 }
 
-func printRecords(w io.Writer, recs []*journal.Record, format string) {
-	switch format {
-	case "json":
-		out := make([]exported, len(recs))
-		for i, r := range recs {
-			out[i] = exported{r, r.PrevHash, r.Hash}
-		}
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Fprintf(w, "%s\n", b)
-	case "jsonl":
-		for _, r := range recs {
-			b, _ := json.Marshal(exported{r, r.PrevHash, r.Hash})
-			fmt.Fprintf(w, "%s\n", b)
-		}
-	default:
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+// streamRecords writes the records matching f as they are read.
+func streamRecords(w io.Writer, j *journal.Journal, f journal.Filter, format string) error {
+	p := newPrinter(w, format)
+	err := j.Each(f, p.record)
+	p.end()
+	return err
+}
+
+// printer writes records one at a time: "json" (one array, written as it
+// goes), "jsonl", "table" (with a header) or "lines". Nothing is held but
+// the table's last few rows, aligned a block at a time.
+type printer struct {
+	w      io.Writer
+	format string
+	tw     *tabwriter.Writer
+	n      int
+}
+
+func newPrinter(w io.Writer, format string) *printer {
+	p := &printer{w: w, format: format}
+	if format != "json" && format != "jsonl" {
+		p.tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		if format == "table" {
-			fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tSESSION\tPATH\tDETAIL")
+			fmt.Fprintln(p.tw, "SEQ\tTIME\tKIND\tSESSION\tPATH\tDETAIL")
 		}
-		for _, r := range recs {
-			detail := r.Code
-			switch r.Kind {
-			case journal.KindEviction:
-				detail = "held content " + r.ContentID[:min(12, len(r.ContentID))] + " evicted: the next changed re-read gets lines"
-			case journal.KindObservation:
-				detail = fmt.Sprintf("%s lines %d-%d of %d", r.Origin, r.Start, r.End, r.TotalLines)
-				if r.WholeFileVisible {
-					detail += " (whole file)"
-				}
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339), r.Kind, r.Session, r.Path, detail)
+	}
+	return p
+}
+
+func (p *printer) record(r *journal.Record) error {
+	defer func() { p.n++ }()
+	switch p.format {
+	case "json":
+		b, _ := json.MarshalIndent(exported{r, r.PrevHash, r.Hash}, "  ", "  ")
+		sep := ",\n  "
+		if p.n == 0 {
+			sep = "[\n  "
 		}
-		tw.Flush()
+		_, err := fmt.Fprintf(p.w, "%s%s", sep, b)
+		return err
+	case "jsonl":
+		b, _ := json.Marshal(exported{r, r.PrevHash, r.Hash})
+		_, err := fmt.Fprintf(p.w, "%s\n", b)
+		return err
+	}
+	detail := r.Code
+	switch r.Kind {
+	case journal.KindEviction:
+		detail = "held content " + r.ContentID[:min(12, len(r.ContentID))] + " evicted: the next changed re-read gets lines"
+	case journal.KindObservation:
+		detail = fmt.Sprintf("%s lines %d-%d of %d", r.Origin, r.Start, r.End, r.TotalLines)
+		if r.WholeFileVisible {
+			detail += " (whole file)"
+		}
+	}
+	fmt.Fprintf(p.tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339), r.Kind, r.Session, r.Path, detail)
+	if p.n%1024 == 1023 {
+		return p.tw.Flush() // aligned a block at a time
+	}
+	return nil
+}
+
+func (p *printer) end() {
+	switch {
+	case p.format == "json" && p.n == 0:
+		fmt.Fprintln(p.w, "[]")
+	case p.format == "json":
+		fmt.Fprintln(p.w, "\n]")
+	case p.tw != nil:
+		p.tw.Flush()
 	}
 }
