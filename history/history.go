@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"fsguard/roots"
 	"fsguard/sniff"
@@ -164,8 +165,7 @@ func keyBlobs(ctx context.Context, dir string, oids []string, budget int64) ([]s
 	if len(oids) == 0 {
 		return nil, false, nil
 	}
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "cat-file", "--batch")
-	cmd.Env = gitEnv()
+	cmd := gitCmd(ctx, dir, "cat-file", "--batch")
 	in, _ := cmd.StdinPipe()
 	outPipe, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -214,21 +214,28 @@ func keyBlobs(ctx context.Context, dir string, oids []string, budget int64) ([]s
 	return found, incomplete, cmd.Wait()
 }
 
-func gitEnv() []string {
-	return append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+// gitCmd is git in the repository dir, run as the repository's owner: a
+// root daemon never runs git (and whatever a repository's configuration
+// may make git run) with root's rights on a tree someone else controls,
+// and git's safe.directory check sees the owner it expects.
+func gitCmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "HOME=/nonexistent")
+	var st syscall.Stat_t
+	if syscall.Stat(dir, &st) == nil && os.Geteuid() == 0 && st.Uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
+	}
+	return cmd
 }
 
 func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = gitEnv()
-	out, err := cmd.Output()
+	out, err := gitCmd(ctx, dir, args...).Output()
 	return string(out), err
 }
 
 // gitLines runs git and calls each for every line of its output.
 func gitLines(ctx context.Context, dir string, args []string, each func(string)) error {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = gitEnv()
+	cmd := gitCmd(ctx, dir, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

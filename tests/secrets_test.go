@@ -422,6 +422,12 @@ func TestHistoryIsReported(t *testing.T) {
 	gitIn("commit", "-qm", "oops")
 	gitIn("rm", "-q", ".env", "deploy/notes.txt")
 	gitIn("commit", "-qm", "remove the secrets")
+	// The repository is the agent's, not root's: the scan runs git as its
+	// owner (root's git would refuse it as a "dubious ownership" and must
+	// not run a repository's configuration with root's rights anyway).
+	if os.Geteuid() == 0 {
+		filepath.Walk(repo, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, agentUID, agentGID) })
+	}
 
 	out, errs, code, _ := runBinary(t, f.base, nil, "", "policy", "check", f.policy)
 	if code != 0 || !strings.Contains(errs, "Warning: the git history of "+repo) || !strings.Contains(errs, ".env (denied path") || !strings.Contains(errs, "deploy/notes.txt (private key") {
