@@ -279,6 +279,7 @@ func ClearStale(mp string) error {
 	}
 	switch {
 	case err == unix.ENOTCONN:
+		abortDead(mp)
 		if derr := unix.Unmount(mp, unix.MNT_DETACH); derr != nil {
 			return fmt.Errorf("%s is a stale FUSE mount and detaching it failed: %v", mp, derr)
 		}
@@ -291,6 +292,43 @@ func ClearStale(mp string) error {
 		return fmt.Errorf("mount point %s is not a directory", mp)
 	}
 	return nil
+}
+
+// abortDead makes a dead daemon's mount stop serving the past. The kernel
+// keeps serving pages and names it cached from a killed daemon — to a
+// container that still has the old mount bound, or a process whose
+// current directory is in it — long after the daemon is gone (60 s and
+// more). Detaching the mount does not touch them, and neither does
+// aborting the connection alone (checked: a cached file still reads).
+// Aborting the connection (/sys/fs/fuse/connections/N/abort, so nothing
+// new is answered) and then dropping the clean page, dentry and inode
+// caches does: every access to the old mount then fails with ENOTCONN.
+// Dropping caches is global; it happens only here, when a daemon is
+// restarted after a crash.
+func abortDead(mp string) {
+	// The connection is named by the mount's device minor, read from
+	// mountinfo: a stat could meet the dead connection itself.
+	minor := ""
+	ents, _ := caller.Mountinfo(0)
+	for _, e := range ents {
+		if e.MountPoint == mp {
+			_, minor, _ = strings.Cut(e.Dev, ":")
+		}
+	}
+	if minor == "" {
+		return
+	}
+	conn := filepath.Join("/sys/fs/fuse/connections", minor)
+	if _, err := os.Stat("/sys/fs/fuse/connections"); err == nil {
+		if _, err := os.Stat(conn); err != nil {
+			unix.Mount("none", "/sys/fs/fuse/connections", "fusectl", 0, "") // fusectl is not always mounted
+		}
+	}
+	if os.WriteFile(filepath.Join(conn, "abort"), []byte("1"), 0) != nil {
+		return
+	}
+	unix.Sync()
+	os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0)
 }
 
 // mountedAt reports whether something is mounted at mp, and its type.

@@ -349,3 +349,36 @@ func TestMountPointInsideRootIsHidden(t *testing.T) {
 	}
 	mustRun(t, "find", mp) // must finish, not deadlock
 }
+
+// TestDeadMountServesNoPast: after kill -9 the kernel keeps serving what it
+// cached of the dead mount to whoever still holds it (a container's bind,
+// a shell whose directory is in it). Once a daemon starts again on the
+// mount point, that old view answers ENOTCONN, never the old bytes; the new
+// mount shows the file as it is.
+func TestDeadMountServesNoPast(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	d := startMount(t, f.mp, "--policy", f.policy)
+	if got := mustRun(t, "cat", filepath.Join(f.mp, "README.md")); !strings.HasPrefix(got, "# hello") {
+		t.Fatalf("cat: %q", got)
+	}
+	holder := exec.Command("sleep", "300") // its cwd keeps the old mount
+	holder.Dir = f.mp
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { holder.Process.Kill(); holder.Wait() }()
+	old := fmt.Sprintf("/proc/%d/cwd/README.md", holder.Process.Pid)
+	d.cmd.Process.Kill()
+	<-d.done
+	writeFile(t, filepath.Join(f.root, "README.md"), "# changed\n", 0o644)
+	before, _ := os.ReadFile(old)
+	t.Logf("the dead mount, before a restart: %q", before)
+	startMount(t, f.mp, "--policy", f.policy)
+	if b, err := os.ReadFile(old); err == nil && strings.HasPrefix(string(b), "# hello") {
+		t.Errorf("the dead mount still served its cached bytes after the restart: %q", b)
+	}
+	if got := mustRun(t, "cat", filepath.Join(f.mp, "README.md")); got != "# changed\n" {
+		t.Errorf("the new mount: %q", got)
+	}
+}
