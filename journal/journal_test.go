@@ -430,3 +430,42 @@ func TestVerifyReportsAnIntentWithoutOutcome(t *testing.T) {
 		t.Fatalf("verify once the outcome is recorded: %v", err)
 	}
 }
+
+// TestDamagedIndexIsFound: an index entry altered in place (the table
+// intact) makes the index forget a read. The write precondition does not
+// take "never read" from it — it says the journal is damaged — and verify
+// reports it, instead of "ok".
+func TestDamagedIndexIsFound(t *testing.T) {
+	t.Parallel()
+	j, path := openTemp(t)
+	s := Session{ID: "s1", Owner: "uid:7 pidns:7"}
+	if err := j.Append(&Record{Kind: KindObservation, Origin: OriginRead, Session: s.ID, Owner: s.Owner, RealPath: "/srv/p/fileQ", ContentID: "c", Start: 1, End: 1, TotalLines: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var root, pageSize int64
+	j.db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE name = 'records_by_owner_file'`).Scan(&root)
+	j.db.QueryRow(`PRAGMA page_size`).Scan(&pageSize)
+	j.Close()
+	data, err := os.ReadFile(path)
+	if err != nil || root == 0 {
+		t.Fatalf("read the file: %v (root page %d)", err, root)
+	}
+	page := data[(root-1)*pageSize : root*pageSize]
+	i := bytes.Index(page, []byte("/srv/p/fileQ"))
+	if i < 0 {
+		t.Fatal("the index entry is not on its root page")
+	}
+	page[i+len("/srv/p/fileQ")-1] = 'R' // the index now says fileR
+	os.WriteFile(path, data, 0o644)
+	j2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	if _, err := j2.LastObservation(s, "/srv/p/fileQ"); !errors.As(err, new(*DamageError)) {
+		t.Errorf("a read the index lost: %v, want the journal reported damaged", err)
+	}
+	if _, err := j2.Verify(nil); err == nil || !strings.Contains(err.Error(), "integrity") {
+		t.Errorf("verify of a damaged index: %v", err)
+	}
+}

@@ -1,6 +1,9 @@
 package journal
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
 
 // Session is a session as the ledger and the write preconditions key it:
 // the id the caller chose, and the identity that chose it. The same id from
@@ -173,7 +176,25 @@ func (j *Journal) HoldsLines(session Session, realPath, contentID string, start,
 // LastObservation returns the session's latest observation of realPath
 // that handed it lines (read, write, diff or edit), or nil.
 func (j *Journal) LastObservation(session Session, realPath string) (*Record, error) {
-	rows, err := j.db.Query(`SELECT body, prev_hash, hash FROM records
+	r, err := j.lastObservation(session, realPath, "")
+	if err != nil || r != nil {
+		return r, err
+	}
+	// "Never observed" refuses a write, so it is not taken from the index
+	// alone: a damaged index would make a read vanish. The table is asked
+	// again without it; a record found only there is damage, said so.
+	r, err = j.lastObservation(session, realPath, "NOT INDEXED")
+	if err != nil {
+		return nil, err
+	}
+	if r != nil {
+		return nil, &DamageError{Path: j.path, Why: "an index lost a record the table holds (seq " + fmt.Sprint(r.Seq) + "); run 'fsguard journal verify'"}
+	}
+	return nil, nil
+}
+
+func (j *Journal) lastObservation(session Session, realPath, hint string) (*Record, error) {
+	rows, err := j.db.Query(`SELECT body, prev_hash, hash FROM records `+hint+`
 		WHERE owner = ? AND session = ? AND real_path = ? AND kind = 'observation' AND origin IN `+heldOrigins+`
 		ORDER BY seq DESC LIMIT 1`, session.Owner, session.ID, realPath)
 	if err != nil {
