@@ -57,11 +57,56 @@ func Open(path string, capBytes int64) (*Store, error) {
 		used   INTEGER NOT NULL,
 		data   BLOB NOT NULL
 	);
-	CREATE INDEX IF NOT EXISTS blobs_by_use ON blobs(used);`); err != nil {
+	CREATE INDEX IF NOT EXISTS blobs_by_use ON blobs(used);
+	CREATE TABLE IF NOT EXISTS owner (journal_id TEXT NOT NULL);`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("held content store %s: %w", path, err)
 	}
 	return &Store{db: db, cap: capBytes}, nil
+}
+
+// Belongs ties the store to the journal with id: a store made for another
+// journal (the journal beside it was deleted, emptied or replaced since)
+// is an error that says so, never taken over silently. A store of no
+// journal yet takes this one's id.
+func (s *Store) Belongs(journalPath, id string) error {
+	if id == "" {
+		return nil // a journal older than ids
+	}
+	var have string
+	err := s.db.QueryRow(`SELECT journal_id FROM owner LIMIT 1`).Scan(&have)
+	switch {
+	case err == sql.ErrNoRows:
+		_, err = s.db.Exec(`INSERT INTO owner VALUES (?)`, id)
+		return err
+	case err != nil:
+		return err
+	case have != id:
+		return &ForeignJournal{Journal: journalPath, Want: have, Have: id}
+	}
+	return nil
+}
+
+// ForeignJournal: the journal beside a held-content store is not the one
+// the store belongs to.
+type ForeignJournal struct{ Journal, Want, Have string }
+
+func (e *ForeignJournal) Error() string {
+	return fmt.Sprintf("journal %s is not the journal its held-content store belongs to (journal %s; this one is %s): it was deleted, emptied or replaced since — restore it from a copy, or move %s aside to start anew", e.Journal, e.Want, e.Have, Beside(e.Journal))
+}
+
+// OpenBeside opens the store beside the journal at journalPath (whose id is
+// journalID) and checks that it belongs to that journal (see Belongs).
+func OpenBeside(journalPath, journalID string, capBytes int64) (*Store, error) {
+	s, err := Open(Beside(journalPath), capBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Belongs(journalPath, journalID); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Close closes the store.

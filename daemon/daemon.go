@@ -8,6 +8,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -76,7 +77,13 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	if d.journal != nil && pol.Journal.HeldMaxBytes > 0 {
 		var herr error
-		if d.held, herr = blobs.Open(blobs.Beside(d.journal.Path()), pol.Journal.HeldMaxBytes); herr != nil {
+		d.held, herr = blobs.OpenBeside(d.journal.Path(), d.journal.ID(), pol.Journal.HeldMaxBytes)
+		var foreign *blobs.ForeignJournal
+		if errors.As(herr, &foreign) {
+			d.close()
+			return nil, herr // a replaced journal is reported, never used as a new one
+		}
+		if herr != nil {
 			d.log.Warn("no held-content store: changed files are re-sent as lines, and anchored edits need a fresh read", "err", herr.Error())
 		}
 	}

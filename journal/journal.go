@@ -8,6 +8,7 @@ package journal
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -183,6 +184,22 @@ func Open(path string) (*Journal, error) {
 	return j, nil
 }
 
+// ID is the journal's identity, made when it was created ("created-at
+// random"): a journal deleted, emptied or replaced has another, so what
+// remembers the id (the held-content store) can tell it from the one it
+// belongs to. Journals older than the id have "".
+func (j *Journal) ID() string {
+	var id string
+	j.db.QueryRow(`SELECT value FROM meta WHERE key = 'journal_id'`).Scan(&id)
+	return id
+}
+
+func newID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
 // Close closes the journal.
 func (j *Journal) Close() error { return j.db.Close() }
 
@@ -269,7 +286,7 @@ func (j *Journal) init() error {
 	err = tx.QueryRow(`SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v)
 	switch {
 	case err == sql.ErrNoRows:
-		if _, err := tx.Exec(`INSERT INTO meta VALUES ('schema_version', '1'), ('head_seq', '0'), ('head_hash', ?)`, Genesis); err != nil {
+		if _, err := tx.Exec(`INSERT INTO meta VALUES ('schema_version', '1'), ('head_seq', '0'), ('head_hash', ?), ('journal_id', ?)`, Genesis, newID()); err != nil {
 			return err
 		}
 	case err != nil:

@@ -74,3 +74,37 @@ func TestFullDiskWritesNothing(t *testing.T) {
 		t.Errorf("verify: %s%s", out, errs)
 	}
 }
+
+// TestReplacedJournalIsReported: a journal deleted, or truncated to
+// nothing, is recreated empty by SQLite; the held-content store beside it
+// remembers the journal it belongs to, so verify and every command say the
+// journal was replaced instead of trusting an empty one.
+func TestReplacedJournalIsReported(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"deleted", "truncated"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			jpath := filepath.Join(t.TempDir(), "j.db")
+			env := []string{"FSGUARD_JOURNAL=" + jpath, "FSGUARD_SESSION=s", "FSGUARD_POLICY=", "FSGUARD_SOCKET="}
+			writeFile(t, filepath.Join(dir, "a.txt"), "a line of text\n", 0o644)
+			if _, errs, code, _ := runBinary(t, dir, env, "", "read", "a.txt"); code != 0 {
+				t.Fatalf("read: %s", errs)
+			}
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				if how == "deleted" || suffix != "" {
+					os.Remove(jpath + suffix)
+				} else {
+					os.Truncate(jpath, 0)
+				}
+			}
+			out, errs, code, _ := runBinary(t, dir, env, "", "journal", "verify")
+			if code == 0 || !strings.Contains(errs, "deleted, emptied or replaced") {
+				t.Errorf("verify after the journal was %s: exit %d %s%s", how, code, out, errs)
+			}
+			if _, errs, code, _ := runBinary(t, dir, env, "x\n", "write", "a.txt"); code == 0 || !strings.Contains(errs, "deleted, emptied or replaced") {
+				t.Errorf("write after the journal was %s: exit %d %s", how, code, errs)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"fsguard/blobs"
 	"io"
 	"os"
 	"os/signal"
@@ -70,6 +71,16 @@ examples:
 		return fail(stderr, err)
 	}
 	defer j.Close()
+	if sub == "verify" {
+		// A journal deleted, emptied or replaced is not a new, empty one.
+		if _, err := os.Stat(blobs.Beside(path)); err == nil {
+			held, err := blobs.OpenBeside(path, j.ID(), 1)
+			if err != nil {
+				return fail(stderr, err)
+			}
+			held.Close()
+		}
+	}
 	f := journal.Filter{Session: *session, PathGlob: *pathGlob, Kind: *kind}
 	for _, t := range []struct {
 		s   string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fsguard/blobs"
 	"fsguard/journal"
 	"fsguard/policy"
@@ -21,8 +22,16 @@ func openService(pol *policy.Policy) (*session.Service, func(), error) {
 	if err != nil {
 		s.JournalErr = err
 	} else {
-		s.Journal = j
-		s.Held, _ = openHeld(pol, j) // without it, changed files come as lines
+		held, herr := openHeld(pol, j) // without it, changed files come as lines
+		var foreign *blobs.ForeignJournal
+		if errors.As(herr, &foreign) {
+			// Not a new journal: one that replaced the real one. Nothing is
+			// recorded in it, and nothing is taken from it.
+			j.Close()
+			s.JournalErr = herr
+		} else {
+			s.Journal, s.Held = j, held
+		}
 	}
 	return s, func() {
 		if s.Journal != nil {
@@ -41,5 +50,5 @@ func openHeld(pol *policy.Policy, j *journal.Journal) (*blobs.Store, error) {
 	if pol.Journal.HeldMaxBytes == 0 {
 		return nil, nil
 	}
-	return blobs.Open(blobs.Beside(j.Path()), pol.Journal.HeldMaxBytes)
+	return blobs.OpenBeside(j.Path(), j.ID(), pol.Journal.HeldMaxBytes)
 }
