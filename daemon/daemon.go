@@ -101,6 +101,7 @@ func Start(cfg Config) (*Daemon, error) {
 		Policy: pol, MountPoint: cfg.MountPoint, AllowOther: cfg.AllowOther, Admit: dec,
 		Audit: d.sink, Debug: cfg.Debug, Log: d.log,
 		Latency: func(op string, t time.Duration) { d.Metrics.FuseOps.Observe(op, t) },
+		Event:   func(name string) { d.Metrics.Events.Add(name, 1) },
 	})
 	if err != nil {
 		d.close()

@@ -129,6 +129,7 @@ type Set struct {
 	Delivered Counter
 	Saved     Counter
 	History   Counter
+	Events    Counter
 	FuseOps   Histogram
 }
 
@@ -140,6 +141,7 @@ func New() *Set {
 		Delivered: Counter{Name: "fsguard_bytes_delivered_total", Help: "Bytes of read output handed to agents."},
 		Saved:     Counter{Name: "fsguard_ledger_bytes_saved_total", Help: "Bytes not sent because the session already held the lines, or a smaller diff said the same."},
 		History:   Counter{Name: "fsguard_history_findings_total", Help: "Paths or keys in a repository's git history that the view hides, found at mount start."},
+		Events:    Counter{Name: "fsguard_mount_events_total", Help: "The mount's own events: a root missing, a root reopened at its configured path.", Label: "event"},
 		FuseOps: Histogram{Name: "fsguard_fuse_op_seconds", Help: "Latency of FUSE operations served by the daemon.", Label: "op",
 			Buckets: []float64{10e-6, 50e-6, 100e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1}},
 	}
@@ -152,6 +154,7 @@ func (s *Set) Write(w io.Writer) {
 	s.Delivered.write(w)
 	s.Saved.write(w)
 	s.History.write(w)
+	s.Events.write(w)
 	s.FuseOps.write(w)
 	writeProcess(w)
 }

@@ -44,6 +44,9 @@ type Config struct {
 	// Log receives the mount's own notices (which watch is in use, or
 	// that none could be set). Nil: discarded.
 	Log *slog.Logger
+	// Event, when set, is told of the mount's own events by name
+	// ("root_missing", "root_reopened"), for metrics.
+	Event func(name string)
 }
 
 // Server is a live mount.
@@ -53,6 +56,10 @@ type Server struct {
 	mp   string
 	root fs.InodeEmbedder
 	log  *slog.Logger
+
+	onEvent   func(string)
+	stopRoots chan struct{}
+	stopOnce  sync.Once
 
 	watchMu sync.Mutex
 	watcher *watch.Watcher // nil: no watch; the short timeouts stand in
@@ -103,7 +110,7 @@ func Mount(cfg Config) (*Server, error) {
 		v.audit = &JSONLines{W: os.Stderr}
 	}
 	v.guard.Store(g)
-	s := &Server{v: v, mp: mp, log: cfg.Log}
+	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -150,6 +157,8 @@ func Mount(cfg Config) (*Server, error) {
 	s.srv = srv
 	s.live.Store(true)
 	s.raiseReadahead()
+	s.stopRoots = make(chan struct{})
+	go s.watchRoots(s.stopRoots)
 	return s, nil
 }
 
@@ -213,12 +222,27 @@ func (s *Server) Wait() { s.srv.Wait() }
 // that a signal always ends the mount.
 func (s *Server) Unmount() error {
 	s.stopWatch()
+	s.stopRootWatch()
 	if err := s.srv.Unmount(); err != nil {
 		if derr := unix.Unmount(s.mp, unix.MNT_DETACH); derr != nil {
 			return fmt.Errorf("unmount %s: %v (detach: %v)", s.mp, err, derr)
 		}
 	}
 	return nil
+}
+
+func (s *Server) event(name string) {
+	if s.onEvent != nil {
+		s.onEvent(name)
+	}
+}
+
+func (s *Server) stopRootWatch() {
+	s.stopOnce.Do(func() {
+		if s.stopRoots != nil {
+			close(s.stopRoots)
+		}
+	})
 }
 
 // Reload swaps in a new policy. The new guard is built first, so a policy

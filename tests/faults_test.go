@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"fsguard/sqlitedb"
 
@@ -107,4 +108,37 @@ func TestReplacedJournalIsReported(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRootFollowsItsPath: a root renamed away and made anew, or deleted
+// and recreated, is noticed (a log line); the view shows what is at the
+// configured path, and a missing root's names answer ENOENT, not EIO.
+func TestRootFollowsItsPath(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	d := startMount(t, f.mp, "--policy", f.policy)
+	mustRun(t, "cat", filepath.Join(f.mp, "README.md"))
+	// Renamed away, and a new directory in its place.
+	if err := os.Rename(f.root, f.root+".old"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(f.root, "new.txt"), "the new root\n", 0o644)
+	within(t, 10*time.Second, "the view follows the configured path", func() error {
+		return shows(filepath.Join(f.mp, "new.txt"), []byte("the new root\n"))
+	})
+	if _, err := os.Stat(filepath.Join(f.mp, "README.md")); err == nil {
+		t.Error("the renamed-away root is still served")
+	}
+	d.log.waitFor(t, "the view follows its configured path", 1, 10*time.Second)
+	// Deleted: its names are simply not there.
+	os.RemoveAll(f.root)
+	d.log.waitFor(t, "a root is missing", 1, 10*time.Second)
+	if _, err := os.Stat(filepath.Join(f.mp, "new.txt")); !os.IsNotExist(err) {
+		t.Errorf("a name of a missing root: %v, want ENOENT", err)
+	}
+	// Made again: served again.
+	writeFile(t, filepath.Join(f.root, "back.txt"), "back\n", 0o644)
+	within(t, 10*time.Second, "a recreated root is served", func() error {
+		return shows(filepath.Join(f.mp, "back.txt"), []byte("back\n"))
+	})
 }
