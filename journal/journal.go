@@ -168,9 +168,12 @@ func Locate(policyPath string) string {
 // Open opens (creating if need be) the journal at path, and checks that
 // its head is intact.
 func Open(path string) (*Journal, error) {
+	if err := openable(path); err != nil {
+		return nil, err
+	}
 	db, err := sqlitedb.Open(path, sqlitedb.Full)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
 	j := &Journal{db: db, path: path}
 	if err := j.init(); err != nil {
@@ -182,6 +185,34 @@ func Open(path string) (*Journal, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// openable names what would stop SQLite opening the journal, which itself
+// says only "unable to open database file" for all of it: a directory in
+// the journal's place, a file in its directory's, a directory it may not
+// write (the WAL needs files beside the journal).
+func openable(path string) error {
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("journal %s is a directory: name a file (journal.path or FSGUARD_JOURNAL)", path)
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil // made by the opener
+	case err != nil:
+		return fmt.Errorf("journal %s: its directory: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("journal %s: %s is not a directory", path, dir)
+	}
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		var st unix.Statfs_t
+		if unix.Statfs(dir, &st) == nil && st.Flags&unix.ST_RDONLY != 0 {
+			return fmt.Errorf("journal %s: %s is on a read-only file system; put the journal on a writable one", path, dir)
+		}
+		return fmt.Errorf("journal %s: this user may not write in %s (%v): the journal keeps its WAL beside it; choose a writable directory", path, dir, err)
+	}
+	return nil
 }
 
 // ID is the journal's identity, made when it was created ("created-at

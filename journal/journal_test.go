@@ -469,3 +469,28 @@ func TestDamagedIndexIsFound(t *testing.T) {
 		t.Errorf("verify of a damaged index: %v", err)
 	}
 }
+
+// TestOpenNamesTheCause: what stops a journal opening is said, each in its
+// own words, not as SQLite's "unable to open database file".
+func TestOpenNamesTheCause(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "adir.db"), 0o755)
+	os.WriteFile(filepath.Join(dir, "afile"), []byte("x"), 0o644)
+	for path, want := range map[string]string{
+		filepath.Join(dir, "adir.db"):       "is a directory",
+		filepath.Join(dir, "afile", "j.db"): "is not a directory",
+	} {
+		if _, err := Open(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%s): %v, want %q", path, err, want)
+		}
+	}
+	if os.Geteuid() == 0 {
+		return // root may write anywhere: the permission case needs a user
+	}
+	ro := filepath.Join(dir, "ro")
+	os.Mkdir(ro, 0o555)
+	if _, err := Open(filepath.Join(ro, "j.db")); err == nil || !strings.Contains(err.Error(), "may not write") {
+		t.Errorf("a read-only directory: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,4 +142,17 @@ func TestRootFollowsItsPath(t *testing.T) {
 	within(t, 10*time.Second, "a recreated root is served", func() error {
 		return shows(filepath.Join(f.mp, "back.txt"), []byte("back\n"))
 	})
+}
+
+// TestJournalErrorsNameTheCause: a user who may not write the journal's
+// directory is told so, not "unable to open database file".
+func TestJournalErrorsNameTheCause(t *testing.T) {
+	t.Parallel()
+	requireRoot(t)
+	dir := openDir(t) // root's, 0755: others may enter, not write
+	_, errs, code, _ := runBinaryAs(t, &syscall.Credential{Uid: agentUID, Gid: agentGID}, dir,
+		[]string{"FSGUARD_JOURNAL=" + filepath.Join(dir, "j.db"), "FSGUARD_POLICY="}, "", "journal", "stats")
+	if code != 1 || !strings.Contains(errs, "may not write in") || strings.Contains(errs, "unable to open database file") {
+		t.Errorf("journal in a directory the user may not write: exit %d %s", code, errs)
+	}
 }
