@@ -88,6 +88,15 @@ func Start(cfg Config) (*Daemon, error) {
 		}
 	}
 	d.sink = newDenialSink(d.journal, d.log, d.Metrics, cfg.Denials)
+	if d.journal != nil {
+		// Writes a killed writer left between rename and record: the files
+		// say which happened.
+		if n, err := (&session.Service{Journal: d.journal}).Recover(); err != nil {
+			d.log.Warn("resolving interrupted writes failed; journal verify will report them", "err", err.Error())
+		} else if n > 0 {
+			d.log.Warn("resolved writes interrupted before their outcome was recorded", "count", n)
+		}
+	}
 	if pol.Git.History == "hide" {
 		// Before the mount exists: a .git whose history exposes what the
 		// view hides is never visible, not even for a moment.

@@ -104,6 +104,10 @@ type Record struct {
 	// Intent is the sequence number of the intent this record is the
 	// outcome of (writes and edits).
 	Intent int64 `json:"intent,omitempty"`
+	// Writer is the pid of the process that makes an intent's write (the
+	// daemon, or a direct command): while it lives, the intent may still
+	// be under way; once it is gone, the file says what happened.
+	Writer uint32 `json:"writer,omitempty"`
 
 	// Denials.
 	Code string `json:"code,omitempty"`

@@ -5,6 +5,30 @@ import (
 	"fmt"
 )
 
+// Dangling returns the intents that have no outcome yet, oldest first: a
+// write under way, or one whose writer was killed between the rename and
+// its record (Resolve says which).
+func (j *Journal) Dangling() ([]*Record, error) {
+	var intents []*Record
+	done := map[int64]bool{}
+	err := j.Each(Filter{}, func(r *Record) error {
+		switch {
+		case r.Kind == KindIntent:
+			intents = append(intents, r)
+		case r.Intent > 0:
+			done[r.Intent] = true
+		}
+		return nil
+	})
+	out := intents[:0]
+	for _, r := range intents {
+		if !done[r.Seq] {
+			out = append(out, r)
+		}
+	}
+	return out, err
+}
+
 // Bad names the first record that breaks the chain.
 type Bad struct {
 	Seq int64

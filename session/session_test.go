@@ -1,9 +1,12 @@
 package session
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"fsguard/edit"
+	"fsguard/fileid"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -346,5 +349,45 @@ func TestImagesAreNeverWholeViews(t *testing.T) {
 	strict.RequireWholeView = true
 	if _, err := strict.Check("pic.png", e.root, "s1"); refusal.CodeOf(err) != refusal.NotObserved {
 		t.Errorf("require_whole_view check after an image read: %v, want FS_NOT_OBSERVED", err)
+	}
+}
+
+// TestRecoverResolvesInterruptedWrites: an intent whose writer is gone is
+// resolved by the file: written (the session then holds what it wrote) or
+// not written; an intent whose writer lives is left alone.
+func TestRecoverResolvesInterruptedWrites(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := uint32(dead.Process.Pid)
+	done := e.write("done.txt", "the new content\n")
+	undone := e.write("undone.txt", "the old content\n")
+	id := func(s string) string { return fileid.ContentID(sha256.Sum256([]byte(s))) }
+	owner := e.svc.sess("s1").Owner
+	for _, r := range []*journal.Record{
+		{Kind: journal.KindIntent, Session: "s1", Owner: owner, RealPath: done, ContentID: id("the new content\n"), Writer: gone},
+		{Kind: journal.KindIntent, Session: "s1", Owner: owner, RealPath: undone, ContentID: id("the new content\n"), Writer: gone},
+		{Kind: journal.KindIntent, Session: "s1", Owner: owner, RealPath: undone, ContentID: id("x"), Writer: uint32(os.Getpid())},
+	} {
+		if err := e.svc.Journal.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := e.svc.Recover()
+	if err != nil || n != 2 {
+		t.Fatalf("Recover: %d resolved, %v; want 2", n, err)
+	}
+	if c := e.check("done.txt"); c != "" {
+		t.Errorf("the write that happened is not the session's version: %s", c)
+	}
+	if c := e.check("undone.txt"); c != refusal.NotObserved {
+		t.Errorf("the write that did not happen: %s", c)
+	}
+	left, _ := e.svc.Journal.Dangling()
+	if len(left) != 1 || left[0].Writer != uint32(os.Getpid()) {
+		t.Errorf("left dangling: %+v, want only the live writer's", left)
 	}
 }

@@ -2,10 +2,12 @@ package session
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"fsguard/fileid"
 	"io"
+	"os"
 	"path/filepath"
 
 	"fsguard/journal"
@@ -132,6 +134,45 @@ func contentID(f *roots.File) (string, error) {
 		return "", err
 	}
 	return fileid.ContentID(res.Sum), nil
+}
+
+// Recover resolves the intents whose writer is gone (killed between the
+// rename and the record of its outcome): the file says which happened. If
+// it holds the intended content the write happened, and its observation is
+// recorded (the session holds the version it wrote); otherwise it did not,
+// and a NOT_WRITTEN outcome is recorded. Intents of live writers are left:
+// they may be under way. It returns how many it resolved.
+func (s *Service) Recover() (int, error) {
+	if s.Journal == nil {
+		return 0, nil
+	}
+	open, err := s.Journal.Dangling()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, in := range open {
+		if in.Writer != 0 && unix.Kill(int(in.Writer), 0) == nil {
+			continue // its writer lives: the write may be under way
+		}
+		out := &journal.Record{Kind: journal.KindOutcome, Intent: in.Seq, Session: in.Session, Owner: in.Owner, Path: in.Path, RealPath: in.RealPath, Code: "NOT_WRITTEN", Detail: "resolved at start: the file does not hold the intended content"}
+		if data, err := os.ReadFile(in.RealPath); err == nil && fileid.ContentID(sha256.Sum256(data)) == in.ContentID {
+			var st unix.Stat_t
+			if unix.Stat(in.RealPath, &st) == nil {
+				id := fileid.Of(&st)
+				_, ls := window.Split(data)
+				lines := int64(len(ls))
+				out = &journal.Record{Kind: journal.KindObservation, Origin: journal.OriginWrite, Intent: in.Seq, Session: in.Session, Owner: in.Owner,
+					Path: in.Path, RealPath: in.RealPath, StatID: fileid.StatID(in.RealPath, id), ContentID: in.ContentID, Identity: &id,
+					WholeFileVisible: true, Start: min(1, lines), End: lines, TotalLines: lines, Detail: "resolved at start: the file holds the intended content"}
+			}
+		}
+		if err := s.Journal.Append(out); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // beforeRename lets a test change the target between the check and the
@@ -273,7 +314,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	// Record first: the intent, before anything is replaced. A write the
 	// journal cannot record does not happen.
 	real := filepath.Join(dir.Root.Real, dir.Rel, base)
-	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(),
+	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(), Writer: uint32(os.Getpid()),
 		Path: s.shown(display), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process}
 	if ed != nil {
 		intent.Detail = journal.OriginEdit
