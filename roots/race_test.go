@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"fsguard/policy"
 	"fsguard/refusal"
 
 	"golang.org/x/sys/unix"
@@ -34,15 +33,7 @@ func TestComponentSwapRace(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "spare")); err != nil {
 		t.Fatal(err)
 	}
-	p, err := policy.Default(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := guardFor(t, root)
 
 	stop := make(chan struct{})
 	var flips atomic.Int64

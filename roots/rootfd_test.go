@@ -21,14 +21,7 @@ func TestRootOutlivesCloseWhileInUse(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o644)
-	p, err := policy.Default(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := openGuard(t, root)
 	r := g.Roots()[0]
 	inUse, release, done := make(chan int), make(chan struct{}), make(chan error)
 	go func() {
@@ -67,15 +60,7 @@ func TestRootOutlivesCloseWhileInUse(t *testing.T) {
 func TestTempFilesAreNeverShown(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	p, err := policy.Default(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := guardFor(t, root)
 	r := g.Roots()[0]
 	for name, want := range map[string]bool{
 		".big.txt.fsguard-0123456789ab": true, "src/.a.go.fsguard-ffffffffffff": true,
@@ -94,6 +79,28 @@ func TestEntryNeverSuggests(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n"), 0o644)
+	g := guardFor(t, root)
+	r := g.Roots()[0]
+	if _, err := g.Entry(r, "main.g"); refusal.CodeOf(err) != refusal.NotFound || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("Entry: %v", err)
+	}
+	if _, err := g.OpenIn(r, "main.g", "main.g"); !strings.Contains(fmt.Sprint(err), "did you mean") {
+		t.Errorf("OpenIn: %v, want a suggestion", err)
+	}
+}
+
+// guardFor is a guard with the embedded default policy over root, closed
+// when the test ends.
+func guardFor(t *testing.T, root string) *Guard {
+	t.Helper()
+	g := openGuard(t, root)
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// openGuard is guardFor for a test that closes the guard itself.
+func openGuard(t *testing.T, root string) *Guard {
+	t.Helper()
 	p, err := policy.Default(root)
 	if err != nil {
 		t.Fatal(err)
@@ -102,12 +109,5 @@ func TestEntryNeverSuggests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
-	r := g.Roots()[0]
-	if _, err := g.Entry(r, "main.g"); refusal.CodeOf(err) != refusal.NotFound || strings.Contains(err.Error(), "did you mean") {
-		t.Errorf("Entry: %v", err)
-	}
-	if _, err := g.OpenIn(r, "main.g", "main.g"); !strings.Contains(fmt.Sprint(err), "did you mean") {
-		t.Errorf("OpenIn: %v, want a suggestion", err)
-	}
+	return g
 }
