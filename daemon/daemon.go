@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -46,14 +48,16 @@ type Config struct {
 
 // Daemon is a running `fsguard mount`.
 type Daemon struct {
-	cfg     Config
-	log     *slog.Logger
-	Metrics *metrics.Set
-	journal *journal.Journal
-	held    *blobs.Store
-	srv     *mount.Server
-	ctl     *control.Server
-	sink    *denialSink
+	cfg      Config
+	log      *slog.Logger
+	Metrics  *metrics.Set
+	journal  *journal.Journal
+	held     *blobs.Store
+	srv      *mount.Server
+	ctl      *control.Server
+	scrape   *http.Server
+	scrapeAt net.Addr
+	sink     *denialSink
 }
 
 // Start mounts the view and serves the socket; it returns once the mount
@@ -125,6 +129,22 @@ func Start(cfg Config) (*Daemon, error) {
 		}
 		d.log.Info("control socket", "path", cfg.Socket)
 	}
+	if a := pol.Metrics.Listen; a != "" {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			srv.Unmount()
+			d.close()
+			return nil, fmt.Errorf("metrics listener %s: %w", a, err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			d.Metrics.Write(w)
+		})
+		d.scrape, d.scrapeAt = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln.Addr()
+		go d.scrape.Serve(ln)
+		d.log.Info("metrics listener", "addr", ln.Addr().String())
+	}
 	if pol.Git.History == "warn" {
 		go func() {
 			reps, err := history.Scan(context.Background(), srv.Guard(), history.Options{})
@@ -154,9 +174,15 @@ func (d *Daemon) Stop() error {
 	return nil
 }
 
+// MetricsAddr is where the TCP metrics listener listens (nil: none).
+func (d *Daemon) MetricsAddr() net.Addr { return d.scrapeAt }
+
 func (d *Daemon) close() {
 	if d.ctl != nil {
 		d.ctl.Close()
+	}
+	if d.scrape != nil {
+		d.scrape.Close()
 	}
 	if d.sink != nil {
 		d.sink.close()
@@ -180,7 +206,9 @@ func (d *Daemon) serveControl(dec *admit.Decider, jerr error) error {
 	count := func(r *journal.Record) {
 		switch {
 		case r.Kind == journal.KindDenial:
-			m.Denials.Add(r.Code, 1)
+			m.Denials.Add("socket,"+r.Code, 1)
+		case r.Origin == journal.OriginWrite || r.Origin == journal.OriginEdit:
+			m.Writes.Add(r.Origin, 1)
 		case r.Origin == journal.OriginRead || r.Origin == journal.OriginLedger || r.Origin == journal.OriginDiff:
 			m.Reads.Add(r.Origin, 1)
 			m.Delivered.Add("", float64(r.Delivered))
@@ -192,7 +220,8 @@ func (d *Daemon) serveControl(dec *admit.Decider, jerr error) error {
 		Policy: func() policy.Control { return srv.Guard().Policy().Control },
 		Service: func() *session.Service {
 			g := srv.Guard()
-			s := &session.Service{Guard: g, Admit: dec, Journal: d.journal, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh}
+			s := &session.Service{Guard: g, Admit: dec, Journal: d.journal, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh,
+				OnAppendError: func(error) { m.JournalErrors.Add("", 1) }}
 			if d.held != nil {
 				s.Held = d.held
 			}

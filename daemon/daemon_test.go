@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +57,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o644)
 	jpath := filepath.Join(base, "journal.db")
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	d, err := Start(Config{Policy: loadPolicy(t, base, "[[root]]\npath = \""+root+"\"\n"), MountPoint: mp, JournalPath: jpath, Socket: filepath.Join(base, "ctl.sock"), Log: log})
+	d, err := Start(Config{Policy: loadPolicy(t, base, "[[root]]\npath = \""+root+"\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n"), MountPoint: mp, JournalPath: jpath, Socket: filepath.Join(base, "ctl.sock"), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +91,19 @@ func TestDaemonLifecycle(t *testing.T) {
 			t.Fatalf("the mount's denial never reached the journal: %+v", recs)
 		}
 		time.Sleep(10 * time.Millisecond) // polling an external store, not synchronising goroutines
+	}
+	// Prometheus can scrape it over TCP: the mount's denial is there, by
+	// source and code, with the build.
+	resp, err := http.Get("http://" + d.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`fsguard_denials_total{source="mount",code="DENIED"} 1`, `fsguard_build_info{`, "go_goroutines "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics over TCP lacks %q:\n%s", want, body)
+		}
 	}
 	if err := d.Reload(loadPolicy(t, base, "[[root]]\npath = \""+root+"\"\n[deny]\nglobs = [\"a.txt\"]\n")); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func newDenialSink(j *journal.Journal, log *slog.Logger, m *metrics.Set, lines m
 
 // Denial implements mount.Auditor; it never blocks.
 func (s *denialSink) Denial(d mount.Denial) {
-	s.m.Denials.Add(string(d.Code), 1)
+	s.m.Denials.Add("mount,"+string(d.Code), 1)
 	if s.lines != nil {
 		s.lines.Denial(d)
 	}
@@ -90,6 +90,7 @@ func (s *denialSink) write(batch []mount.Denial) {
 		return
 	}
 	if err := s.j.Append(recs...); err != nil {
+		s.m.JournalErrors.Add("", float64(len(recs)))
 		s.log.Error("journal append failed: denials not recorded", "err", err.Error(), "count", len(recs))
 	}
 }

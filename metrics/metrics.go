@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -99,10 +100,19 @@ func (h *Histogram) write(w io.Writer) {
 	}
 }
 
+// labels renders a series' labels. A counter's label may be several names
+// separated by commas ("source,code"), its values then likewise.
 func labels(name, value, le string) string {
 	var parts []string
 	if name != "" {
-		parts = append(parts, fmt.Sprintf("%s=%q", name, value))
+		names, values := strings.Split(name, ","), strings.Split(value, ",")
+		for i, n := range names {
+			v := ""
+			if i < len(values) {
+				v = values[i]
+			}
+			parts = append(parts, fmt.Sprintf("%s=%q", n, v))
+		}
 	}
 	if le != "" {
 		parts = append(parts, fmt.Sprintf("le=%q", le))
@@ -124,24 +134,28 @@ func sortedKeys(m map[string]float64) []string {
 
 // Set is the daemon's metrics.
 type Set struct {
-	Reads     Counter
-	Denials   Counter
-	Delivered Counter
-	Saved     Counter
-	History   Counter
-	Events    Counter
-	FuseOps   Histogram
+	Reads         Counter
+	Denials       Counter
+	Delivered     Counter
+	Saved         Counter
+	History       Counter
+	Events        Counter
+	Writes        Counter
+	JournalErrors Counter
+	FuseOps       Histogram
 }
 
 // New returns the daemon's metric set.
 func New() *Set {
 	return &Set{
-		Reads:     Counter{Name: "fsguard_reads_total", Help: "Agent reads answered, by origin (read: lines shown; ledger: a notice instead).", Label: "origin"},
-		Denials:   Counter{Name: "fsguard_denials_total", Help: "Refused accesses, by refusal code.", Label: "code"},
-		Delivered: Counter{Name: "fsguard_bytes_delivered_total", Help: "Bytes of read output handed to agents."},
-		Saved:     Counter{Name: "fsguard_ledger_bytes_saved_total", Help: "Bytes not sent because the session already held the lines, or a smaller diff said the same."},
-		History:   Counter{Name: "fsguard_history_findings_total", Help: "Paths or keys in a repository's git history that the view hides, found at mount start."},
-		Events:    Counter{Name: "fsguard_mount_events_total", Help: "The mount's own events: a root missing, a root reopened at its configured path.", Label: "event"},
+		Reads:         Counter{Name: "fsguard_reads_total", Help: "Agent reads answered, by origin (read: lines shown; ledger: a notice instead).", Label: "origin"},
+		Denials:       Counter{Name: "fsguard_denials_total", Help: "Refused accesses, by the door that refused (mount, socket) and refusal code.", Label: "source,code"},
+		Delivered:     Counter{Name: "fsguard_bytes_delivered_total", Help: "Bytes of read output handed to agents."},
+		Saved:         Counter{Name: "fsguard_ledger_bytes_saved_total", Help: "Bytes not sent because the session already held the lines, or a smaller diff said the same."},
+		History:       Counter{Name: "fsguard_history_findings_total", Help: "Paths or keys in a repository's git history that the view hides, found at mount start."},
+		Writes:        Counter{Name: "fsguard_writes_total", Help: "Files replaced by write or edit through the socket, by origin.", Label: "origin"},
+		JournalErrors: Counter{Name: "fsguard_journal_append_errors_total", Help: "Records the journal could not append (each also logged or said to the caller)."},
+		Events:        Counter{Name: "fsguard_mount_events_total", Help: "The mount's own events: a root missing, a root reopened at its configured path.", Label: "event"},
 		FuseOps: Histogram{Name: "fsguard_fuse_op_seconds", Help: "Latency of FUSE operations served by the daemon.", Label: "op",
 			Buckets: []float64{10e-6, 50e-6, 100e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1}},
 	}
@@ -155,8 +169,28 @@ func (s *Set) Write(w io.Writer) {
 	s.Saved.write(w)
 	s.History.write(w)
 	s.Events.write(w)
+	s.Writes.write(w)
+	s.JournalErrors.write(w)
 	s.FuseOps.write(w)
 	writeProcess(w)
+	fmt.Fprintf(w, "# HELP fsguard_build_info The running build: version and Go version.\n# TYPE fsguard_build_info gauge\nfsguard_build_info{version=%q,goversion=%q} 1\n", Version(), runtime.Version())
+}
+
+// Version is the module version, or the VCS revision of a source build.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "devel-" + s.Value[:12]
+		}
+	}
+	return "devel"
 }
 
 // writeProcess writes the standard Go and process gauges (the names the

@@ -83,6 +83,7 @@ func (s *Server) apply(evs []watch.Event) {
 		}
 		seen[e] = true
 		if e.Op == watch.Lost {
+			s.event("watch_overflow") // events were lost: forget everything
 			s.invalidate()
 			continue
 		}

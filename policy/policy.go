@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -86,6 +87,7 @@ type Policy struct {
 	Control Control
 	Write   Write
 	Git     Git
+	Metrics Metrics
 
 	// Source is the file the policy came from, or "embedded default".
 	Source string
@@ -236,6 +238,13 @@ type Control struct {
 	MaxRequests int `toml:"max_requests"`
 }
 
+// Metrics configures where Prometheus can scrape the daemon: /metrics is
+// always on the control socket; Listen ("127.0.0.1:9469") also serves it,
+// and only it, over TCP. Empty: no TCP listener.
+type Metrics struct {
+	Listen string `toml:"listen"`
+}
+
 // Git says what to do when a repository's history holds what the view
 // hides (a denied path, a private key): "warn" (the default: a warning at
 // mount start and in policy check, a metric and a journal record) or
@@ -358,6 +367,7 @@ type raw struct {
 	Control Control `toml:"control"`
 	Write   Write   `toml:"write"`
 	Git     Git     `toml:"git"`
+	Metrics Metrics `toml:"metrics"`
 }
 
 // Parse decodes and validates policy text.
@@ -390,7 +400,7 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	p := Policy{
 		Roots: r.Root, Deny: r.Deny, Limits: r.Limits, Sniff: r.Sniff,
-		Journal: r.Journal, Mount: r.Mount, Control: r.Control, Write: r.Write, Git: r.Git,
+		Journal: r.Journal, Mount: r.Mount, Control: r.Control, Write: r.Write, Git: r.Git, Metrics: r.Metrics,
 	}
 	if len(p.Roots) == 0 {
 		return nil, fmt.Errorf("no [[root]]: a policy needs at least one allowed root")
@@ -502,6 +512,11 @@ func (p *Policy) finish(data []byte) error {
 	case "auto", "fanotify", "inotify", "off":
 	default:
 		return fmt.Errorf("%smount.watch must be \"auto\", \"fanotify\", \"inotify\" or \"off\", got %q", at("watch", p.Mount.Watch), p.Mount.Watch)
+	}
+	if a := p.Metrics.Listen; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("%smetrics.listen %q is not host:port (e.g. \"127.0.0.1:9469\"): %v", at("listen", a), a, err)
+		}
 	}
 	switch p.Git.History {
 	case "warn", "hide":
@@ -658,6 +673,7 @@ func (p *Policy) Summary() string {
 		wglobs = append(wglobs, g.String())
 	}
 	fmt.Fprintf(&b, "\n[git]\nhistory = %q\n", p.Git.History)
+	fmt.Fprintf(&b, "\n[metrics]\nlisten = %q\n", p.Metrics.Listen)
 	fmt.Fprintf(&b, "\n[write]\nuse_defaults = %v\ndeny_globs = %s\n", *p.Write.UseDefaults, tomlList(wglobs))
 	return b.String()
 }

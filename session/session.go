@@ -35,8 +35,9 @@ type Service struct {
 	who  *caller.Caller
 	view *caller.View
 	// OnRecord, when set, sees every record once it is committed (the
-	// daemon's metrics).
-	OnRecord func(*journal.Record)
+	// daemon's metrics); OnAppendError every record that could not be.
+	OnRecord      func(*journal.Record)
+	OnAppendError func(error)
 	// Held, when set, keeps the content sessions were handed, so a
 	// changed file can be answered with a diff.
 	Held *blobs.Store
@@ -50,9 +51,13 @@ type Service struct {
 	OnWrite func(real string)
 }
 
-// append commits a record and reports it to OnRecord.
+// append commits a record and reports it to OnRecord (or its failure to
+// OnAppendError).
 func (s *Service) append(r *journal.Record) error {
 	if err := s.Journal.Append(r); err != nil {
+		if s.OnAppendError != nil {
+			s.OnAppendError(err)
+		}
 		return err
 	}
 	if s.OnRecord != nil {

@@ -75,7 +75,7 @@ func TestControlSocket(t *testing.T) {
 	}
 	mout, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`fsguard_reads_total{origin="read"} 2`, `fsguard_denials_total{code="DENIED"}`, `fsguard_fuse_op_seconds_count{op="lookup"}`} {
+	for _, want := range []string{`fsguard_reads_total{origin="read"} 2`, `fsguard_denials_total{source="socket",code="DENIED"}`, `fsguard_writes_total{origin="write"} 1`, `fsguard_fuse_op_seconds_count{op="lookup"}`} {
 		if !strings.Contains(string(mout), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, mout)
 		}

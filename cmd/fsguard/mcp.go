@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"fsguard/mcpserver"
+	"fsguard/metrics"
 )
 
 func runMCP(args []string, stdout, stderr io.Writer) int {
@@ -62,19 +62,5 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// version is the module version, or the VCS revision for a source build.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return "devel-" + s.Value[:12]
-		}
-	}
-	return "devel"
-}
+// version is the build's version (the same string /metrics reports).
+func version() string { return metrics.Version() }
