@@ -161,7 +161,7 @@ func result(out session.Output) *mcp.CallToolResult {
 		if out.Code != "" {
 			msg = out.Code + ": " + msg
 		}
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}, StructuredContent: structured(out)}
 	}
 	content := []mcp.Content{&mcp.TextContent{Text: out.Stdout}}
 	if out.Image != nil && out.Image.Data != nil {
@@ -170,5 +170,13 @@ func result(out session.Output) *mcp.CallToolResult {
 	if notes := strings.TrimSpace(out.Stderr); notes != "" {
 		content = append(content, &mcp.TextContent{Text: notes})
 	}
-	return &mcp.CallToolResult{Content: content}
+	return &mcp.CallToolResult{Content: content, StructuredContent: structured(out)}
+}
+
+// structured is an answer's facts for structuredContent, or nil.
+func structured(out session.Output) any {
+	if len(out.Structured) == 0 {
+		return nil
+	}
+	return out.Structured
 }

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -22,6 +24,42 @@ type Output struct {
 	// Image carries an image read's bytes for front ends that can show
 	// them (MCP); the text output only describes it.
 	Image *read.Image `json:"image,omitempty"`
+	// Structured is the answer's facts as an object (a read's path, range,
+	// totals, truncation, continuation, observation; a refusal's code and
+	// message), for front ends that carry them beside the text (MCP's
+	// structuredContent).
+	Structured json.RawMessage `json:"structured,omitempty"`
+}
+
+// ReadFacts is what a read's structured answer carries.
+type ReadFacts struct {
+	Status       string             `json:"status"`
+	Code         string             `json:"code,omitempty"`
+	Message      string             `json:"message,omitempty"`
+	Path         string             `json:"path"`
+	Range        *read.Range        `json:"range,omitempty"`
+	Totals       *read.Totals       `json:"totals,omitempty"`
+	Truncation   *read.Truncation   `json:"truncation,omitempty"`
+	Continuation *read.Continuation `json:"continuation"`
+	Observation  *read.Observation  `json:"observation,omitempty"`
+	// Held: the answer was a notice or a diff, not the lines.
+	Held bool `json:"held,omitempty"`
+}
+
+func facts(name string, res *ReadResult, err error) json.RawMessage {
+	f := ReadFacts{Status: "ok", Path: name}
+	if err != nil {
+		f.Status, f.Code, f.Message = "error", string(refusal.CodeOf(err)), err.Error()
+		var r *refusal.Error
+		if errors.As(err, &r) && r.Path != "" {
+			f.Path = r.Path
+		}
+	} else {
+		f.Path, f.Range, f.Totals, f.Truncation = res.Path, &res.Range, &res.Totals, &res.Truncation
+		f.Continuation, f.Observation, f.Held = res.Continuation, &res.Observation, res.Notice != ""
+	}
+	b, _ := json.Marshal(f)
+	return b
 }
 
 // Exit statuses.
@@ -48,18 +86,20 @@ func errorOutput(err error) Output {
 func RenderRead(name string, res *ReadResult, err error, format string) Output {
 	if err != nil {
 		if format == "json" {
-			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitFail, Code: string(refusal.CodeOf(err)), Message: err.Error()}
+			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitFail, Code: string(refusal.CodeOf(err)), Message: err.Error(), Structured: facts(name, nil, err)}
 		}
-		return errorOutput(err)
+		out := errorOutput(err)
+		out.Structured = facts(name, nil, err)
+		return out
 	}
 	if format == "json" {
-		return Output{Stdout: string(res.JSON())}
+		return Output{Stdout: string(res.JSON()), Structured: facts(name, res, nil)}
 	}
 	var notes strings.Builder
 	for _, n := range res.Notes {
 		fmt.Fprintf(&notes, "Note: %s\n", n)
 	}
-	return Output{Stdout: res.Text(), Stderr: notes.String(), Image: res.Image}
+	return Output{Stdout: res.Text(), Stderr: notes.String(), Image: res.Image, Structured: facts(name, res, nil)}
 }
 
 // RenderCheck renders a check's outcome.

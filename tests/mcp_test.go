@@ -261,4 +261,27 @@ func TestMCPSpeaksMCP(t *testing.T) {
 	if got := read(map[string]any{"path": "notes.md", "full": true}); !strings.Contains(got, "5: a line long enough") {
 		t.Errorf("full: true did not send the lines: %q", got)
 	}
+	// The facts travel as structuredContent too, for clients that use them.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "notes.md", "limit": 2, "full": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := json.Marshal(res.StructuredContent)
+	var facts struct {
+		Status       string
+		Continuation struct {
+			Path   string
+			Offset int64
+		}
+		Totals      struct{ Lines int64 }
+		Observation *struct{ StatID string }
+	}
+	json.Unmarshal(sc, &facts)
+	if facts.Status != "ok" || facts.Continuation.Path != "notes.md" || facts.Continuation.Offset != 3 || facts.Totals.Lines != 5 || facts.Observation == nil || facts.Observation.StatID == "" {
+		t.Errorf("structuredContent: %s", sc)
+	}
+	res, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": ".env"}})
+	if sc, _ := json.Marshal(res.StructuredContent); !res.IsError || !strings.Contains(string(sc), `"code":"DENIED"`) {
+		t.Errorf("a refusal's structuredContent: %s", sc)
+	}
 }
