@@ -3,20 +3,21 @@ package journal
 import (
 	"database/sql"
 	"encoding/json"
-	"path"
 	"strings"
 	"time"
 )
 
 // Filter selects records. Zero fields select everything.
 type Filter struct {
-	Session  string
-	PathGlob string // path.Match pattern against the path as named
-	Since    time.Time
-	Until    time.Time
-	Kind     string
-	AfterSeq int64
-	Limit    int
+	Session string
+	// PathMatch, when set, keeps only records whose path (as named) it
+	// accepts (the CLI's --path, with the policy's glob syntax).
+	PathMatch func(path string) bool
+	Since     time.Time
+	Until     time.Time
+	Kind      string
+	AfterSeq  int64
+	Limit     int
 }
 
 // Query returns the records matching f in sequence order.
@@ -66,10 +67,8 @@ func (j *Journal) Each(f Filter, fn func(*Record) error) error {
 		if err != nil {
 			return err
 		}
-		if f.PathGlob != "" {
-			if ok, _ := path.Match(f.PathGlob, r.Path); !ok {
-				continue
-			}
+		if f.PathMatch != nil && !f.PathMatch(r.Path) {
+			continue
 		}
 		if err := fn(r); err != nil {
 			return err

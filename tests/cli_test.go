@@ -49,6 +49,9 @@ func TestCommandsExitCodesAndOutput(t *testing.T) {
 		{"json refusal", "", []string{"read", "missing.txt", "--format", "json"}, 1, `"code":"NOT_FOUND"`, ""},
 		{"offset past the end", "", []string{"read", "a.txt", "--offset", "99"}, 1, "", `offset 99 is out of range for "`},
 		{"verify", "", []string{"journal", "verify"}, 0, "chain intact", ""},
+		{"verify takes no --session", "", []string{"journal", "verify", "--session", "x"}, 2, "", "does not take -session"},
+		{"query --path with a glob", "", []string{"journal", "query", "--path", "*.txt", "--format", "json"}, 0, `a.txt"`, ""},
+		{"query --path that matches nothing", "", []string{"journal", "query", "--path", "*.go", "--format", "json"}, 0, "[]", ""},
 		{"export", "", []string{"journal", "export", "--jsonl"}, 0, `"origin":"write"`, ""},
 		{"policy check", "", []string{"policy", "check"}, 0, "[[root]]", ""},
 	}

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"fsguard/blobs"
+	"fsguard/policy"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,6 +60,25 @@ examples:
 	if _, code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
+	// Each subcommand takes its own flags; another's is a usage error, not
+	// silently ignored.
+	takes := map[string]string{
+		"query":  "policy session path since until kind format",
+		"tail":   "policy session path since until kind format f n jsonl",
+		"stats":  "policy format",
+		"verify": "policy",
+		"export": "policy session path since until kind jsonl",
+	}[sub]
+	var foreign string
+	fs.Visit(func(fl *flag.Flag) {
+		if takes != "" && !slices.Contains(strings.Fields(takes), fl.Name) && foreign == "" {
+			foreign = fl.Name
+		}
+	})
+	if foreign != "" {
+		fmt.Fprintf(stderr, "Error: journal %s does not take -%s (it takes: -%s)\n", sub, foreign, strings.ReplaceAll(takes, " ", ", -"))
+		return exitUsage
+	}
 	pol, ok := policyFor(*policyFile, stderr)
 	if !ok {
 		return exitUsage
@@ -81,7 +102,21 @@ examples:
 			held.Close()
 		}
 	}
-	f := journal.Filter{Session: *session, PathGlob: *pathGlob, Kind: *kind}
+	f := journal.Filter{Session: *session, Kind: *kind}
+	if *pathGlob != "" {
+		// The policy's globs: "*" within a segment, "**" across them; a
+		// pattern not starting with "/" matches at any depth ("*.go").
+		pat := *pathGlob
+		if !strings.HasPrefix(pat, "/") {
+			pat = "**/" + pat
+		}
+		g, err := policy.CompileGlob(pat)
+		if err != nil {
+			fmt.Fprintf(stderr, "Error: --path: %v\n", err)
+			return exitUsage
+		}
+		f.PathMatch = func(p string) bool { return g.MatchSplit(strings.Split(strings.Trim(p, "/"), "/")) }
+	}
 	for _, t := range []struct {
 		s   string
 		dst *time.Time
