@@ -73,6 +73,25 @@ func object(props map[string]*jsonschema.Schema, required ...string) *jsonschema
 
 func ptr[T any](v T) *T { return &v }
 
+// readFacts is the read tool's outputSchema: the structuredContent every
+// read answer (a refusal too) carries beside its text (session.ReadFacts).
+func readFacts() *jsonschema.Schema {
+	str := func(d string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: d} }
+	obj := func(d string) *jsonschema.Schema { return &jsonschema.Schema{Type: "object", Description: d} }
+	return &jsonschema.Schema{Type: "object", Required: []string{"status", "path"}, Properties: map[string]*jsonschema.Schema{
+		"status":       {Type: "string", Enum: []any{"ok", "error"}},
+		"code":         str("the refusal code, when refused"),
+		"message":      str("the refusal's message, when refused"),
+		"path":         str("the file, as the agent sees it"),
+		"range":        obj("the lines shown: start, end"),
+		"totals":       obj("the file's lines and bytes, and whether the count is complete"),
+		"truncation":   obj("what cut the window: reason, clamped lines"),
+		"continuation": {Types: []string{"object", "null"}, Description: "the next read's arguments (path, offset, limit), or null at the end"},
+		"observation":  obj("what this read showed of which version: statId, contentId, viewId, id, wholeFileVisible, range"),
+		"held":         {Type: "boolean", Description: "answered with a notice or a diff, not the lines"},
+	}}
+}
+
 // instructions tell a client how the tools fit together.
 const instructions = `fsguard serves files inside the allowed roots. read returns a line-numbered window of a text file; its footer says exactly how to continue (offset=N). A re-read of lines this session already holds answers with a short notice instead; pass full: true to get the lines again (after your context dropped them). To change a file: read it (anchors: true shows each line as N#hh: text), then edit naming lines by those anchors (replace, insert_after, delete; a range is N#hh..M#hh) or by exact old_string/new_string, or write the whole content. Writes are refused unless this session read the current version (FS_NOT_OBSERVED, FS_STALE_VERSION: read again, then retry). Every refusal is a tool error "CODE: message" whose message says what to do next.`
 
@@ -86,10 +105,11 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "fsguard", Title: "fsguard", Version: version}, &mcp.ServerOptions{Instructions: instructions})
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        "read",
-		Title:       "Read a file",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-		Description: "Read a line-numbered window of a UTF-8 text file. The footer says exactly how to continue (offset=N).",
+		Name:         "read",
+		Title:        "Read a file",
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Description:  "Read a line-numbered window of a UTF-8 text file. The footer says exactly how to continue (offset=N).",
+		OutputSchema: readFacts(),
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"path":    pathSchema(),
 			"offset":  positive("first line to show, 1-based (default 1)"),

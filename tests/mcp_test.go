@@ -253,6 +253,9 @@ func TestMCPSpeaksMCP(t *testing.T) {
 		} else if !readOnly && (a.DestructiveHint == nil || !*a.DestructiveHint) {
 			t.Errorf("tool %s is not marked destructive", tool.Name)
 		}
+		if tool.Name == "read" && tool.OutputSchema == nil {
+			t.Error("the read tool declares no outputSchema for its structuredContent")
+		}
 	}
 	read(map[string]any{"path": "notes.md"})
 	if got := read(map[string]any{"path": "notes.md"}); !strings.Contains(got, "Use full: true to see them again") || strings.Contains(got, "--no-dedupe") {
