@@ -169,6 +169,7 @@ func (r *Reader) Read(req Request) (*Result, error) {
 		Offset: req.Offset, Limit: int(req.Limit),
 		MaxLineChars: lim.MaxLineChars, MaxBytes: lim.MaxBytes,
 		MaxScanBytes: lim.MaxScanBytes, SkipBOM: class.BOM > 0, Anchors: req.Anchors,
+		SizeHint: f.Stat.Size,
 	}
 	var src io.Reader = io.NewSectionReader(f, 0, 1<<62)
 	var kept *bytes.Buffer

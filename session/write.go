@@ -129,7 +129,7 @@ func (s *Service) checkFile(f *roots.File, session string) error {
 // contentID hashes a file's whole content with the same scanner a read
 // uses, so the two can never disagree.
 func contentID(f *roots.File) (string, error) {
-	res, err := window.Scan(io.NewSectionReader(f, 0, 1<<62), window.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16})
+	res, err := window.Scan(io.NewSectionReader(f, 0, 1<<62), window.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16, SizeHint: f.Stat.Size})
 	if err != nil {
 		return "", err
 	}
@@ -302,7 +302,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		kept = bytes.NewBuffer(make([]byte, 0, n))
 		src = io.TeeReader(src, kept)
 	}
-	scan, err := window.Scan(src, window.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16})
+	scan, err := window.Scan(src, window.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16, SizeHint: n})
 	if err != nil {
 		return nil, writeErr(display, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"hash"
 	"io"
+	"sync"
 	"unicode/utf8"
 
 	"fsguard/sniff"
@@ -29,6 +30,10 @@ type Options struct {
 	MaxScanBytes int64 // stop counting and hashing after this many bytes
 	SkipBOM      bool  // do not show a leading UTF-8 byte order mark
 	Anchors      bool  // lines are rendered with anchors (for the byte cap)
+	// SizeHint, when known (> 0), is the input's size: a small input gets
+	// buffers its own size and is hashed inline, so a read of a 2 KiB file
+	// allocates a few KiB and no goroutine, not 1 MiB and one.
+	SizeHint int64
 }
 
 // Cut says what ended the window before the end of the file.
@@ -72,7 +77,7 @@ func Scan(r io.Reader, o Options) (*Result, error) {
 		o.Offset = 1
 	}
 	s := &scanner{o: o, res: Result{BadUTF8At: -1}, line: 1}
-	h := newHasher()
+	h := newHasher(o.SizeHint)
 	defer h.stop()
 	var err error
 	for {
@@ -352,24 +357,42 @@ func incompleteTail(b []byte) int {
 }
 
 // hasher hashes chunks on its own goroutine so that hashing, the slowest
-// part of the pass, overlaps with reading and scanning.
+// part of the pass, overlaps with reading and scanning. An input known to
+// fit in one chunk is hashed inline: there is nothing to overlap.
 type hasher struct {
-	free chan []byte
-	work chan []byte
-	out  chan [sha256.Size]byte
-	h    hash.Hash
+	free   chan []byte
+	work   chan []byte
+	out    chan [sha256.Size]byte
+	h      hash.Hash
+	inline bool
+	pooled bool // the buffers are chunkSize and go back to bufPool
 }
 
-func newHasher() *hasher {
+// bufPool keeps full-size chunk buffers between scans.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
+func newHasher(sizeHint int64) *hasher {
 	h := &hasher{
 		free: make(chan []byte, nbuf),
-		work: make(chan []byte, nbuf),
 		out:  make(chan [sha256.Size]byte, 1),
 		h:    sha256.New(),
 	}
-	for i := 0; i < nbuf; i++ {
-		h.free <- make([]byte, chunkSize)
+	if sizeHint > 0 && sizeHint < int64(chunkSize) {
+		// One buffer a byte larger than the input: ReadFull sees the end
+		// in the same pass.
+		h.inline = true
+		h.free <- make([]byte, sizeHint+1)
+		return h
 	}
+	h.pooled = true
+	for i := 0; i < nbuf; i++ {
+		b := *bufPool.Get().(*[]byte)
+		if len(b) != chunkSize { // a test moved chunkSize
+			b = make([]byte, chunkSize)
+		}
+		h.free <- b
+	}
+	h.work = make(chan []byte, nbuf)
 	go func(work <-chan []byte) {
 		for b := range work {
 			h.h.Write(b)
@@ -382,19 +405,54 @@ func newHasher() *hasher {
 	return h
 }
 
-func (h *hasher) get() []byte      { return <-h.free }
-func (h *hasher) put(b []byte)     { h.work <- b }
+func (h *hasher) get() []byte { return <-h.free }
+
+func (h *hasher) put(b []byte) {
+	if h.inline {
+		h.h.Write(b)
+		h.free <- b[:cap(b)]
+		return
+	}
+	h.work <- b
+}
+
 func (h *hasher) release(b []byte) { h.free <- b }
 
 func (h *hasher) sum() [sha256.Size]byte {
+	if h.inline {
+		var sum [sha256.Size]byte
+		copy(sum[:], h.h.Sum(nil))
+		h.inline = false // stop has nothing left to do
+		return sum
+	}
 	close(h.work)
 	h.work = nil
-	return <-h.out
+	sum := <-h.out
+	h.recycle()
+	return sum
 }
 
 func (h *hasher) stop() {
 	if h.work != nil {
 		close(h.work)
 		<-h.out
+		h.recycle()
+	}
+}
+
+// recycle gives the full-size buffers back to the pool once the hashing
+// goroutine is done with them.
+func (h *hasher) recycle() {
+	if !h.pooled {
+		return
+	}
+	h.pooled = false
+	for {
+		select {
+		case b := <-h.free:
+			bufPool.Put(&b)
+		default:
+			return
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"math/rand"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -259,4 +261,48 @@ func FuzzScan(f *testing.F) {
 			t.Fatal("hash mismatch")
 		}
 	})
+}
+
+// TestSizeHintChangesNothingButCost: a scan told the input's size — right,
+// too small, too large — gives exactly the result of one told nothing.
+func TestSizeHintChangesNothingButCost(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewSource(7))
+	for trial := 0; trial < 300; trial++ {
+		n := rng.Intn(3 * chunkSize / 2)
+		if trial%3 == 0 {
+			n = rng.Intn(4096)
+		}
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = "ab\n\r é"[rng.Intn(7)]
+		}
+		o := opts(1+int64(rng.Intn(5)), 1+rng.Intn(50))
+		want, _ := Scan(bytes.NewReader(data), o)
+		for _, hint := range []int64{int64(n), int64(n)/2 + 1, int64(n) * 2, 1} {
+			o.SizeHint = hint
+			got, _ := Scan(bytes.NewReader(data), o)
+			if got.Sum != want.Sum || got.TotalLines != want.TotalLines || got.Bytes != want.Bytes || len(got.Lines) != len(want.Lines) || got.Complete != want.Complete {
+				t.Fatalf("trial %d (%d bytes, hint %d): %+v, want %+v", trial, n, hint, got, want)
+			}
+		}
+	}
+}
+
+// TestSmallScansAllocateLittle: a read of a small file no longer costs
+// four 256 KiB buffers. Not parallel: it counts this process's allocations.
+func TestSmallScansAllocateLittle(t *testing.T) {
+	data := bytes.Repeat([]byte("a short line of a small file\n"), 70) // 2 KiB
+	o := opts(1, 2000)
+	o.SizeHint = int64(len(data))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 100 {
+		Scan(bytes.NewReader(data), o)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / 100; per > 64<<10 {
+		t.Errorf("a 2 KiB scan allocates %d bytes", per)
+	}
 }
