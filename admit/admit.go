@@ -117,10 +117,7 @@ func (d *Decider) Start(g *roots.Guard, f *roots.File) *Pending {
 		return finish(sniff.Result{}, err)
 	}
 	k := key{f.Identity(), pol}
-	d.mu.Lock()
-	res, ok := d.cache[k]
-	d.mu.Unlock()
-	if ok {
+	if res, ok := d.cached(k); ok {
 		p.Sample = res
 		return finish(verdict(pol, f.Root, f.Rel, f.Name, res))
 	}
@@ -153,6 +150,14 @@ func (d *Decider) Start(g *roots.Guard, f *roots.File) *Pending {
 
 func ioErr(name string, err error) error {
 	return refusal.Cannot(refusal.IOError, name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+}
+
+// cached returns a version's class if it is already decided.
+func (d *Decider) cached(k key) (sniff.Result, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	res, ok := d.cache[k]
+	return res, ok
 }
 
 // remember caches a version's class.
@@ -193,10 +198,7 @@ func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 	}
 	pol := g.Policy()
 	if st.Nlink <= 1 {
-		d.mu.Lock()
-		res, ok := d.cache[key{fileid.Of(st), pol}]
-		d.mu.Unlock()
-		if ok {
+		if res, ok := d.cached(key{fileid.Of(st), pol}); ok {
 			_, err := verdict(pol, r, rel, name, res)
 			return err
 		}
