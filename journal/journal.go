@@ -420,6 +420,14 @@ func (j *Journal) Append(recs ...*Record) error {
 	if err != nil {
 		return j.damage(err)
 	}
+	// One statement for the batch: parsing the INSERT per record was a
+	// fifth of the cost of appending a batch.
+	ins, err := tx.Prepare(`INSERT INTO records (seq, kind, time_ns, session, owner, path, real_path, content_id, origin, code, body, prev_hash, hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return j.damage(err)
+	}
+	defer ins.Close()
 	for _, r := range recs {
 		seq++
 		r.Seq = seq
@@ -429,9 +437,7 @@ func (j *Journal) Append(recs ...*Record) error {
 		r.PrevHash = prev
 		body, hash := r.seal()
 		r.Hash = hash
-		if _, err := tx.Exec(`INSERT INTO records (seq, kind, time_ns, session, owner, path, real_path, content_id, origin, code, body, prev_hash, hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.Seq, r.Kind, r.Time.UnixNano(), r.Session, r.Owner, r.Path, r.RealPath, r.ContentID, r.Origin, r.Code, body, prev, hash); err != nil {
+		if _, err := ins.Exec(r.Seq, r.Kind, r.Time.UnixNano(), r.Session, r.Owner, r.Path, r.RealPath, r.ContentID, r.Origin, r.Code, body, prev, hash); err != nil {
 			return j.damage(err)
 		}
 		prev = hash
