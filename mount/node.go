@@ -148,6 +148,15 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		n.v.indexSize(g, r, rel, shown, &out.Attr)
 	}
 	ino := n.NewInode(ctx, c, fs.StableAttr{Mode: key.typ, Ino: out.Attr.Ino})
+	// go-fuse keeps the node it already has for this number, if any, and
+	// drops c once Lookup returns: the one to remember is the child
+	// already in place, else c, which is then the one kept.
+	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == out.Attr.Ino {
+		ino = ch
+	}
+	if held, ok := ino.Operations().(*node); ok {
+		n.v.remember(held)
+	}
 	if c.index {
 		n.v.git.hold(ino, true)
 	}
@@ -170,6 +179,7 @@ func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, a *fu
 // is released, so the number map holds only what the kernel holds.
 func (n *node) OnForget() {
 	n.v.forget(n.key, n.StableAttr().Ino)
+	n.v.drop(n)
 	if n.index {
 		n.v.git.hold(n.EmbeddedInode(), false)
 	}

@@ -41,6 +41,10 @@ type view struct {
 	// an entry goes when the kernel forgets the node.
 	odd     map[idKey]uint64
 	nextOdd uint64
+	// nodes maps the inode numbers the kernel holds to their nodes, so an
+	// inode met outside a request (an open seen by the access audit) can
+	// be named; an entry goes when the kernel forgets the node.
+	nodes map[uint64]*node
 }
 
 type idKey struct {
@@ -85,6 +89,20 @@ func (v *view) ino(k idKey) uint64 {
 	return id
 }
 
+// remember records the node the kernel holds under its number, unless a
+// node in place (one with a parent) is recorded for it already.
+func (v *view) remember(n *node) {
+	ino := n.StableAttr().Ino
+	v.idMu.Lock()
+	defer v.idMu.Unlock()
+	if old := v.nodes[ino]; old != nil && old != n {
+		if _, parent := old.Parent(); parent != nil {
+			return
+		}
+	}
+	v.nodes[ino] = n
+}
+
 // forget releases an identity's number once the kernel forgot its node.
 func (v *view) forget(k idKey, ino uint64) {
 	if ino&(1<<63) == 0 {
@@ -94,6 +112,16 @@ func (v *view) forget(k idKey, ino uint64) {
 	defer v.idMu.Unlock()
 	if v.odd[k] == ino {
 		delete(v.odd, k)
+	}
+}
+
+// drop removes a node the kernel forgot from the nodes it holds.
+func (v *view) drop(n *node) {
+	ino := n.StableAttr().Ino
+	v.idMu.Lock()
+	defer v.idMu.Unlock()
+	if v.nodes[ino] == n {
+		delete(v.nodes, ino)
 	}
 }
 
