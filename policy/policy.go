@@ -88,6 +88,7 @@ type Policy struct {
 	Write   Write
 	Git     Git
 	Metrics Metrics
+	Audit   Audit
 
 	// Source is the file the policy came from, or "embedded default".
 	Source string
@@ -146,7 +147,18 @@ type Sniff struct {
 // Allowed reports whether rel beneath a root (configured path base, real
 // path real) is exempt from content refusals.
 func (p *Policy) Allowed(base, real, rel string) bool {
-	globs := p.Sniff.AllowGlobs
+	return p.matchAny(p.Sniff.AllowGlobs, base, real, rel)
+}
+
+// Unaudited reports whether opens of rel beneath a root (configured path
+// base, real path real) are left out of the access records.
+func (p *Policy) Unaudited(base, real, rel string) bool {
+	return p.matchAny(p.Audit.Exclude, base, real, rel)
+}
+
+// matchAny reports whether one of globs matches rel beneath a root, by
+// its root-relative path or either absolute form.
+func (p *Policy) matchAny(globs []Glob, base, real, rel string) bool {
 	if len(globs) == 0 {
 		return false
 	}
@@ -253,6 +265,22 @@ type Git struct {
 	History string `toml:"history"`
 }
 
+// Audit says what the daemon records about the mount beyond denials.
+type Audit struct {
+	// Opens is "record" (the default: every open of a file through the
+	// mount, by any process in any mount namespace, becomes an access
+	// record in the journal, aggregated per process and file version) or
+	// "off".
+	Opens string `toml:"opens"`
+	// OpensSet: the policy file says opens = "record" itself, so a
+	// daemon that cannot record them must not start; by default it
+	// starts and says that it does not record them.
+	OpensSet bool `toml:"-"`
+	// Exclude: opens of paths these globs match (root-relative, as deny
+	// globs) are not recorded, e.g. "**/node_modules/**".
+	Exclude []Glob `toml:"exclude"`
+}
+
 // Write holds what may not be written (by write and edit), beyond the read
 // deny list, which applies to writes too.
 type Write struct {
@@ -294,6 +322,7 @@ func defaults() Policy {
 		Journal: Journal{HeldMaxBytes: 256 << 20},
 		Control: Control{MaxRequests: 16},
 		Git:     Git{History: "warn"},
+		Audit:   Audit{Opens: "record"},
 		Mount: Mount{
 			Denied:              "hide",
 			Open:                "kernel",
@@ -368,12 +397,13 @@ type raw struct {
 	Write   Write   `toml:"write"`
 	Git     Git     `toml:"git"`
 	Metrics Metrics `toml:"metrics"`
+	Audit   Audit   `toml:"audit"`
 }
 
 // Parse decodes and validates policy text.
 func Parse(data []byte) (*Policy, error) {
 	d := defaults()
-	r := raw{Limits: d.Limits, Sniff: d.Sniff, Journal: d.Journal, Mount: d.Mount, Control: d.Control, Git: d.Git}
+	r := raw{Limits: d.Limits, Sniff: d.Sniff, Journal: d.Journal, Mount: d.Mount, Control: d.Control, Git: d.Git, Audit: d.Audit}
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&r)
 	if err != nil {
 		var pe toml.ParseError
@@ -400,8 +430,9 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	p := Policy{
 		Roots: r.Root, Deny: r.Deny, Limits: r.Limits, Sniff: r.Sniff,
-		Journal: r.Journal, Mount: r.Mount, Control: r.Control, Write: r.Write, Git: r.Git, Metrics: r.Metrics,
+		Journal: r.Journal, Mount: r.Mount, Control: r.Control, Write: r.Write, Git: r.Git, Metrics: r.Metrics, Audit: r.Audit,
 	}
+	p.Audit.OpensSet = md.IsDefined("audit", "opens")
 	if len(p.Roots) == 0 {
 		return nil, fmt.Errorf("no [[root]]: a policy needs at least one allowed root")
 	}
@@ -522,6 +553,11 @@ func (p *Policy) finish(data []byte) error {
 	case "warn", "hide":
 	default:
 		return fmt.Errorf("%sgit.history must be \"warn\" or \"hide\", got %q", at("history", p.Git.History), p.Git.History)
+	}
+	switch p.Audit.Opens {
+	case "record", "off":
+	default:
+		return fmt.Errorf("%saudit.opens must be \"record\" or \"off\", got %q", at("opens", p.Audit.Opens), p.Audit.Opens)
 	}
 	switch p.Mount.Denied {
 	case "hide", "eacces":
@@ -674,6 +710,11 @@ func (p *Policy) Summary() string {
 	}
 	fmt.Fprintf(&b, "\n[git]\nhistory = %q\n", p.Git.History)
 	fmt.Fprintf(&b, "\n[metrics]\nlisten = %q\n", p.Metrics.Listen)
+	var excl []string
+	for _, g := range p.Audit.Exclude {
+		excl = append(excl, g.String())
+	}
+	fmt.Fprintf(&b, "\n[audit]\nopens = %q\nexclude = %s\n", p.Audit.Opens, tomlList(excl))
 	fmt.Fprintf(&b, "\n[write]\nuse_defaults = %v\ndeny_globs = %s\n", *p.Write.UseDefaults, tomlList(wglobs))
 	return b.String()
 }

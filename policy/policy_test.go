@@ -55,6 +55,14 @@ max_lines = 0`, `line 4: limits.max_lines must be a positive integer`},
 path = "` + dir + `"
 [sniff]
 refuse = ["secrets"]`, `line 4: sniff.refuse: unknown class "secrets"`},
+		{"bad audit", `[[root]]
+path = "` + dir + `"
+[audit]
+opens = "log"`, `line 4: audit.opens must be "record" or "off", got "log"`},
+		{"bad audit glob", `[[root]]
+path = "` + dir + `"
+[audit]
+exclude = ["a**b"]`, `line 4:`},
 		{"bad type", `[[root]]
 path = 5`, `line 2:`},
 		{"syntax", `[[root]
