@@ -1,0 +1,149 @@
+package opens
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Process is who opened a file, as /proc said while it lived.
+type Process struct {
+	// Name is the command name (comm, which a process may set itself).
+	// "" when the process had exited before it could be named.
+	Name string
+	// Uid is its filesystem uid; NoUid when it could not be named.
+	Uid uint32
+	// Cgroup is its cgroup v2 path (a container's scope), or "".
+	Cgroup string
+}
+
+// NoUid is the uid of a process that could not be named: (uid_t)-1,
+// which no process has.
+const NoUid = ^uint32(0)
+
+// procs names processes by pid. Each entry keeps /proc/<pid>/comm open:
+// reading it again costs one pread and tells both whether the process
+// still lives (a descriptor of a dead process reads nothing, even if the
+// pid was reused since) and whether it exec'd something else (its name
+// changed), so a cached answer is never another process's.
+type procs struct {
+	mu sync.Mutex
+	m  map[uint32]*proc
+}
+
+type proc struct {
+	comm *os.File
+	p    Process
+	used time.Time
+}
+
+func newProcs() *procs { return &procs{m: map[uint32]*proc{}} }
+
+// maxProcs bounds the descriptors held; sweep closes the idle ones.
+const maxProcs = 4096
+
+func (ps *procs) get(pid uint32) Process {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var buf [64]byte
+	e := ps.m[pid]
+	if e != nil {
+		n, err := e.comm.ReadAt(buf[:], 0)
+		if n > 0 {
+			e.used = time.Now()
+			if name := string(bytes.TrimRight(buf[:n], "\n")); name != e.p.Name {
+				e.p = describe(pid, name) // it exec'd: uid and cgroup may have moved
+			}
+			return e.p
+		}
+		_ = err // gone: events still queued are the dead process's, unless the pid is taken again
+		fresh := open(pid)
+		if fresh == nil {
+			return e.p
+		}
+		e.comm.Close()
+		ps.m[pid] = fresh
+		return fresh.p
+	}
+	fresh := open(pid)
+	if fresh == nil {
+		return Process{Uid: NoUid}
+	}
+	if len(ps.m) >= maxProcs {
+		ps.sweepLocked(0)
+	}
+	ps.m[pid] = fresh
+	return fresh.p
+}
+
+// open names a live process and keeps its comm open, or returns nil.
+func open(pid uint32) *proc {
+	f, err := os.Open("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+	if err != nil {
+		return nil
+	}
+	var buf [64]byte
+	n, _ := f.ReadAt(buf[:], 0)
+	if n == 0 {
+		f.Close()
+		return nil
+	}
+	return &proc{comm: f, p: describe(pid, string(bytes.TrimRight(buf[:n], "\n"))), used: time.Now()}
+}
+
+// describe reads the uid and cgroup of a process named name.
+func describe(pid uint32, name string) Process {
+	p := Process{Name: name, Uid: NoUid}
+	dir := "/proc/" + strconv.FormatUint(uint64(pid), 10)
+	if b, err := os.ReadFile(dir + "/status"); err == nil {
+		for ln := range strings.Lines(string(b)) {
+			if rest, ok := strings.CutPrefix(ln, "Uid:"); ok {
+				// real, effective, saved, filesystem: access is the fsuid's
+				if f := strings.Fields(rest); len(f) == 4 {
+					if u, err := strconv.ParseUint(f[3], 10, 32); err == nil {
+						p.Uid = uint32(u)
+					}
+				}
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile(dir + "/cgroup"); err == nil {
+		for ln := range strings.Lines(string(b)) {
+			if rest, ok := strings.CutPrefix(ln, "0::"); ok {
+				p.Cgroup = strings.TrimSpace(rest)
+				break
+			}
+		}
+	}
+	return p
+}
+
+// idle is how long an entry is kept without an open by its process.
+const idle = 30 * time.Second
+
+// sweep closes the entries of processes idle for a while.
+func (ps *procs) sweep() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.sweepLocked(idle)
+}
+
+func (ps *procs) sweepLocked(olderThan time.Duration) {
+	now := time.Now()
+	for pid, e := range ps.m {
+		if now.Sub(e.used) >= olderThan {
+			e.comm.Close()
+			delete(ps.m, pid)
+		}
+	}
+}
+
+func (ps *procs) close() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.sweepLocked(0)
+}
