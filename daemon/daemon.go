@@ -25,6 +25,7 @@ import (
 	"fsguard/links"
 	"fsguard/metrics"
 	"fsguard/mount"
+	"fsguard/opens"
 	"fsguard/policy"
 	"fsguard/roots"
 	"fsguard/session"
@@ -44,6 +45,9 @@ type Config struct {
 	Log         *slog.Logger
 	// Denials, when set, also receives each denial as a log line.
 	Denials mount.Auditor
+	// Session names the agent session the mount serves: its denials and
+	// access records carry it.
+	Session string
 }
 
 // Daemon is a running `fsguard mount`.
@@ -58,6 +62,7 @@ type Daemon struct {
 	scrape   *http.Server
 	scrapeAt net.Addr
 	sink     *denialSink
+	opens    *opens.Recorder
 }
 
 // Start mounts the view and serves the socket; it returns once the mount
@@ -91,7 +96,7 @@ func Start(cfg Config) (*Daemon, error) {
 			d.log.Warn("no held-content store: changed files are re-sent as lines, and anchored edits need a fresh read", "err", herr.Error())
 		}
 	}
-	d.sink = newDenialSink(d.journal, d.log, d.Metrics, cfg.Denials)
+	d.sink = newDenialSink(d.journal, d.log, d.Metrics, cfg.Denials, cfg.Session)
 	if d.journal != nil {
 		// Writes a killed writer left between rename and record: the files
 		// say which happened.
@@ -121,6 +126,16 @@ func Start(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.srv = srv
+	if pol.Audit.Opens == "record" {
+		if err := d.recordOpens(); err != nil {
+			if pol.Audit.OpensSet || pol.Journal.Required {
+				srv.Unmount()
+				d.close()
+				return nil, fmt.Errorf("%v; or set [audit] opens = \"off\"", err)
+			}
+			d.log.Warn("opens through the mount are not recorded (set [audit] opens = \"record\" to make this an error)", "err", err.Error())
+		}
+	}
 	if cfg.Socket != "" {
 		if err := d.serveControl(dec, jerr); err != nil {
 			srv.Unmount()
@@ -154,6 +169,15 @@ func Start(cfg Config) (*Daemon, error) {
 	return d, nil
 }
 
+// Opens says whether opens through the mount are being recorded:
+// "record" or "off".
+func (d *Daemon) Opens() string {
+	if d.opens == nil {
+		return "off"
+	}
+	return "record"
+}
+
 // Server is the live mount.
 func (d *Daemon) Server() *mount.Server { return d.srv }
 
@@ -178,6 +202,9 @@ func (d *Daemon) Stop() error {
 func (d *Daemon) MetricsAddr() net.Addr { return d.scrapeAt }
 
 func (d *Daemon) close() {
+	if d.opens != nil {
+		d.opens.Close() // appends what is pending, before the journal closes
+	}
 	if d.ctl != nil {
 		d.ctl.Close()
 	}

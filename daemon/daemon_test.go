@@ -134,7 +134,7 @@ func TestDenialSinkNeverDropsSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	s := newDenialSink(j, slog.New(slog.NewJSONHandler(io.Discard, nil)), metrics.New(), nil)
+	s := newDenialSink(j, slog.New(slog.NewJSONHandler(io.Discard, nil)), metrics.New(), nil, "")
 	const n = 3 * queueLen
 	for i := range n {
 		s.Denial(mount.Denial{Time: time.Now(), Path: "/x" + strings.Repeat("y", i%3), Code: refusal.Denied})

@@ -25,13 +25,14 @@ type denialSink struct {
 	mu      sync.Mutex
 	dropped int64
 	done    chan struct{}
+	session string
 }
 
 // queueLen bounds the denials waiting to be written.
 const queueLen = 4096
 
-func newDenialSink(j *journal.Journal, log *slog.Logger, m *metrics.Set, lines mount.Auditor) *denialSink {
-	s := &denialSink{q: make(chan mount.Denial, queueLen), j: j, log: log, m: m, lines: lines, done: make(chan struct{})}
+func newDenialSink(j *journal.Journal, log *slog.Logger, m *metrics.Set, lines mount.Auditor, session string) *denialSink {
+	s := &denialSink{q: make(chan mount.Denial, queueLen), j: j, log: log, m: m, lines: lines, done: make(chan struct{}), session: session}
 	go s.run()
 	return s
 }
@@ -75,14 +76,14 @@ func (s *denialSink) run() {
 func (s *denialSink) write(batch []mount.Denial) {
 	recs := make([]*journal.Record, 0, len(batch)+1)
 	for _, d := range batch {
-		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: d.Time, Path: d.Path, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process})
+		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: d.Time, Session: s.session, Path: d.Path, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process})
 	}
 	s.mu.Lock()
 	dropped := s.dropped
 	s.dropped = 0
 	s.mu.Unlock()
 	if dropped > 0 {
-		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: time.Now().UTC(), Code: "DENIALS_DROPPED",
+		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: time.Now().UTC(), Session: s.session, Code: "DENIALS_DROPPED",
 			Detail: fmt.Sprintf("%d denials arrived while the queue of %d was full and are not recorded one by one", dropped, queueLen)})
 		s.log.Warn("denials not recorded one by one: the queue was full", "count", dropped)
 	}

@@ -51,6 +51,11 @@ const (
 	// KindHistory: a repository's git history holds what the view hides
 	// (Path is the working tree; Detail names the paths and commits).
 	KindHistory = "history"
+	// KindAccess: a process opened a file through the mount (Opens
+	// times in a short interval), or, with Code ACCESS_LOST, opens that
+	// could not be recorded one by one. It says that a process opened the
+	// file, not that a model saw its bytes: it is never an observation.
+	KindAccess = "access"
 )
 
 // Origins of an observation.
@@ -77,6 +82,12 @@ type Record struct {
 	Pid     uint32 `json:"pid"`
 	Uid     uint32 `json:"uid"`
 	Process string `json:"process,omitempty"`
+	// Cgroup is the process's cgroup (a container's scope): access records.
+	Cgroup string `json:"cgroup,omitempty"`
+	// Opens is how many opens of the file by the process the kernel
+	// reported in the interval (it merges repeats that wait in its queue:
+	// a lower bound of the opens made).
+	Opens int64 `json:"opens,omitempty"`
 
 	// Observations.
 	Origin           string           `json:"origin,omitempty"`

@@ -16,8 +16,11 @@ type Filter struct {
 	Since     time.Time
 	Until     time.Time
 	Kind      string
-	AfterSeq  int64
-	Limit     int
+	// Process keeps only records of processes of this name (access and
+	// denial records name the process).
+	Process  string
+	AfterSeq int64
+	Limit    int
 }
 
 // Query returns the records matching f in sequence order.
@@ -47,6 +50,9 @@ func (j *Journal) Each(f Filter, fn func(*Record) error) error {
 	}
 	if f.Kind != "" {
 		where, args = append(where, "kind = ?"), append(args, f.Kind)
+	}
+	if f.Process != "" {
+		where, args = append(where, "json_extract(body, '$.process') = ?"), append(args, f.Process)
 	}
 	if f.AfterSeq > 0 {
 		where, args = append(where, "seq > ?"), append(args, f.AfterSeq)
@@ -115,11 +121,25 @@ type Stats struct {
 	BytesDelivered int64            `json:"bytesDelivered"`
 	BytesSaved     int64            `json:"bytesSaved"`
 	Sessions       int64            `json:"sessions"`
+	// Accesses summarises the access records per process name ("" for
+	// processes that exited before they could be named).
+	Accesses map[string]*ProcessAccess `json:"accesses"`
+	// AccessLost counts the records saying opens were lost.
+	AccessLost int64 `json:"accessLost"`
+}
+
+// ProcessAccess is what the processes of one name opened through the mount.
+type ProcessAccess struct {
+	Records  int64 `json:"records"`
+	Opens    int64 `json:"opens"`
+	Files    int64 `json:"files"`    // distinct paths
+	Versions int64 `json:"versions"` // distinct file versions (statIds)
+	Pids     int64 `json:"pids"`
 }
 
 // Stats computes the summary.
 func (j *Journal) Stats() (*Stats, error) {
-	s := &Stats{DenialsByCode: map[string]int64{}}
+	s := &Stats{DenialsByCode: map[string]int64{}, Accesses: map[string]*ProcessAccess{}}
 	rows, err := j.db.Query(`SELECT kind, origin, code, count(*),
 		coalesce(sum(json_extract(body, '$.delivered')), 0), coalesce(sum(json_extract(body, '$.saved')), 0)
 		FROM records GROUP BY kind, origin, code`)
@@ -157,8 +177,35 @@ func (j *Journal) Stats() (*Stats, error) {
 	if err := rows.Err(); err != nil {
 		return nil, j.damage(err)
 	}
+	if err := j.accessStats(s); err != nil {
+		return nil, err
+	}
 	err = j.db.QueryRow(`SELECT count(DISTINCT session) FROM records`).Scan(&s.Sessions)
 	return s, j.damage0(err)
+}
+
+// accessStats fills in the per-process summary of access records.
+func (j *Journal) accessStats(s *Stats) error {
+	rows, err := j.db.Query(`SELECT coalesce(json_extract(body, '$.process'), ''), count(*),
+		coalesce(sum(json_extract(body, '$.opens')), 0), count(DISTINCT path),
+		count(DISTINCT json_extract(body, '$.statId')), count(DISTINCT json_extract(body, '$.pid'))
+		FROM records WHERE kind = 'access' AND code = '' GROUP BY 1`)
+	if err != nil {
+		return j.damage(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		p := &ProcessAccess{}
+		if err := rows.Scan(&name, &p.Records, &p.Opens, &p.Files, &p.Versions, &p.Pids); err != nil {
+			return j.damage(err)
+		}
+		s.Accesses[name] = p
+	}
+	if err := rows.Err(); err != nil {
+		return j.damage(err)
+	}
+	return j.damage0(j.db.QueryRow(`SELECT count(*) FROM records WHERE kind = 'access' AND code != ''`).Scan(&s.AccessLost))
 }
 
 // LastSeq returns the sequence number of the last record.

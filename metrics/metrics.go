@@ -142,6 +142,8 @@ type Set struct {
 	Events        Counter
 	Writes        Counter
 	JournalErrors Counter
+	Opens         Counter
+	OpensLost     Counter
 	FuseOps       Histogram
 }
 
@@ -156,6 +158,8 @@ func New() *Set {
 		Writes:        Counter{Name: "fsguard_writes_total", Help: "Files replaced by write or edit through the socket, by origin.", Label: "origin"},
 		JournalErrors: Counter{Name: "fsguard_journal_append_errors_total", Help: "Records the journal could not append (each also logged or said to the caller)."},
 		Events:        Counter{Name: "fsguard_mount_events_total", Help: "The mount's own events: a root missing, a root reopened at its configured path.", Label: "event"},
+		Opens:         Counter{Name: "fsguard_opens_total", Help: "Opens of files through the mount recorded as access records (aggregated per process and file version)."},
+		OpensLost:     Counter{Name: "fsguard_opens_lost_total", Help: "Times opens could not be recorded one by one: the kernel's event queue overflowed, or opens were dropped while the pending set was full.", Label: "reason"},
 		FuseOps: Histogram{Name: "fsguard_fuse_op_seconds", Help: "Latency of FUSE operations served by the daemon.", Label: "op",
 			Buckets: []float64{10e-6, 50e-6, 100e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1}},
 	}
@@ -171,6 +175,8 @@ func (s *Set) Write(w io.Writer) {
 	s.Events.write(w)
 	s.Writes.write(w)
 	s.JournalErrors.write(w)
+	s.Opens.write(w)
+	s.OpensLost.write(w)
 	s.FuseOps.write(w)
 	writeProcess(w)
 	fmt.Fprintf(w, "# HELP fsguard_build_info The running build: version and Go version.\n# TYPE fsguard_build_info gauge\nfsguard_build_info{version=%q,goversion=%q} 1\n", Version(), runtime.Version())

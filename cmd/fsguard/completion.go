@@ -12,9 +12,9 @@ var flagsOf = map[string]string{
 	"check":   "--policy --session --socket",
 	"write":   "--policy --session --socket",
 	"edit":    "--replace --insert-after --delete --text --old --new --policy --session --socket",
-	"journal": "query tail stats verify export --session --path --since --until --kind --format -f -n --jsonl --policy",
+	"journal": "query tail stats verify export --session --path --since --until --kind --process --format -f -n --jsonl --policy",
 	"policy":  "check",
-	"mount":   "--policy --allow-other --socket --debug",
+	"mount":   "--policy --allow-other --socket --session --debug",
 	"unmount": "--lazy",
 	"mcp":     "--policy --socket --session",
 }

@@ -7,6 +7,7 @@ import (
 	"fsguard/blobs"
 	"fsguard/policy"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -21,9 +22,11 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	usage := func() {
 		fmt.Fprint(stderr, `usage: fsguard journal <query|tail|stats|verify|export> [flags]
 
-  query  [--session S] [--path GLOB] [--since T] [--until T] [--kind observation|denial|eviction] [--format table|json]
+  query  [--session S] [--path GLOB] [--since T] [--until T] [--kind KIND] [--process NAME] [--format table|json]
+                              KIND: observation, denial, access, eviction, intent, outcome, history
   tail   [-f] [-n N]          the last records; -f follows new ones
-  stats                       reads, writes, edits, diffs, denials by code, bytes delivered and saved
+  stats                       reads, writes, edits, diffs, denials by code, bytes delivered and saved,
+                              and per process what it opened through the mount
   verify                      walk the hash chain; exit 1 naming the first bad record
   export --jsonl              every record as one JSON object a line
 
@@ -31,8 +34,13 @@ T is RFC 3339 (2026-12-02T15:00:00Z) or a duration ago (90m, 24h).
 The journal is $FSGUARD_JOURNAL, else the policy's journal.path, else
 ~/.local/state/fsguard/journal.db.
 
+An access record says that a process opened a file through the mount;
+it is not an observation (no model was shown anything by it), and no
+write precondition counts it.
+
 examples:
   fsguard journal query --session agent-7 --path '*.go'
+  fsguard journal query --kind access --process python3
   fsguard journal verify
   fsguard journal export --jsonl | gzip > journal.jsonl.gz
 `)
@@ -52,7 +60,8 @@ examples:
 	pathGlob := fs.String("path", "", "only paths matching this glob")
 	since := fs.String("since", "", "only records at or after T")
 	until := fs.String("until", "", "only records before T")
-	kind := fs.String("kind", "", "observation, denial or eviction")
+	kind := fs.String("kind", "", "observation, denial, access, eviction, intent, outcome or history")
+	process := fs.String("process", "", "only records of processes of this name (access, denial)")
 	format := fs.String("format", "table", "table or json")
 	follow := fs.Bool("f", false, "follow (tail)")
 	count := fs.Int("n", 20, "records to show (tail)")
@@ -63,11 +72,11 @@ examples:
 	// Each subcommand takes its own flags; another's is a usage error, not
 	// silently ignored.
 	takes := map[string]string{
-		"query":  "policy session path since until kind format",
-		"tail":   "policy session path since until kind format f n jsonl",
+		"query":  "policy session path since until kind process format",
+		"tail":   "policy session path since until kind process format f n jsonl",
 		"stats":  "policy format",
 		"verify": "policy",
-		"export": "policy session path since until kind jsonl",
+		"export": "policy session path since until kind process jsonl",
 	}[sub]
 	var foreign string
 	fs.Visit(func(fl *flag.Flag) {
@@ -102,7 +111,7 @@ examples:
 			held.Close()
 		}
 	}
-	f := journal.Filter{Session: *session, Kind: *kind}
+	f := journal.Filter{Session: *session, Kind: *kind, Process: *process}
 	if *pathGlob != "" {
 		// The policy's globs: "*" within a segment, "**" across them; a
 		// pattern not starting with "/" matches at any depth ("*.go").
@@ -180,6 +189,23 @@ examples:
 		}
 		fmt.Fprintf(tw, "bytes delivered\t%d\nbytes saved by the ledger and diffs\t%d\n", st.BytesDelivered, st.BytesSaved)
 		tw.Flush()
+		if len(st.Accesses) > 0 || st.AccessLost > 0 {
+			fmt.Fprintln(stdout, "\nopened through the mount (access records: opens, not what a model saw):")
+			tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PROCESS\tPIDS\tFILES\tVERSIONS\tOPENS")
+			names := slices.Sorted(maps.Keys(st.Accesses))
+			for _, name := range names {
+				a := st.Accesses[name]
+				if name == "" {
+					name = "(exited before named)"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", name, a.Pids, a.Files, a.Versions, a.Opens)
+			}
+			tw.Flush()
+			if st.AccessLost > 0 {
+				fmt.Fprintf(stdout, "%d records say opens were lost (query --kind access shows ACCESS_LOST)\n", st.AccessLost)
+			}
+		}
 	case "verify":
 		start := time.Now()
 		n, err := j.Verify(func(done, total int64) {
@@ -291,6 +317,16 @@ func (p *printer) record(r *journal.Record) error {
 	switch r.Kind {
 	case journal.KindEviction:
 		detail = "held content " + r.ContentID[:min(12, len(r.ContentID))] + " evicted: the next changed re-read gets lines"
+	case journal.KindAccess:
+		if r.Code == "" {
+			who := r.Process
+			if who == "" {
+				who = "?"
+			}
+			detail = fmt.Sprintf("opened by %s (pid %d, uid %d) %d×", who, r.Pid, r.Uid, r.Opens)
+		} else {
+			detail = r.Code + ": " + r.Detail
+		}
 	case journal.KindObservation:
 		detail = fmt.Sprintf("%s lines %d-%d of %d", r.Origin, r.Start, r.End, r.TotalLines)
 		if r.WholeFileVisible {

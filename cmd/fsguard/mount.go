@@ -21,8 +21,9 @@ func runMount(args []string, stdout, stderr io.Writer) int {
 	allowOther := fs.Bool("allow-other", false, "let other users (a container's) use the mount; the kernel checks each caller's own permissions")
 	debug := fs.Bool("debug", false, "log every FUSE request")
 	socket := fs.String("socket", "", "serve the control socket here (default: the policy's control.socket)")
+	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "the agent session this mount serves: its denials and access records carry it (default: $FSGUARD_SESSION)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: fsguard mount [--policy FILE] [--allow-other] MOUNTPOINT
+		fmt.Fprint(stderr, `usage: fsguard mount [--policy FILE] [--allow-other] [--session S] MOUNTPOINT
 
 Mounts a read-only view of the policy's roots at MOUNTPOINT and serves it
 until SIGINT or SIGTERM (then unmounts) or an external unmount. One root
@@ -30,6 +31,11 @@ is the mount's top level; several appear as directories named by 'name'.
 When the mount answers, one JSON line {"msg":"mounted",...} is printed on
 stdout. SIGHUP reloads the policy file; a bad new policy is refused and
 the old one kept. A stale mount left by a killed daemon is cleared first.
+
+Every open of a file through the mount, by any process in any container,
+is journaled as an access record ([audit] opens = "record", the default):
+who (pid, process name, uid, cgroup), which file version, where the
+process saw it. See them with: fsguard journal query --kind access
 
 examples:
   fsguard mount --policy /etc/fsguard/policy.toml /workspace
@@ -53,13 +59,13 @@ flags:
 	}
 	d, err := daemon.Start(daemon.Config{
 		Policy: pol, MountPoint: arg, AllowOther: *allowOther, Debug: *debug, Socket: *socket,
-		JournalPath: journal.Locate(pol.Journal.Path), Log: log, Denials: &mount.JSONLines{W: stderr},
+		JournalPath: journal.Locate(pol.Journal.Path), Log: log, Denials: &mount.JSONLines{W: stderr}, Session: *session,
 	})
 	if err != nil {
 		return fail(stderr, err)
 	}
 	srv := d.Server()
-	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source, "socket": *socket, "watch": srv.Watch()})
+	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source, "socket": *socket, "watch": srv.Watch(), "opens": d.Opens()})
 	fmt.Fprintf(stdout, "%s\n", ready)
 	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
 
