@@ -57,6 +57,10 @@ flags:
 	if *socket == "" {
 		*socket = pol.Control.Socket
 	}
+	// Signals are caught before the readiness line is printed: a SIGHUP
+	// sent the moment the mount is ready must reload, not kill the daemon.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	d, err := daemon.Start(daemon.Config{
 		Policy: pol, MountPoint: arg, AllowOther: *allowOther, Debug: *debug, Socket: *socket,
 		JournalPath: journal.Locate(pol.Journal.Path), Log: log, Denials: &mount.JSONLines{W: stderr}, Session: *session,
@@ -69,8 +73,6 @@ flags:
 	fmt.Fprintf(stdout, "%s\n", ready)
 	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() { d.Wait(); close(done) }()
 	for {
