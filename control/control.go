@@ -31,6 +31,7 @@ import (
 	"fsguard/api"
 	"fsguard/caller"
 	"fsguard/metrics"
+	"fsguard/mountinfo"
 	"fsguard/policy"
 	"fsguard/session"
 )
@@ -235,7 +236,7 @@ func reply(w http.ResponseWriter, out session.Output) {
 // viewOf finds where the peer sees the mount: the mount point, in the
 // peer's own mount namespace, of the whole mount with our device number.
 func viewOf(pid uint32, dev string) (string, error) {
-	ents, err := caller.Mountinfo(int(pid))
+	ents, err := mountinfo.Read(int(pid))
 	if err != nil {
 		return "", fmt.Errorf("cannot see the caller's mounts: %v", err)
 	}

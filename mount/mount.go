@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"fsguard/admit"
-	"fsguard/caller"
+	"fsguard/mountinfo"
 	"fsguard/policy"
 	"fsguard/roots"
 	"fsguard/watch"
@@ -196,7 +196,7 @@ func (s *Server) Guard() *roots.Guard { return s.v.guard.Load() }
 // Dev returns the mount's device number ("major:minor") from mountinfo,
 // without touching the mount itself.
 func (s *Server) Dev() (string, error) {
-	ents, err := caller.Mountinfo(0)
+	ents, err := mountinfo.Read(0)
 	if err != nil {
 		return "", err
 	}
@@ -333,7 +333,7 @@ func abortDead(mp string) {
 	// The connection is named by the mount's device minor, read from
 	// mountinfo: a stat could meet the dead connection itself.
 	minor := ""
-	ents, _ := caller.Mountinfo(0)
+	ents, _ := mountinfo.Read(0)
 	for _, e := range ents {
 		if e.MountPoint == mp {
 			_, minor, _ = strings.Cut(e.Dev, ":")
@@ -357,7 +357,7 @@ func abortDead(mp string) {
 
 // mountedAt reports whether something is mounted at mp, and its type.
 func mountedAt(mp string) (bool, string) {
-	ents, _ := caller.Mountinfo(0)
+	ents, _ := mountinfo.Read(0)
 	found, fstype := false, ""
 	for _, e := range ents {
 		if e.MountPoint == mp {

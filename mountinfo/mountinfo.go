@@ -1,4 +1,8 @@
-package caller
+// Package mountinfo reads /proc/<pid>/mountinfo: which file system is
+// mounted where, in a process's own mount namespace. One parser serves the
+// caller's view of the mount, the mount's own device and stale-mount
+// checks, and the watch's choice of mechanism.
+package mountinfo
 
 import (
 	"bufio"
@@ -7,16 +11,16 @@ import (
 	"strings"
 )
 
-// MountEntry is one line of a mountinfo file.
-type MountEntry struct {
+// Entry is one line of a mountinfo file.
+type Entry struct {
 	Dev        string // "major:minor"
 	Root       string // the mounted subtree of the filesystem
 	MountPoint string
 	FSType     string
 }
 
-// Mountinfo reads /proc/<pid>/mountinfo (pid 0: this process).
-func Mountinfo(pid int) ([]MountEntry, error) {
+// Read reads /proc/<pid>/mountinfo (pid 0: this process).
+func Read(pid int) ([]Entry, error) {
 	who := "self"
 	if pid > 0 {
 		who = strconv.Itoa(pid)
@@ -26,7 +30,7 @@ func Mountinfo(pid int) ([]MountEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out []MountEntry
+	var out []Entry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// id parent major:minor root mountpoint opts ... - fstype source superopts
@@ -34,7 +38,7 @@ func Mountinfo(pid int) ([]MountEntry, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		e := MountEntry{Dev: fields[2], Root: unescapeMount(fields[3]), MountPoint: unescapeMount(fields[4])}
+		e := Entry{Dev: fields[2], Root: unescapeMount(fields[3]), MountPoint: unescapeMount(fields[4])}
 		for i, fld := range fields {
 			if fld == "-" && i+1 < len(fields) {
 				e.FSType = fields[i+1]
