@@ -232,7 +232,8 @@ type Mount struct {
 	// daemon and the page cache.
 	PassthroughMinBytes int64 `toml:"passthrough_min_bytes"`
 	// Watch is how the daemon learns of changes in the backing tree, to
-	// invalidate what the kernel cached: "auto" (fanotify, else inotify),
+	// invalidate what the kernel cached: "auto" (fanotify where every root
+	// is a whole filesystem, else inotify; see watch.Start),
 	// "fanotify", "inotify", or "off" (no watch: names and attributes are
 	// then cached for at most 1 s, so changes show within that).
 	Watch string `toml:"watch"`

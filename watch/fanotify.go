@@ -35,7 +35,7 @@ const fanMask = unix.FAN_CREATE | unix.FAN_DELETE | unix.FAN_MOVED_FROM | unix.F
 // the roots could otherwise grow it without end.
 const maxDirCache = 8192
 
-func startFanotify(roots []string, fn func([]Event)) (*Watcher, error) {
+func startFanotify(roots []string, _ Options, fn func([]Event)) (*Watcher, error) {
 	fd, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK|unix.FAN_REPORT_DFID_NAME, unix.O_RDONLY|unix.O_LARGEFILE)
 	if err != nil {
 		return nil, fmt.Errorf("fanotify: %w", err)

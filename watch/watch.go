@@ -1,5 +1,5 @@
 // Package watch owns noticing changes in the backing tree: it turns what
-// the kernel reports about the allowed roots (fanotify, else inotify) into
+// the kernel reports about the allowed roots (fanotify or inotify) into
 // events that name a directory and the entry in it that changed, so that
 // the mount can tell the kernel to forget exactly what it cached of them.
 //
@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"fsguard/mountinfo"
 )
 
 // Op is what happened to an entry.
@@ -80,27 +82,54 @@ type Options struct {
 }
 
 // Start watches the real, absolute directories roots with backend
-// ("auto": fanotify, else inotify) and calls fn, from one goroutine, with
+// ("auto": fanotify where each root is a whole filesystem, else inotify;
+// the other if the first cannot be set) and calls fn, from one goroutine, with
 // each batch of events. It returns only once the watch is in place, so a
 // change made after Start returns is always reported.
 func Start(roots []string, backend string, o Options, fn func([]Event)) (*Watcher, error) {
 	switch backend {
 	case Fanotify:
-		return startFanotify(roots, fn)
+		return startFanotify(roots, o, fn)
 	case Inotify:
 		return startInotify(roots, o, fn)
 	case Auto, "":
-		w, ferr := startFanotify(roots, fn)
-		if ferr == nil {
+		first, second := startInotify, startFanotify
+		if ents, err := mountinfo.Read(0); err == nil && ownFilesystems(roots, ents) {
+			first, second = startFanotify, startInotify
+		}
+		w, err1 := first(roots, o, fn)
+		if err1 == nil {
 			return w, nil
 		}
-		w, ierr := startInotify(roots, o, fn)
-		if ierr == nil {
+		w, err2 := second(roots, o, fn)
+		if err2 == nil {
 			return w, nil
 		}
-		return nil, errors.Join(ferr, ierr)
+		return nil, errors.Join(err1, err2)
 	}
 	return nil, fmt.Errorf("unknown watch backend %q", backend)
+}
+
+// ownFilesystems reports whether each root is the top of a whole
+// filesystem's mount. "auto" picks by it: a fanotify filesystem mark
+// reports every change on the filesystem, so on a filesystem shared with
+// other work (a project directory on /) the daemon would pay for every
+// unrelated write (measured: 60,800 operations outside the root cost it
+// 1.6 s of CPU in 15 s), while inotify's per-directory watches cost
+// nothing for them. fanotify is chosen only where all it reports is ours.
+func ownFilesystems(roots []string, ents []mountinfo.Entry) bool {
+	for _, r := range roots {
+		owns := false
+		for _, e := range ents {
+			if e.MountPoint == r {
+				owns = e.Root == "/" // the last mount at r is the one in use
+			}
+		}
+		if !owns {
+			return false
+		}
+	}
+	return len(roots) > 0
 }
 
 // inside reports whether dir is one of roots or beneath one.

@@ -3,8 +3,11 @@ package watch
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"fsguard/mountinfo"
 )
 
 // collector gathers events and lets a test wait for one.
@@ -146,5 +149,40 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAutoPicksByFilesystem: "auto" takes fanotify only where every root is
+// the top of a whole filesystem's mount; a directory on a shared
+// filesystem gets inotify, whose cost does not grow with writes elsewhere.
+func TestAutoPicksByFilesystem(t *testing.T) {
+	t.Parallel()
+	ents := []mountinfo.Entry{
+		{MountPoint: "/", Root: "/"},
+		{MountPoint: "/srv/data", Root: "/"},
+		{MountPoint: "/srv/bound", Root: "/export/sub"},
+		{MountPoint: "/srv/over", Root: "/"},
+		{MountPoint: "/srv/over", Root: "/other"}, // mounted over: the last one is in use
+	}
+	for roots, want := range map[string]bool{
+		"/srv/data":           true,
+		"/srv/data /":         true,
+		"/srv/data/project":   false,
+		"/srv/bound":          false,
+		"/srv/over":           false,
+		"/srv/data /home/dev": false,
+	} {
+		if got := ownFilesystems(strings.Fields(roots), ents); got != want {
+			t.Errorf("%s: %v, want %v", roots, got, want)
+		}
+	}
+	// A temporary directory is a subtree of a shared filesystem.
+	w, err := Start([]string{t.TempDir()}, Auto, Options{}, func([]Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.Backend() != Inotify {
+		t.Fatalf("auto chose %s for a directory on a shared filesystem", w.Backend())
 	}
 }
