@@ -18,7 +18,7 @@ import (
 // write's content is not part of it: it travels beside the request as a
 // stream (see Do), so a large write is never held in memory whole.
 type Request struct {
-	Op       string `json:"op"` // read | check | write | edit
+	Op       string `json:"op"` // read | check | write | edit | status
 	Path     string `json:"path"`
 	Cwd      string `json:"cwd"`
 	Session  string `json:"session"`
@@ -31,6 +31,10 @@ type Request struct {
 	Again   string     `json:"again,omitempty"`
 	Anchors bool       `json:"anchors,omitempty"`
 	Edit    *edit.Edit `json:"edit,omitempty"`
+	// ID is the caller's name for a write or edit: its intent is recorded
+	// under it, so a caller that lost the connection before the answer
+	// asks {"op": "status", "id": ID} whether it happened.
+	ID string `json:"id,omitempty"`
 }
 
 // MaxContent bounds what one write may carry.
@@ -45,7 +49,11 @@ func Do(svc *session.Service, req Request, content io.Reader) session.Output {
 		// sessionless write: a precondition needs to know whose reads count.
 		return usage(fmt.Sprintf("%s needs a session: pass --session ID or set FSGUARD_SESSION (the id the agent's reads used)", req.Op))
 	}
+	svc = svc.ForRequest(req.ID)
 	switch req.Op {
+	case "status":
+		st, err := svc.Status(req.ID)
+		return session.RenderStatus(req.ID, st, err)
 	case "read":
 		res, err := svc.Read(session.ReadRequest{
 			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd, Anchors: req.Anchors},

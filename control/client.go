@@ -3,7 +3,10 @@ package control
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -40,8 +43,36 @@ func clientFor(socket string) *http.Client {
 }
 
 // Call sends a request (and a write's content, streamed; nil for none) to
-// the daemon at socket and returns its answer.
+// the daemon at socket and returns its answer. A write or edit is sent
+// under an id (one is made if the request has none); if the connection is
+// lost before its answer, Call asks the daemon, on a new connection, what
+// became of it, so the caller is never left not knowing.
 func Call(socket string, req api.Request, content io.Reader) (session.Output, error) {
+	if req.Op != "write" && req.Op != "edit" {
+		return call(socket, req, content)
+	}
+	if req.ID == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		req.ID = hex.EncodeToString(b[:])
+	}
+	out, err := call(socket, req, content)
+	if err == nil || !errors.Is(err, errLost) {
+		return out, err
+	}
+	st, serr := call(socket, api.Request{Op: "status", ID: req.ID}, nil)
+	if serr != nil {
+		return session.Output{}, fmt.Errorf("%v; whether the %s happened is recorded under id %s: ask with 'fsguard status %s' once the daemon answers", err, req.Op, req.ID, req.ID)
+	}
+	note := fmt.Sprintf("Note: the connection to the daemon was lost before the %s's answer (%v); the daemon says:\n", req.Op, err)
+	st.Stderr = note + st.Stderr
+	return st, nil
+}
+
+// errLost marks a failure after the request may have reached the daemon.
+var errLost = errors.New("connection lost")
+
+func call(socket string, req api.Request, content io.Reader) (session.Output, error) {
 	line, err := json.Marshal(req)
 	if err != nil {
 		return session.Output{}, err
@@ -61,7 +92,11 @@ func Call(socket string, req api.Request, content io.Reader) (session.Output, er
 	}
 	resp, err := clientFor(socket).Do(hr)
 	if err != nil {
-		return session.Output{}, fmt.Errorf("cannot reach the fsguard daemon at %s: %v", socket, err)
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return session.Output{}, fmt.Errorf("cannot reach the fsguard daemon at %s: %v", socket, err)
+		}
+		return session.Output{}, fmt.Errorf("fsguard daemon at %s: %w: %v", socket, errLost, err)
 	}
 	defer resp.Body.Close()
 	var out session.Output
@@ -73,7 +108,7 @@ func Call(socket string, req api.Request, content io.Reader) (session.Output, er
 	case resp.StatusCode != http.StatusOK:
 		return session.Output{}, fmt.Errorf("fsguard daemon at %s answered %s", socket, resp.Status)
 	case derr != nil:
-		return session.Output{}, fmt.Errorf("bad answer from the fsguard daemon: %v", derr)
+		return session.Output{}, fmt.Errorf("bad answer from the fsguard daemon: %w: %v", errLost, derr)
 	}
 	return out, nil
 }

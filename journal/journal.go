@@ -115,6 +115,9 @@ type Record struct {
 	// Intent is the sequence number of the intent this record is the
 	// outcome of (writes and edits).
 	Intent int64 `json:"intent,omitempty"`
+	// Request is the caller's name for the write or edit an intent is of
+	// (api.Request.ID): after a lost connection the caller asks by it.
+	Request string `json:"request,omitempty"`
 	// Writer is the pid of the process that makes an intent's write (the
 	// daemon, or a direct command): while it lives, the intent may still
 	// be under way; once it is gone, the file says what happened.

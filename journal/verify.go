@@ -29,6 +29,47 @@ func (j *Journal) Dangling() ([]*Record, error) {
 	return out, err
 }
 
+// Request finds the intent that owner recorded under the request id, the
+// most recent first, among the last searchBack records (a caller asks
+// right after it lost its connection), and what resolved it: the write's
+// observation, a NOT_WRITTEN outcome, or nil while none is recorded.
+// A nil intent means none was recorded: since a write records its intent
+// before it replaces anything, nothing was written.
+func (j *Journal) Request(owner, id string) (intent, resolution *Record, err error) {
+	if id == "" {
+		return nil, nil, nil
+	}
+	rows, err := j.db.Query(`SELECT body, prev_hash, hash FROM records WHERE kind = 'intent' AND owner = ? AND seq > (SELECT max(seq) FROM records) - ?
+		AND json_extract(body, '$.request') = ? ORDER BY seq DESC LIMIT 1`, owner, searchBack, id)
+	if err != nil {
+		return nil, nil, j.damage(err)
+	}
+	for rows.Next() {
+		if intent, err = j.scanRecord(rows); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || intent == nil {
+		return nil, nil, j.damage0(err)
+	}
+	rows, err = j.db.Query(`SELECT body, prev_hash, hash FROM records WHERE seq > ? AND json_extract(body, '$.intent') = ? ORDER BY seq LIMIT 1`, intent.Seq, intent.Seq)
+	if err != nil {
+		return nil, nil, j.damage(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if resolution, err = j.scanRecord(rows); err != nil {
+			return nil, nil, err
+		}
+	}
+	return intent, resolution, j.damage0(rows.Err())
+}
+
+// searchBack bounds how far back Request looks for an intent.
+const searchBack = 1_000_000
+
 // Bad names the first record that breaks the chain.
 type Bad struct {
 	Seq int64

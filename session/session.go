@@ -49,6 +49,19 @@ type Service struct {
 	// replaced or created, before the write answers (the daemon makes the
 	// kernel forget what it cached of it).
 	OnWrite func(real string)
+	// request is the caller's id for this write or edit (ForRequest).
+	request string
+}
+
+// ForRequest is the service for one request the caller named id (see
+// api.Request.ID): its write's intent is recorded under the id.
+func (s *Service) ForRequest(id string) *Service {
+	if id == s.request {
+		return s
+	}
+	cp := *s
+	cp.request = id
+	return &cp
 }
 
 // append commits a record and reports it to OnRecord (or its failure to

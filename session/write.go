@@ -315,7 +315,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	// journal cannot record does not happen.
 	real := filepath.Join(dir.Root.Real, dir.Rel, base)
 	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(), Writer: uint32(os.Getpid()),
-		Path: s.shown(display), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process}
+		Path: s.shown(display), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Request: s.request}
 	if ed != nil {
 		intent.Detail = journal.OriginEdit
 	}

@@ -10,7 +10,8 @@ import (
 var flagsOf = map[string]string{
 	"read":    "--offset --limit --format --anchors --policy --session --no-dedupe --socket",
 	"check":   "--policy --session --socket",
-	"write":   "--policy --session --socket",
+	"write":   "--policy --session --socket --id",
+	"status":  "--policy --socket",
 	"edit":    "--replace --insert-after --delete --text --old --new --policy --session --socket",
 	"journal": "query tail stats verify export --session --path --since --until --kind --process --format -f -n --jsonl --policy",
 	"policy":  "check",

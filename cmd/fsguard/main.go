@@ -32,6 +32,7 @@ func init() {
 		{"check", "say whether a session may write a file (it read the current version)", runCheck},
 		{"write", "replace a file from stdin, atomically, if the check passes", runWrite},
 		{"edit", "change lines named by their anchors (or exact text), atomically", runEdit},
+		{"status", "say whether a write or edit sent under an id happened (after a lost connection)", runStatus},
 		{"journal", "audit the journal: query, tail, stats, verify, export", runJournal},
 		{"policy", "check a policy file and print the effective policy", runPolicy},
 		{"mcp", "serve the read, check, write and edit tools over the Model Context Protocol (stdio)", runMCP},

@@ -51,11 +51,39 @@ func readInput(cmd, what string) ([]byte, error) {
 	return b, err
 }
 
+const statusUsage = `usage: fsguard status ID [--policy FILE | --socket SOCK]
+
+Says whether the write or edit you sent under ID happened: exit 0 when it
+did, 1 with NOT_WRITTEN or IN_PROGRESS when it did not (or not yet). A
+write records its intent before it replaces anything, so a write with no
+record did not happen. Only your own writes are found. fsguard asks this
+itself when the connection to the daemon is lost before an answer.
+
+example:
+  fsguard status 9f2c4e1a7b3d5f60 --socket /run/fsguard/fsguard.sock
+`
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	policyFile := fs.String("policy", "", "policy file")
+	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, statusUsage)
+		fs.PrintDefaults()
+	}
+	id, code, ok := parseOne(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	return perform(api.Request{Op: "status", ID: id}, nil, *policyFile, *socket, stdout, stderr)
+}
+
 func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	policyFile := fs.String("policy", "", "policy file")
 	sessionID := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
+	id := fs.String("id", "", "write: record it under this id, to ask 'fsguard status ID' about (default: a random one, through the socket)")
 	fs.Usage = func() {
 		if cmd == "check" {
 			fmt.Fprint(stderr, checkUsage)
@@ -68,7 +96,11 @@ func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	req := api.Request{Op: cmd, Path: name, Session: *sessionID}
+	if cmd == "check" && *id != "" {
+		fmt.Fprintln(stderr, "Error: check does not take --id (a write does)")
+		return exitUsage
+	}
+	req := api.Request{Op: cmd, Path: name, Session: *sessionID, ID: *id}
 	var content io.Reader
 	if cmd == "write" {
 		content = os.Stdin // streamed: to the daemon, and into the file
