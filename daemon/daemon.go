@@ -63,6 +63,8 @@ type Daemon struct {
 	scrapeAt net.Addr
 	sink     *denialSink
 	opens    *opens.Recorder
+	// stopFiles ends the watch of the journal's files.
+	stopFiles, filesDone chan struct{}
 }
 
 // Start mounts the view and serves the socket; it returns once the mount
@@ -83,6 +85,21 @@ func Start(cfg Config) (*Daemon, error) {
 		}
 	} else if pol.Journal.Required {
 		return nil, fmt.Errorf("no journal path, and the policy requires a journal ([journal] required = true)")
+	}
+	if d.journal != nil {
+		// A journal file deleted or replaced under the daemon is noticed
+		// (at each append and every second), its records rescued, and no
+		// more is appended into an orphaned file.
+		err := d.journal.HoldFiles(func(err error) {
+			d.log.Error("journal files lost", "err", err.Error())
+			d.Metrics.Events.Add("journal_files_lost", 1)
+		})
+		if err != nil {
+			d.log.Warn("the journal's files are not watched for deletion", "err", err.Error())
+		} else {
+			d.stopFiles, d.filesDone = make(chan struct{}), make(chan struct{})
+			go d.checkFiles()
+		}
 	}
 	if d.journal != nil && pol.Journal.HeldMaxBytes > 0 {
 		var herr error
@@ -201,7 +218,26 @@ func (d *Daemon) Stop() error {
 // MetricsAddr is where the TCP metrics listener listens (nil: none).
 func (d *Daemon) MetricsAddr() net.Addr { return d.scrapeAt }
 
+// checkFiles looks at the journal's files every second until stop.
+func (d *Daemon) checkFiles() {
+	defer close(d.filesDone)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			d.journal.CheckFiles()
+		case <-d.stopFiles:
+			return
+		}
+	}
+}
+
 func (d *Daemon) close() {
+	if d.stopFiles != nil {
+		close(d.stopFiles)
+		<-d.filesDone // before the journal closes
+	}
 	if d.opens != nil {
 		d.opens.Close() // appends what is pending, before the journal closes
 	}

@@ -139,6 +139,10 @@ type Journal struct {
 
 	heldMu sync.Mutex
 	held   map[heldKey]*heldEntry // see Holding
+
+	// files, when held (HoldFiles), notices the journal's files being
+	// deleted or replaced under a long-lived process.
+	files *ownFiles
 }
 
 // DamageError says the journal is damaged. It is never papered over: a
@@ -250,7 +254,10 @@ func newID() string {
 }
 
 // Close closes the journal.
-func (j *Journal) Close() error { return j.db.Close() }
+func (j *Journal) Close() error {
+	j.releaseFiles()
+	return j.db.Close()
+}
 
 // Path returns the journal's file.
 func (j *Journal) Path() string { return j.path }
@@ -425,6 +432,9 @@ func (j *Journal) head(q querier) (int64, string, error) {
 // Append commits records in one transaction and fills in their Seq and
 // hashes. When it returns nil, the records are durable.
 func (j *Journal) Append(recs ...*Record) error {
+	if err := j.CheckFiles(); err != nil {
+		return err
+	}
 	tx, err := j.db.Begin() // BEGIN IMMEDIATE (the DSN's _txlock)
 	if err != nil {
 		return j.damage(err)

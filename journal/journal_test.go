@@ -494,3 +494,46 @@ func TestOpenNamesTheCause(t *testing.T) {
 		t.Errorf("a read-only directory: %v", err)
 	}
 }
+
+// TestDeletedDatabaseIsRescued: the journal file deleted under a process
+// that holds it: the next append refuses, naming a copy that holds every
+// record committed before.
+func TestDeletedDatabaseIsRescued(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var told error
+	lost := make(chan struct{})
+	if err := j.HoldFiles(func(err error) { told = err; close(lost) }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := j.Append(&Record{Kind: KindDenial, Path: fmt.Sprintf("/x%d", i), Code: "DENIED"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	err = j.Append(&Record{Kind: KindDenial, Path: "/after", Code: "DENIED"})
+	var lf *LostFilesError
+	if !errors.As(err, &lf) || lf.What != "database" || !strings.HasPrefix(lf.Rescued, path+".rescued-") {
+		t.Fatalf("append after the file was deleted: %v", err)
+	}
+	<-lost
+	if told == nil {
+		t.Fatal("onLost was not told")
+	}
+	r, err := Open(lf.Rescued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n, err := r.Verify(nil); err != nil || n != 5 {
+		t.Fatalf("the rescued copy: %d records, %v", n, err)
+	}
+}

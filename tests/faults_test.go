@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +156,50 @@ func TestJournalErrorsNameTheCause(t *testing.T) {
 		[]string{"FSGUARD_JOURNAL=" + filepath.Join(dir, "j.db"), "FSGUARD_POLICY="}, "", "journal", "stats")
 	if code != 1 || !strings.Contains(errs, "may not write in") || strings.Contains(errs, "unable to open database file") {
 		t.Errorf("journal in a directory the user may not write: exit %d %s", code, errs)
+	}
+}
+
+// TestDeletedWALLosesNothing: the journal's WAL deleted under the running
+// daemon, then the daemon killed with SIGKILL: every record it had
+// acknowledged is still in the journal, the loss was logged, and nothing
+// was appended into the orphaned file after it.
+func TestDeletedWALLosesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i := range 20 {
+		writeFile(t, filepath.Join(f.root, "notes", fmt.Sprintf("n%02d.txt", i)), fmt.Sprintf("note %d\n", i), 0o644)
+	}
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	env := []string{"FSGUARD_SOCKET=" + sock, "FSGUARD_SESSION=wal"}
+	for i := range 20 {
+		if _, errs, code, _ := runBinary(t, f.mp, env, "", "read", fmt.Sprintf("notes/n%02d.txt", i)); code != 0 {
+			t.Fatalf("read %d: %s", i, errs)
+		}
+	}
+	if err := os.Remove(d.journal + "-wal"); err != nil {
+		t.Fatal(err)
+	}
+	d.log.waitFor(t, "journal files lost", 1, 60*time.Second)
+	// A read now is not recorded, and says so; it lands in no orphan.
+	if _, errs, code, _ := runBinary(t, f.mp, env, "", "read", "README.md"); code != 0 || !strings.Contains(errs, "not recorded") && !strings.Contains(errs, "nothing was recorded") {
+		t.Fatalf("read after the WAL was lost: exit %d %s", code, errs)
+	}
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+	syscall.Unmount(f.mp, syscall.MNT_DETACH)
+	out, errs, code, _ := runBinary(t, f.base, []string{"FSGUARD_JOURNAL=" + d.journal, "FSGUARD_POLICY="}, "", "journal", "query", "--session", "wal", "--kind", "observation", "--format", "json")
+	if code != 0 {
+		t.Fatalf("query: %s", errs)
+	}
+	var recs []map[string]any
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 20 {
+		t.Fatalf("%d of the 20 acknowledged reads survived the WAL's deletion and SIGKILL", len(recs))
+	}
+	if out, errs, code, _ := runBinary(t, f.base, []string{"FSGUARD_JOURNAL=" + d.journal, "FSGUARD_POLICY="}, "", "journal", "verify"); code != 0 {
+		t.Fatalf("verify: %s%s", out, errs)
 	}
 }
