@@ -206,6 +206,10 @@ func Open(path string) (*Journal, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := j.remember(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return j, nil
 }
 

@@ -537,3 +537,37 @@ func TestDeletedDatabaseIsRescued(t *testing.T) {
 		t.Fatalf("the rescued copy: %d records, %v", n, err)
 	}
 }
+
+// TestReplacedJournalIsNotNew: a journal deleted (or emptied) is reported
+// on the next open, from the id remembered beside it, whether or not a
+// held-content store is there to say so; removing the id starts anew.
+func TestReplacedJournalIsNotNew(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"deleted", "emptied"} {
+		path := filepath.Join(t.TempDir(), "j.db")
+		j, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Append(&Record{Kind: KindDenial, Path: "/x", Code: "DENIED"})
+		j.Close()
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if how == "deleted" || suffix != "" {
+				os.Remove(path + suffix)
+			} else {
+				os.Truncate(path, 0)
+			}
+		}
+		_, err = Open(path)
+		var re *ReplacedError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), "deleted, emptied or replaced") {
+			t.Fatalf("%s: open said %v", how, err)
+		}
+		os.Remove(IDFile(path))
+		j, err = Open(path)
+		if err != nil {
+			t.Fatalf("%s: after removing the id: %v", how, err)
+		}
+		j.Close()
+	}
+}

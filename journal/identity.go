@@ -1,0 +1,51 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// ReplacedError says the journal at Path is not the one last opened there:
+// its id differs from the one remembered beside it (IDFile). A journal
+// deleted, emptied or replaced is reported, never taken for a new one.
+type ReplacedError struct{ Path, Want, Have string }
+
+func (e *ReplacedError) Error() string {
+	return fmt.Sprintf("journal %s is not the journal last opened there (journal %s; this one is %s): it was deleted, emptied or replaced since — restore it from a copy, or remove %s to start anew", e.Path, e.Want, e.Have, IDFile(e.Path))
+}
+
+// IDFile is where the id of the journal at path is remembered: beside it,
+// so it outlives the journal's own files, held-content store or not.
+func IDFile(path string) string { return path + ".id" }
+
+// remember checks the journal's id against the one remembered beside it,
+// or remembers it. A process that may not write there (a user reading
+// root's journal) only checks.
+func (j *Journal) remember() error {
+	id := j.ID()
+	if id == "" {
+		return nil // a journal older than ids
+	}
+	b, err := os.ReadFile(IDFile(j.path))
+	switch {
+	case err == nil:
+		if want := strings.TrimSpace(string(b)); want != id {
+			return &ReplacedError{Path: j.path, Want: want, Have: id}
+		}
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil // unreadable: nothing to compare with
+	}
+	tmp := IDFile(j.path) + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+		return nil
+	}
+	if f, err := os.Open(tmp); err == nil {
+		f.Sync()
+		f.Close()
+	}
+	os.Rename(tmp, IDFile(j.path))
+	return nil
+}
