@@ -37,7 +37,7 @@ examples:
 `
 
 func runEdit(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("edit", flag.ContinueOnError)
+	fs := flagSet("edit", editUsage, stderr)
 	policyFile := fs.String("policy", "", "policy file")
 	sessionID := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
@@ -47,10 +47,6 @@ func runEdit(args []string, stdout, stderr io.Writer) int {
 	fs.String("text", "", "the new lines (- reads them from stdin)")
 	fs.String("old", "", "exact text to replace (must occur once)")
 	fs.String("new", "", "its replacement")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, editUsage)
-		fs.PrintDefaults()
-	}
 	name, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code

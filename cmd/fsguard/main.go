@@ -169,3 +169,13 @@ func fail(stderr io.Writer, err error) int {
 	fmt.Fprintf(stderr, "Error: %s\n", strings.TrimPrefix(msg, "Error: "))
 	return exitFail
 }
+
+// flagSet is a subcommand's flag set whose usage is text, then its flags.
+func flagSet(name, text string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, text)
+		fs.PrintDefaults()
+	}
+	return fs
+}

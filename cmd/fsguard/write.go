@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -64,13 +63,9 @@ example:
 `
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs := flagSet("status", statusUsage, stderr)
 	policyFile := fs.String("policy", "", "policy file")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, statusUsage)
-		fs.PrintDefaults()
-	}
 	id, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code
@@ -79,19 +74,15 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 }
 
 func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	usage := writeUsage
+	if cmd == "check" {
+		usage = checkUsage
+	}
+	fs := flagSet(cmd, usage, stderr)
 	policyFile := fs.String("policy", "", "policy file")
 	sessionID := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
 	id := fs.String("id", "", "write: record it under this id, to ask 'fsguard status ID' about (default: a random one, through the socket)")
-	fs.Usage = func() {
-		if cmd == "check" {
-			fmt.Fprint(stderr, checkUsage)
-		} else {
-			fmt.Fprint(stderr, writeUsage)
-		}
-		fs.PrintDefaults()
-	}
 	name, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code
