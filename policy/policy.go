@@ -325,10 +325,12 @@ func defaults() Policy {
 		Git:     Git{History: "warn"},
 		Audit:   Audit{Opens: "record"},
 		Mount: Mount{
-			Denied:              "hide",
-			Open:                "kernel",
-			EntryTimeout:        Duration{60 * time.Second},
-			AttrTimeout:         Duration{60 * time.Second},
+			Denied: "hide",
+			Open:   "kernel",
+			// Long: the watch, not expiry, keeps the kernel's cache fresh
+			// (cut to 1 s when no watch can be set).
+			EntryTimeout:        Duration{time.Hour},
+			AttrTimeout:         Duration{time.Hour},
 			PassthroughMinBytes: 64 * 1024,
 			Watch:               "auto",
 		},
