@@ -25,9 +25,8 @@ func (d *Daemon) recordOpens() error {
 	return nil
 }
 
-// maxBatch bounds one append (one transaction, one fsync): the appender
-// runs at low priority, and a starved transaction must not hold the
-// journal's write lock for long against an agent's read.
+// maxBatch bounds one append (one transaction, one fsync), so an agent's
+// read waiting for the journal's write lock waits for one batch at most.
 const maxBatch = 512
 
 // appendOpens turns a batch into access records and appends them.

@@ -16,7 +16,6 @@ package opens
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -246,13 +245,6 @@ func (r *Recorder) event(fd int, pid uint32, now time.Time) {
 
 func (r *Recorder) flushEvery() {
 	defer close(r.flushDone)
-	// Appending records is bookkeeping, never the agent's work: the thread
-	// that does it runs at the lowest priority (nice 19), so a tool whose
-	// opens are being recorded gets the CPU first. The thread is never
-	// unlocked, so it ends with this goroutine instead of carrying its
-	// priority to other work.
-	runtime.LockOSThread()
-	unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
 	for {
