@@ -13,7 +13,7 @@ var flagsOf = map[string]string{
 	"write":   "--policy --session --socket --id",
 	"status":  "--policy --socket",
 	"edit":    "--replace --insert-after --delete --text --old --new --policy --session --socket",
-	"journal": "query tail stats verify export --session --path --since --until --kind --process --format -f -n --jsonl --policy",
+	"journal": "query tail stats verify export --session --path --since --until --kind --process --after --format -f --follow -n --jsonl --policy",
 	"policy":  "check",
 	"mount":   "--policy --allow-other --socket --session --debug",
 	"unmount": "--lazy",

@@ -24,7 +24,9 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 
   query  [--session S] [--path GLOB] [--since T] [--until T] [--kind KIND] [--process NAME] [--format table|json]
                               KIND: observation, denial, access, eviction, intent, outcome, history
-  tail   [-f] [-n N]          the last records; -f follows new ones
+  tail   [-f] [-n N] [--after SEQ] [--jsonl]
+                              the last records; -f (--follow) follows new ones; --after SEQ
+                              starts after record SEQ (a shipper's cursor: the last seq it took)
   stats                       reads, writes, edits, diffs, denials by code, bytes delivered and saved,
                               and per process what it opened through the mount
   verify                      walk the hash chain; exit 1 naming the first bad record
@@ -64,6 +66,8 @@ examples:
 	process := fs.String("process", "", "only records of processes of this name (access, denial)")
 	format := fs.String("format", "table", "table or json")
 	follow := fs.Bool("f", false, "follow (tail)")
+	fs.BoolVar(follow, "follow", false, "follow (tail)")
+	after := fs.Int64("after", 0, "only records after this sequence number (a cursor)")
 	count := fs.Int("n", 20, "records to show (tail)")
 	jsonl := fs.Bool("jsonl", false, "JSON lines (export)")
 	if _, code, ok := parse(fs, args, stderr); !ok {
@@ -72,11 +76,11 @@ examples:
 	// Each subcommand takes its own flags; another's is a usage error, not
 	// silently ignored.
 	takes := map[string]string{
-		"query":  "policy session path since until kind process format",
-		"tail":   "policy session path since until kind process format f n jsonl",
+		"query":  "policy session path since until kind process after format",
+		"tail":   "policy session path since until kind process after format f follow n jsonl",
 		"stats":  "policy format",
 		"verify": "policy",
-		"export": "policy session path since until kind process jsonl",
+		"export": "policy session path since until kind process after jsonl",
 	}[sub]
 	var foreign string
 	fs.Visit(func(fl *flag.Flag) {
@@ -111,7 +115,7 @@ examples:
 			held.Close()
 		}
 	}
-	f := journal.Filter{Session: *session, Kind: *kind, Process: *process}
+	f := journal.Filter{Session: *session, Kind: *kind, Process: *process, AfterSeq: *after}
 	if *pathGlob != "" {
 		// The policy's globs: "*" within a segment, "**" across them; a
 		// pattern not starting with "/" matches at any depth ("*.go").
@@ -148,7 +152,9 @@ examples:
 		if err != nil {
 			return fail(stderr, err)
 		}
-		f.AfterSeq = max(0, last-int64(*count))
+		if !given(fs, "after") { // --after 0 is a cursor too: from the first record
+			f.AfterSeq = max(0, last-int64(*count))
+		}
 		tailFormat := "lines"
 		if *jsonl || *format == "json" {
 			tailFormat = "jsonl" // a stream of objects, one per line
@@ -349,4 +355,11 @@ func (p *printer) end() {
 	case p.tw != nil:
 		p.tw.Flush()
 	}
+}
+
+// given reports whether the flag was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
