@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -198,7 +197,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		reply(w, session.Output{Stderr: "Error: bad request: " + err.Error() + "\n", Exit: session.ExitUsage, Message: "bad request: " + err.Error()})
 		return
 	}
-	prefix, err := viewOf(who.Pid, s.MountDev)
+	prefix, err := mountinfo.Where(int(who.Pid), s.MountDev)
 	if err != nil {
 		reply(w, session.Output{Stderr: "Error: " + err.Error() + "\n", Exit: session.ExitFail, Message: err.Error()})
 		return
@@ -231,19 +230,4 @@ func decodeLine(r *bufio.Reader, v any) error {
 func reply(w http.ResponseWriter, out session.Output) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(out)
-}
-
-// viewOf finds where the peer sees the mount: the mount point, in the
-// peer's own mount namespace, of the whole mount with our device number.
-func viewOf(pid uint32, dev string) (string, error) {
-	ents, err := mountinfo.Read(int(pid))
-	if err != nil {
-		return "", fmt.Errorf("cannot see the caller's mounts: %v", err)
-	}
-	for _, e := range ents {
-		if e.Dev == dev && e.Root == "/" {
-			return e.MountPoint, nil
-		}
-	}
-	return "", errors.New("the fsguard mount is not visible to the calling process (a bind of the whole mount is needed); fsguard read over the socket reads through the mount")
 }

@@ -143,6 +143,9 @@ func Start(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.srv = srv
+	if dev, err := srv.Dev(); err == nil {
+		d.sink.dev.Store(&dev) // denials are journaled in their caller's view
+	}
 	if pol.Audit.Opens == "record" {
 		if err := d.recordOpens(); err != nil {
 			if pol.Audit.OpensSet || pol.Journal.Required {

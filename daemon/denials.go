@@ -3,8 +3,14 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"fsguard/mountinfo"
+
+	"golang.org/x/sys/unix"
 
 	"fsguard/journal"
 	"fsguard/metrics"
@@ -26,13 +32,18 @@ type denialSink struct {
 	dropped int64
 	done    chan struct{}
 	session string
+	// dev is the mount's device, once mounted: a denial's path is put in
+	// the caller's view through it (views caches a prefix per mount
+	// namespace; only the writing goroutine touches it).
+	dev   atomic.Pointer[string]
+	views map[uint64]string
 }
 
 // queueLen bounds the denials waiting to be written.
 const queueLen = 4096
 
 func newDenialSink(j *journal.Journal, log *slog.Logger, m *metrics.Set, lines mount.Auditor, session string) *denialSink {
-	s := &denialSink{q: make(chan mount.Denial, queueLen), j: j, log: log, m: m, lines: lines, done: make(chan struct{}), session: session}
+	s := &denialSink{q: make(chan mount.Denial, queueLen), j: j, log: log, m: m, lines: lines, done: make(chan struct{}), session: session, views: map[uint64]string{}}
 	go s.run()
 	return s
 }
@@ -75,8 +86,9 @@ func (s *denialSink) run() {
 
 func (s *denialSink) write(batch []mount.Denial) {
 	recs := make([]*journal.Record, 0, len(batch)+1)
+	clear(s.views) // a namespace's mounts may have moved since the last batch
 	for _, d := range batch {
-		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: d.Time, Session: s.session, Path: d.Path, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process})
+		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: d.Time, Session: s.session, Path: s.inView(d), RealPath: d.RealPath, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process})
 	}
 	s.mu.Lock()
 	dropped := s.dropped
@@ -100,4 +112,28 @@ func (s *denialSink) write(batch []mount.Denial) {
 func (s *denialSink) close() {
 	close(s.q)
 	<-s.done
+}
+
+// inView is the denied path as the caller named it in its own mount
+// namespace (/workspace/.env in a container), or relative to the mount's
+// top (/.env) when that cannot be told (the caller is gone, or sees only
+// part of the mount).
+func (s *denialSink) inView(d mount.Denial) string {
+	dev := s.dev.Load()
+	if dev == nil || d.Pid == 0 {
+		return d.Path
+	}
+	var st unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/ns/mnt", d.Pid), &st) != nil {
+		return d.Path
+	}
+	prefix, ok := s.views[st.Ino]
+	if !ok {
+		p, err := mountinfo.Where(int(d.Pid), *dev)
+		if err != nil {
+			return d.Path
+		}
+		s.views[st.Ino], prefix = p, p
+	}
+	return filepath.Join(prefix, d.Path)
 }

@@ -14,12 +14,16 @@ import (
 
 // Denial is one refused access through the mount.
 type Denial struct {
-	Time    time.Time    `json:"time"`
-	Path    string       `json:"path"` // as the caller named it, in the mount
-	Code    refusal.Code `json:"code"`
-	Pid     uint32       `json:"pid"`
-	Uid     uint32       `json:"uid"`
-	Process string       `json:"process"`
+	Time time.Time `json:"time"`
+	// Path is the name the caller used, relative to the mount's top ("/.env");
+	// the daemon puts it in the caller's own view when it can.
+	Path string `json:"path"`
+	// RealPath is the backing file's real path.
+	RealPath string       `json:"realPath,omitempty"`
+	Code     refusal.Code `json:"code"`
+	Pid      uint32       `json:"pid"`
+	Uid      uint32       `json:"uid"`
+	Process  string       `json:"process"`
 }
 
 // Auditor receives denials. The journal implements it; until then, and

@@ -137,7 +137,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		err = n.v.admit.Visible(g, r, rel, shown, &e.Stat)
 	}
 	if err != nil {
-		return nil, n.v.refuse(fuseCaller(ctx), shown, err)
+		return nil, n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	key := idKey{e.Stat.Dev, e.Stat.Ino, e.Stat.Mode & unix.S_IFMT}
@@ -205,7 +205,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	}
 	e, err := g.Entry(r, rel)
 	if err != nil {
-		return n.v.refuse(fuseCaller(ctx), shown, err)
+		return n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	if n.index {
@@ -223,7 +223,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	}
 	e, err := g.Entry(r, rel)
 	if err != nil {
-		return nil, n.v.refuse(fuseCaller(ctx), shown, err)
+		return nil, n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
 	}
 	if e.Link == "" {
 		return nil, syscall.EINVAL
@@ -257,7 +257,7 @@ func (l *listing) load() syscall.Errno {
 	}
 	list, err := g.List(r, rel)
 	if err != nil {
-		return n.v.refuse(l.caller, shown, err)
+		return n.v.refuse(l.caller, r, rel, shown, err)
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	for _, e := range list {
@@ -304,14 +304,14 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		who = &cc
 	}
 	h.recheck = func(st *unix.Stat_t) syscall.Errno {
-		g, _, _, shown, errno := n.resolve()
+		g, r, rel, shown, errno := n.resolve()
 		if errno != 0 {
 			return errno
 		}
 		now := *h.f
 		now.Stat = *st
 		if _, err := n.v.admit.Decide(g, &now); err != nil {
-			return n.v.refuse(who, shown, err)
+			return n.v.refuse(who, r, rel, shown, err)
 		}
 		return 0
 	}
@@ -354,7 +354,7 @@ func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
 		if f != nil {
 			f.Close()
 		}
-		return nil, n.v.refuse(fuseCaller(ctx), shown, err)
+		return nil, n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
 	}
 	return f, 0
 }

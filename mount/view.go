@@ -8,6 +8,7 @@
 package mount
 
 import (
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -147,7 +148,7 @@ func (v *view) root(name string) (*roots.Guard, *roots.Root) {
 
 // refuse turns a refusal into the errno a shell tool sees, and reports the
 // denials among them to the audit hook.
-func (v *view) refuse(caller *fuse.Caller, path string, err error) syscall.Errno {
+func (v *view) refuse(caller *fuse.Caller, r *roots.Root, rel, path string, err error) syscall.Errno {
 	code := refusal.CodeOf(err)
 	errno := syscall.ENOENT
 	switch code {
@@ -168,6 +169,8 @@ func (v *view) refuse(caller *fuse.Caller, path string, err error) syscall.Errno
 	default:
 		return syscall.EIO
 	}
-	v.audit.Denial(newDenial(caller, path, code))
+	d := newDenial(caller, path, code)
+	d.RealPath = filepath.Join(r.Real, rel)
+	v.audit.Denial(d)
 	return errno
 }

@@ -6,6 +6,8 @@ package mountinfo
 
 import (
 	"bufio"
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -66,4 +68,23 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// ErrNotVisible: the process does not see the whole mount.
+var ErrNotVisible = errors.New("the fsguard mount is not visible to the calling process (a bind of the whole mount is needed); fsguard read over the socket reads through the mount")
+
+// Where finds where process pid sees the mount of device dev
+// ("major:minor"): the mount point, in its own mount namespace, of a
+// whole mount (root "/") of that device.
+func Where(pid int, dev string) (string, error) {
+	ents, err := Read(pid)
+	if err != nil {
+		return "", fmt.Errorf("cannot see the caller's mounts: %v", err)
+	}
+	for _, e := range ents {
+		if e.Dev == dev && e.Root == "/" {
+			return e.MountPoint, nil
+		}
+	}
+	return "", ErrNotVisible
 }

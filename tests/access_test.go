@@ -291,6 +291,32 @@ func TestAccessSeenFromAnotherMountNamespace(t *testing.T) {
 	if want := filepath.Join(ws, "conf", "prod.yaml"); r.Path != want || r.Process != "cat" || r.StatID == "" {
 		t.Fatalf("record %+v, want path %s", r, want)
 	}
+
+	// A denial there is journaled in the same view, with the real path.
+	writeFile(t, filepath.Join(e.root, ".env"), "SECRET=1\n", 0o644)
+	cmd, release = held(t, nil, "/", "unshare", "-m", "--propagation", "private", "sh", "-c",
+		// As in a container, the daemon's mount point is not visible there.
+		fmt.Sprintf("mount --bind %s %s && umount -l %s && exec cat %s/.env -", e.mp, ws, e.mp, ws))
+	var denial *journal.Record
+	within(t, 60*time.Second, "the other namespace's denial", func() error {
+		j, err := journal.Open(e.d.journal)
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		recs, err := j.Query(journal.Filter{Kind: journal.KindDenial})
+		for _, r := range recs {
+			if r.Pid == uint32(cmd.Process.Pid) {
+				denial = r
+				return nil
+			}
+		}
+		return fmt.Errorf("no denial yet (%v)", err)
+	})
+	release()
+	if want := filepath.Join(ws, ".env"); denial.Path != want || denial.RealPath != filepath.Join(e.root, ".env") || denial.Session != "agent-7" {
+		t.Fatalf("denial %+v, want path %s", denial, want)
+	}
 }
 
 // TestAccessStormNeverSilent: 100,000 opens of a thousand files, as fast
