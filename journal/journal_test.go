@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -569,5 +570,41 @@ func TestReplacedJournalIsNotNew(t *testing.T) {
 			t.Fatalf("%s: after removing the id: %v", how, err)
 		}
 		j.Close()
+	}
+}
+
+// TestWireHasEveryKey: on the JSON stream every record has every key, in
+// one order, whatever its kind; absent values are null (false for flags),
+// present ones as in the record.
+func TestWireHasEveryKey(t *testing.T) {
+	t.Parallel()
+	for _, r := range []*Record{
+		{Seq: 1, Kind: KindDenial, Path: "/.env", Code: "DENIED", PrevHash: Genesis, Hash: "h"},
+		{Seq: 2, Kind: KindObservation, Origin: OriginRead, Path: "/a", WholeFileVisible: true, Start: 1, End: 3, Held: [][2]int64{{1, 3}}},
+		{Seq: 3, Kind: KindAccess, Path: "/b", Process: "cat", Opens: 2},
+	} {
+		b, err := r.Wire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		if len(m) != len(WireKeys) {
+			t.Fatalf("%d keys, want %d: %s", len(m), len(WireKeys), b)
+		}
+		for _, k := range WireKeys {
+			if _, ok := m[k]; !ok {
+				t.Fatalf("key %q missing: %s", k, b)
+			}
+		}
+		var back Record
+		if err := json.Unmarshal(b, &back); err != nil || back.Path != r.Path || back.Kind != r.Kind || back.Opens != r.Opens || back.WholeFileVisible != r.WholeFileVisible {
+			t.Fatalf("round trip: %v %+v", err, back)
+		}
+		if r.Kind == KindDenial && (m["wholeFileVisible"] != false || m["statId"] != nil || m["code"] != "DENIED") {
+			t.Fatalf("a denial's absent keys: %s", b)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -267,13 +268,6 @@ func waitOrInterrupt(d time.Duration) bool {
 	}
 }
 
-// exported is a record with its chain fields, for JSON output.
-type exported struct {
-	*journal.Record
-	PrevHash string `json:"prevHash"`
-	Hash     string `json:"hash"`
-}
-
 // streamRecords writes the records matching f as they are read.
 func streamRecords(w io.Writer, j *journal.Journal, f journal.Filter, format string) error {
 	p := newPrinter(w, format)
@@ -307,16 +301,24 @@ func (p *printer) record(r *journal.Record) error {
 	defer func() { p.n++ }()
 	switch p.format {
 	case "json":
-		b, _ := json.MarshalIndent(exported{r, r.PrevHash, r.Hash}, "  ", "  ")
+		raw, err := r.Wire()
+		if err != nil {
+			return err
+		}
+		var b bytes.Buffer
+		json.Indent(&b, raw, "  ", "  ")
 		sep := ",\n  "
 		if p.n == 0 {
 			sep = "[\n  "
 		}
-		_, err := fmt.Fprintf(p.w, "%s%s", sep, b)
+		_, err = fmt.Fprintf(p.w, "%s%s", sep, b.Bytes())
 		return err
 	case "jsonl":
-		b, _ := json.Marshal(exported{r, r.PrevHash, r.Hash})
-		_, err := fmt.Fprintf(p.w, "%s\n", b)
+		b, err := r.Wire()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(p.w, "%s\n", b)
 		return err
 	}
 	detail := r.Code
