@@ -72,6 +72,9 @@ flags:
 	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source, "socket": *socket, "watch": srv.Watch(), "opens": d.Opens()})
 	fmt.Fprintf(stdout, "%s\n", ready)
 	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
+	if err := sdNotify(fmt.Sprintf("READY=1\nMAINPID=%d\nSTATUS=serving %s", os.Getpid(), srv.MountPoint())); err != nil {
+		log.Warn("could not tell the service manager that the mount is ready", "err", err.Error())
+	}
 
 	done := make(chan struct{})
 	go func() { d.Wait(); close(done) }()
@@ -82,9 +85,12 @@ flags:
 			return 0
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
+				sdNotify("RELOADING=1")
 				reload(log, d, *policyFile)
+				sdNotify("READY=1")
 				continue
 			}
+			sdNotify("STOPPING=1")
 			log.Info("signal; unmounting", "signal", s.String())
 			if err := d.Stop(); err != nil {
 				log.Error("unmount failed", "err", err.Error())
