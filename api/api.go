@@ -50,6 +50,17 @@ func Do(svc *session.Service, req Request, content io.Reader) session.Output {
 		return usage(fmt.Sprintf("%s needs a session: pass --session ID or set FSGUARD_SESSION (the id the agent's reads used)", req.Op))
 	}
 	svc = svc.ForRequest(req.ID)
+	if req.Op != "read" && req.Format != "" && req.Format != "text" && req.Format != "json" {
+		return usage(fmt.Sprintf("--format must be text or json, got %q", req.Format))
+	}
+	out := do(svc, req, content)
+	if req.Op != "read" && req.Format == "json" {
+		out = session.AsJSON(out)
+	}
+	return out
+}
+
+func do(svc *session.Service, req Request, content io.Reader) session.Output {
 	switch req.Op {
 	case "status":
 		st, err := svc.Status(req.ID)

@@ -105,28 +105,74 @@ func RenderRead(name string, res *ReadResult, err error, format string) Output {
 // RenderCheck renders a check's outcome.
 func RenderCheck(f *Freshness, err error) Output {
 	if err != nil {
-		return errorOutput(err)
+		return refused(errorOutput(err))
 	}
+	facts := OpFacts{Status: "fresh", Path: f.Path, NewFile: f.NewFile}
 	if f.NewFile {
-		return Output{Stdout: fmt.Sprintf("fresh: %q does not exist yet; it may be created\n", f.Path)}
+		return withFacts(Output{Stdout: fmt.Sprintf("fresh: %q does not exist yet; it may be created\n", f.Path)}, facts)
 	}
-	return Output{Stdout: fmt.Sprintf("fresh: %q is the version this session read\n", f.Path)}
+	return withFacts(Output{Stdout: fmt.Sprintf("fresh: %q is the version this session read\n", f.Path)}, facts)
+}
+
+// OpFacts is what the structured answer of a check, write or edit
+// carries (--format json, MCP's structuredContent).
+type OpFacts struct {
+	// Status: "fresh" (check), "written", "created", "edited", or
+	// "refused" (then Code and Message say why).
+	Status     string `json:"status"`
+	Code       string `json:"code,omitempty"`
+	Message    string `json:"message,omitempty"`
+	Path       string `json:"path,omitempty"`
+	NewFile    bool   `json:"newFile,omitempty"`
+	Bytes      int64  `json:"bytes,omitempty"`
+	TotalLines int64  `json:"totalLines,omitempty"`
+	ContentID  string `json:"contentId,omitempty"`
+	// An edit's changed lines in the new version, how far later lines
+	// moved, the lines shown with their anchors, and whether the file had
+	// also changed elsewhere.
+	Start     int64  `json:"start,omitempty"`
+	End       int64  `json:"end,omitempty"`
+	Moved     int64  `json:"moved,omitempty"`
+	Shown     string `json:"shown,omitempty"`
+	Elsewhere bool   `json:"elsewhere,omitempty"`
+}
+
+func withFacts(out Output, f OpFacts) Output {
+	out.Structured, _ = json.Marshal(f)
+	return out
+}
+
+// refused gives a refusal its structured form.
+func refused(out Output) Output {
+	return withFacts(out, OpFacts{Status: "refused", Code: out.Code, Message: out.Message})
+}
+
+// AsJSON turns an answer into its --format json form: the structured
+// facts on stdout, nothing on stderr, the same exit status.
+func AsJSON(out Output) Output {
+	if len(out.Structured) == 0 {
+		return out
+	}
+	out.Stdout, out.Stderr = string(out.Structured)+"\n", ""
+	return out
 }
 
 // RenderWrite renders a write's outcome.
 func RenderWrite(res *WriteResult, err error) Output {
 	if err != nil {
-		out := errorOutput(err)
+		out := refused(errorOutput(err))
 		if res != nil { // written, but not recorded
 			out.Stdout = fmt.Sprintf("replaced %q: %d bytes, %d lines\n", res.Path, res.Bytes, res.TotalLines)
+			out = withFacts(out, OpFacts{Status: "written", Code: out.Code, Message: out.Message, Path: res.Path, Bytes: res.Bytes, TotalLines: res.TotalLines, ContentID: res.ContentID})
 		}
 		return out
 	}
-	verb := "replaced"
+	verb, status := "replaced", "written"
 	if res.Created {
-		verb = "created"
+		verb, status = "created", "created"
 	}
-	return Output{Stdout: fmt.Sprintf("%s %q: %d bytes, %d lines\n", verb, res.Path, res.Bytes, res.TotalLines)}
+	return withFacts(Output{Stdout: fmt.Sprintf("%s %q: %d bytes, %d lines\n", verb, res.Path, res.Bytes, res.TotalLines)},
+		OpFacts{Status: status, Path: res.Path, Bytes: res.Bytes, TotalLines: res.TotalLines, ContentID: res.ContentID})
 }
 
 // RenderEdit renders an edit's outcome: the changed lines with context and
@@ -134,7 +180,7 @@ func RenderWrite(res *WriteResult, err error) Output {
 // went.
 func RenderEdit(res *EditResult, err error) Output {
 	if res == nil {
-		return errorOutput(err)
+		return refused(errorOutput(err))
 	}
 	var b strings.Builder
 	b.WriteString("<path>" + res.Path + "</path>\n<type>edit</type>\n<content>\n" + res.Shown + "\n")
@@ -158,10 +204,13 @@ func RenderEdit(res *EditResult, err error) Output {
 	if res.Elsewhere {
 		out.Stderr = "Note: the file had also changed elsewhere since your last read; those changes were kept. Read those lines again before relying on them.\n"
 	}
+	facts := OpFacts{Status: "edited", Path: res.Path, Bytes: res.Bytes, TotalLines: res.TotalLines, ContentID: res.ContentID,
+		Start: res.Start, End: res.End, Moved: res.Moved, Shown: res.Shown, Elsewhere: res.Elsewhere}
 	if err != nil {
 		e := errorOutput(err)
 		out.Stderr += e.Stderr
 		out.Exit, out.Code, out.Message = e.Exit, e.Code, e.Message
+		facts.Code, facts.Message = e.Code, e.Message
 	}
-	return out
+	return withFacts(out, facts)
 }

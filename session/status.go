@@ -88,7 +88,7 @@ func holds(real, contentID string) bool {
 // yet.
 func RenderStatus(id string, st *WriteStatus, err error) Output {
 	if err != nil {
-		return errorOutput(err)
+		return refused(errorOutput(err))
 	}
 	facts, _ := json.Marshal(st)
 	out := Output{Structured: facts}

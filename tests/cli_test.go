@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -171,5 +172,53 @@ func TestRequiredJournalFailsClosed(t *testing.T) {
 		case !required && (code != 0 || !strings.Contains(out+errs, "nothing was recorded")):
 			t.Errorf("not required: exit %d\n%s%s", code, out, errs)
 		}
+	}
+}
+
+// TestJSONOnEveryResult: check, write, edit and status answer --format
+// json with one object carrying status (and, refused, the code), with the
+// exit status of the text form.
+func TestJSONOnEveryResult(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	j := filepath.Join(t.TempDir(), "j.db")
+	writeFile(t, filepath.Join(dir, "a.txt"), "one\ntwo\n", 0o644)
+	type facts struct {
+		Status, Code, Path, ContentID, Shown string
+		Start                                int64
+	}
+	run := func(stdin string, wantExit int, args ...string) facts {
+		t.Helper()
+		out, errs, code := fsguard(t, dir, j, stdin, append(args, "--format", "json")...)
+		var f facts
+		if code != wantExit || errs != "" || json.Unmarshal([]byte(out), &f) != nil {
+			t.Fatalf("%v: exit %d (want %d), stdout %q, stderr %q", args, code, wantExit, out, errs)
+		}
+		return f
+	}
+	if f := run("", 3, "check", "a.txt"); f.Status != "refused" || f.Code != "FS_NOT_OBSERVED" {
+		t.Fatalf("check before a read: %+v", f)
+	}
+	fsguard(t, dir, j, "", "read", "a.txt")
+	if f := run("", 0, "check", "a.txt"); f.Status != "fresh" || !strings.HasSuffix(f.Path, "a.txt") {
+		t.Fatalf("check: %+v", f)
+	}
+	if f := run("three\n", 0, "write", "a.txt", "--id", "w1"); f.Status != "written" || f.ContentID == "" {
+		t.Fatalf("write: %+v", f)
+	}
+	if f := run("", 0, "edit", "a.txt", "--old", "three", "--new", "four"); f.Status != "edited" || f.Start != 1 || !strings.Contains(f.Shown, "four") {
+		t.Fatalf("edit: %+v", f)
+	}
+	if f := run("", 0, "status", "w1"); f.Status != "" {
+		// status answers with its own object: state, not status
+		t.Fatalf("status: %+v", f)
+	}
+	out, _, code := fsguard(t, dir, j, "", "status", "w1", "--format", "json")
+	var st struct{ State string }
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.State != "written" {
+		t.Fatalf("status: exit %d %q", code, out)
+	}
+	if _, errs, code := fsguard(t, dir, j, "", "check", "a.txt", "--format", "yaml"); code != 2 || !strings.Contains(errs, "--format must be text or json") {
+		t.Fatalf("--format yaml: exit %d %s", code, errs)
 	}
 }

@@ -9,10 +9,10 @@ import (
 // flagsOf lists each command's flags for completion.
 var flagsOf = map[string]string{
 	"read":    "--offset --limit --format --anchors --policy --session --no-dedupe --socket",
-	"check":   "--policy --session --socket",
-	"write":   "--policy --session --socket --id",
-	"status":  "--policy --socket",
-	"edit":    "--replace --insert-after --delete --text --old --new --policy --session --socket",
+	"check":   "--policy --session --socket --format",
+	"write":   "--policy --session --socket --id --format",
+	"status":  "--policy --socket --format",
+	"edit":    "--replace --insert-after --delete --text --old --new --policy --session --socket --format",
 	"journal": "query tail stats verify export --session --path --since --until --kind --process --after --format -f --follow -n --jsonl --policy",
 	"policy":  "check",
 	"mount":   "--policy --allow-other --socket --session --debug",

@@ -40,6 +40,7 @@ func runEdit(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("edit", editUsage, stderr)
 	policyFile := fs.String("policy", "", "policy file")
 	sessionID := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
+	format := fs.String("format", "text", "text or json")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
 	fs.String("replace", "", "anchor or anchor range N#hh..M#hh to replace")
 	fs.String("insert-after", "", "anchor of the line to insert after (0: before line 1)")
@@ -70,5 +71,8 @@ func runEdit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Error: %v (see fsguard edit --help)\n", err)
 		return exitUsage
 	}
-	return perform(api.Request{Op: "edit", Path: name, Session: *sessionID, Edit: &ed}, nil, *policyFile, *socket, stdout, stderr)
+	if !validFormat(*format, stderr) {
+		return exitUsage
+	}
+	return perform(api.Request{Op: "edit", Path: name, Session: *sessionID, Edit: &ed, Format: *format}, nil, *policyFile, *socket, stdout, stderr)
 }

@@ -66,11 +66,15 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("status", statusUsage, stderr)
 	policyFile := fs.String("policy", "", "policy file")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
+	format := fs.String("format", "text", "text or json")
 	id, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code
 	}
-	return perform(api.Request{Op: "status", ID: id}, nil, *policyFile, *socket, stdout, stderr)
+	if !validFormat(*format, stderr) {
+		return exitUsage
+	}
+	return perform(api.Request{Op: "status", ID: id, Format: *format}, nil, *policyFile, *socket, stdout, stderr)
 }
 
 func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
@@ -83,6 +87,7 @@ func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 	sessionID := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id (default: $FSGUARD_SESSION)")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
 	id := fs.String("id", "", "write: record it under this id, to ask 'fsguard status ID' about (default: a random one, through the socket)")
+	format := fs.String("format", "text", "text or json")
 	name, code, ok := parseOne(fs, args, stderr)
 	if !ok {
 		return code
@@ -91,10 +96,22 @@ func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Error: check does not take --id (a write does)")
 		return exitUsage
 	}
-	req := api.Request{Op: cmd, Path: name, Session: *sessionID, ID: *id}
+	if !validFormat(*format, stderr) {
+		return exitUsage
+	}
+	req := api.Request{Op: cmd, Path: name, Session: *sessionID, ID: *id, Format: *format}
 	var content io.Reader
 	if cmd == "write" {
 		content = os.Stdin // streamed: to the daemon, and into the file
 	}
 	return perform(req, content, *policyFile, *socket, stdout, stderr)
+}
+
+// validFormat accepts --format text or json, and says so otherwise.
+func validFormat(f string, stderr io.Writer) bool {
+	if f == "text" || f == "json" {
+		return true
+	}
+	fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", f)
+	return false
 }
