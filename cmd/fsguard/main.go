@@ -96,7 +96,20 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'fsguard <command> --help' for a command's flags and examples.")
+	fmt.Fprint(w, exitStatus)
 }
+
+// exitStatus is the one table of exit statuses (the README has it too).
+const exitStatus = `
+exit status:
+  0  done
+  1  refused or failed: the message says why and what to do
+     (status: NOT_WRITTEN or IN_PROGRESS)
+  2  usage error: unknown command or flag, a bad flag value, a bad
+     policy file, no session for check/write/edit
+  3  check/write/edit: FS_NOT_OBSERVED (the session has not read the file)
+  4  check/write/edit: FS_STALE_VERSION (the file changed since it was read)
+`
 
 // parse parses flags that may come before or after positional arguments
 // (`fsguard read FILE --offset 10`), which the flag package alone does not.
