@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,17 +70,58 @@ func TestCommandsExitCodesAndOutput(t *testing.T) {
 	}
 }
 
-func TestBashCompletion(t *testing.T) {
+// TestShellCompletions drives each shell's completion: subcommands, a
+// command's flags, journal's subcommands, and the values of --format and
+// --kind. zsh and fish come from scripts/deps.sh (CI); elsewhere a missing
+// shell is skipped unless FSGUARD_REQUIRE_TOOLS=1.
+func TestShellCompletions(t *testing.T) {
 	t.Parallel()
-	script := `source <("$FSG" completion bash)
-COMP_WORDS=(fsguard jo); COMP_CWORD=1; _fsguard; echo "1:${COMPREPLY[*]}"
-COMP_WORDS=(fsguard read --no); COMP_CWORD=2; _fsguard; echo "2:${COMPREPLY[*]}"
-COMP_WORDS=(fsguard journal ve); COMP_CWORD=2; _fsguard; echo "3:${COMPREPLY[*]}"`
-	cmd := exec.Command("bash", "-c", script)
-	cmd.Env = append(os.Environ(), "FSG="+binary)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "1:journal") || !strings.Contains(string(out), "2:--no-dedupe") || !strings.Contains(string(out), "3:verify") {
-		t.Fatalf("completion: %v\n%s", err, out)
+	shells := []struct{ shell, script string }{
+		{"bash", `source <("$FSG" completion bash)
+c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _fsguard; echo "${COMPREPLY[*]}"; }
+c fsguard jo; c fsguard read --no; c fsguard journal ve; c fsguard read --format ''; c fsguard journal --kind ac; c fsguard journal --format ''; c fsguard completion f`},
+		// compadd, as zsh's, offers the words that start with what is typed.
+		{"zsh", `compdef() { }; _files() { print FILES }
+compadd() { local w; for w in "${@:#--}"; do [[ $w == ${words[CURRENT]}* ]] && print -rn -- "$w "; done }
+source <("$FSG" completion zsh)
+c() { words=("$@"); CURRENT=$#; _fsguard; print }
+c fsguard jo; c fsguard read --no; c fsguard journal ve; c fsguard read --format ''; c fsguard journal --kind ac; c fsguard journal --format ''; c fsguard completion f`},
+		{"fish", `source ("$FSG" completion fish | psub)
+for l in "fsguard jo" "fsguard read --no" "fsguard journal ve" "fsguard read --format " "fsguard journal --kind ac" "fsguard journal --format " "fsguard completion f"
+  echo (complete -C "$l")
+end`},
+	}
+	for _, sh := range shells {
+		t.Run(sh.shell, func(t *testing.T) {
+			t.Parallel()
+			if _, err := exec.LookPath(sh.shell); err != nil {
+				if os.Getenv("FSGUARD_REQUIRE_TOOLS") == "1" {
+					t.Fatalf("%s required (FSGUARD_REQUIRE_TOOLS=1; scripts/deps.sh installs it)", sh.shell)
+				}
+				t.Skipf("no %s", sh.shell)
+			}
+			args := []string{"-c", sh.script}
+			if sh.shell == "zsh" {
+				args = append([]string{"-f"}, args...)
+			}
+			cmd := exec.Command(sh.shell, args...)
+			cmd.Env = append(os.Environ(), "FSG="+binary)
+			out, err := cmd.CombinedOutput()
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			want := []string{"journal", "--no-dedupe", "verify", "text json", "access", "table json", "fish"}
+			if err != nil || len(lines) != len(want) {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for i, w := range want {
+				got := strings.Fields(lines[i])
+				slices.Sort(got) // fish sorts what it offers
+				exp := strings.Fields(w)
+				slices.Sort(exp)
+				if !slices.Equal(got, exp) {
+					t.Errorf("completion %d: %q, want %q", i+1, lines[i], w)
+				}
+			}
+		})
 	}
 }
 

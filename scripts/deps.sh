@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what the tests use beyond Go and the kernel: the shells whose
+# completion TestShellCompletions drives (zsh, fish). Idempotent; needs
+# root and apt (Debian, Ubuntu). CI runs it; on another machine the tests
+# that need a missing tool skip (FSGUARD_REQUIRE_TOOLS=1 makes that fail).
+set -euo pipefail
+need=()
+for tool in zsh fish; do
+  command -v "$tool" > /dev/null || need+=("$tool")
+done
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get > /dev/null; then
+  echo "scripts/deps.sh: missing ${need[*]}; install them (needs root and apt here)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -q --no-install-recommends "${need[@]}" > /dev/null 2>&1 ||
+  { apt-get update -q > /dev/null && apt-get install -y -q --no-install-recommends "${need[@]}" > /dev/null; }
