@@ -117,6 +117,9 @@ func (g *Glob) UnmarshalText(b []byte) error {
 
 func (g Glob) String() string { return g.src }
 
+// MarshalText writes the glob as it was written (policy check --format json).
+func (g Glob) MarshalText() ([]byte, error) { return []byte(g.src), nil }
+
 // Absolute reports whether the pattern is matched against absolute paths.
 func (g Glob) Absolute() bool { return g.abs }
 

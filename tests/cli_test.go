@@ -264,3 +264,32 @@ func TestJSONOnEveryResult(t *testing.T) {
 		t.Fatalf("--format yaml: exit %d %s", code, errs)
 	}
 }
+
+// TestPolicyCheckJSON: policy check --format json gives the effective
+// policy, or valid false with the error and exit status 2.
+func TestPolicyCheckJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.toml"), filepath.Join(dir, "bad.toml")
+	writePolicy(t, good, []string{dir}, "[audit]\nexclude = [\"**/node_modules/**\"]\n")
+	writeFile(t, bad, "[[root]]\npath = \"relative\"\n", 0o644)
+	out, errs, code := fsguard(t, dir, "", "", "policy", "check", good, "--format", "json")
+	var v struct {
+		Valid  bool
+		Error  string
+		Policy struct {
+			Audit struct {
+				Opens   string
+				Exclude []string
+			}
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !v.Valid || v.Policy.Audit.Opens != "record" || len(v.Policy.Audit.Exclude) != 1 {
+		t.Fatalf("good policy: exit %d %s %s", code, out, errs)
+	}
+	out, _, code = fsguard(t, dir, "", "", "policy", "check", bad, "--format", "json")
+	v.Valid, v.Error = true, ""
+	if code != 2 || json.Unmarshal([]byte(out), &v) != nil || v.Valid || !strings.Contains(v.Error, "relative") {
+		t.Fatalf("bad policy: exit %d %s", code, out)
+	}
+}

@@ -34,7 +34,7 @@ func init() {
 		{"edit", "change lines named by their anchors (or exact text), atomically", runEdit},
 		{"status", "say whether a write or edit sent under an id happened (after a lost connection)", runStatus},
 		{"journal", "audit the journal: query, tail, stats, verify, export", runJournal},
-		{"policy", "check a policy file and print the effective policy", runPolicy},
+		{"policy", "check a policy file and print the effective policy (TOML or JSON)", runPolicy},
 		{"mcp", "serve the read, check, write and edit tools over the Model Context Protocol (stdio)", runMCP},
 		{"version", "print the version", runVersion},
 		{"completion", "print a bash or zsh completion script", runCompletion},
