@@ -112,3 +112,24 @@ func call(socket string, req api.Request, content io.Reader) (session.Output, er
 	}
 	return out, nil
 }
+
+// Health asks the daemon at socket whether it serves (GET /v1/health),
+// waiting at most timeout.
+func Health(socket string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, "GET", "http://fsguard/v1/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := clientFor(socket).Do(hr)
+	if err != nil {
+		return fmt.Errorf("the fsguard daemon at %s does not answer: %v", socket, err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the fsguard daemon at %s answered %s", socket, resp.Status)
+	}
+	return nil
+}

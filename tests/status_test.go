@@ -27,6 +27,13 @@ func TestWriteStatusAfterLostConnection(t *testing.T) {
 	if _, errs, code := root("", "read", "rootfile.txt"); code != 0 {
 		t.Fatalf("read: %d %s", code, errs)
 	}
+	// The probe: a live daemon answers; a socket nobody serves does not.
+	if out, _, code := root("", "health", "--socket", e.sock); code != 0 || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("health of a live daemon: %d %q", code, out)
+	}
+	if _, errs, code := root("", "health", "--socket", filepath.Join(e.base, "nobody.sock")); code != 1 || !strings.Contains(errs, "does not answer") {
+		t.Fatalf("health of no daemon: %d %s", code, errs)
+	}
 
 	// A raw client sends a write under an id and hangs up without reading
 	// the answer.

@@ -12,6 +12,7 @@ var flagsOf = map[string]string{
 	"check":      "--policy --session --socket --format",
 	"write":      "--policy --session --socket --id --format",
 	"status":     "--policy --socket --format",
+	"health":     "--socket",
 	"edit":       "--replace --insert-after --delete --text --old --new --policy --session --socket --format",
 	"journal":    "query tail stats verify export --session --path --since --until --kind --process --after --format -f --follow -n --jsonl --policy",
 	"policy":     "check",

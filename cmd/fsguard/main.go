@@ -33,6 +33,7 @@ func init() {
 		{"write", "replace a file from stdin, atomically, if the check passes", runWrite},
 		{"edit", "change lines named by their anchors (or exact text), atomically", runEdit},
 		{"status", "say whether a write or edit sent under an id happened (after a lost connection)", runStatus},
+		{"health", "exit 0 when the daemon at a socket answers (a probe)", runHealth},
 		{"journal", "audit the journal: query, tail, stats, verify, export", runJournal},
 		{"policy", "check a policy file and print the effective policy (TOML or JSON)", runPolicy},
 		{"mcp", "serve the read, check, write and edit tools over the Model Context Protocol (stdio)", runMCP},

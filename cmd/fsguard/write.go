@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"fsguard/api"
 	"fsguard/control"
@@ -114,4 +115,30 @@ func validFormat(f string, stderr io.Writer) bool {
 	}
 	fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", f)
 	return false
+}
+
+const healthUsage = `usage: fsguard health [--socket SOCK]
+
+Exits 0 when the fsguard daemon at SOCK answers, 1 (with the reason)
+when it does not within 10 s: a liveness or readiness probe.
+
+example:
+  fsguard health --socket /run/fsguard/fsguard.sock
+`
+
+func runHealth(args []string, stdout, stderr io.Writer) int {
+	fs := flagSet("health", healthUsage, stderr)
+	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "the fsguard daemon's control socket (default: $FSGUARD_SOCKET)")
+	if _, code, ok := parse(fs, args, stderr); !ok {
+		return code
+	}
+	if *socket == "" {
+		fmt.Fprintln(stderr, "Error: health needs --socket (or FSGUARD_SOCKET)")
+		return exitUsage
+	}
+	if err := control.Health(*socket, 10*time.Second); err != nil {
+		return fail(stderr, err)
+	}
+	fmt.Fprintln(stdout, "ok")
+	return 0
 }
