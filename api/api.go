@@ -37,6 +37,9 @@ type Request struct {
 	ID string `json:"id,omitempty"`
 }
 
+// MaxID bounds a request id: it is recorded with the write's intent.
+const MaxID = 128
+
 // MaxContent bounds what one write may carry.
 const MaxContent = 64 << 20
 
@@ -48,6 +51,9 @@ func Do(svc *session.Service, req Request, content io.Reader) session.Output {
 		// Without a session, anyone's sessionless read would pass anyone's
 		// sessionless write: a precondition needs to know whose reads count.
 		return usage(fmt.Sprintf("%s needs a session: pass --session ID or set FSGUARD_SESSION (the id the agent's reads used)", req.Op))
+	}
+	if len(req.ID) > MaxID {
+		return usage(fmt.Sprintf("the request id is %d bytes; at most %d", len(req.ID), MaxID))
 	}
 	svc = svc.ForRequest(req.ID)
 	if req.Op != "read" && req.Format != "" && req.Format != "text" && req.Format != "json" {

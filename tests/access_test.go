@@ -387,3 +387,25 @@ func TestAccessOff(t *testing.T) {
 		t.Fatalf("%d access records with opens = off: %+v", len(recs), recs[0])
 	}
 }
+
+// TestAccessTableNeverCarriesEscapes: a process names itself with a
+// terminal escape sequence and a newline (prctl PR_SET_NAME) and opens a
+// file: the operator's journal table shows the name quoted, never raw.
+func TestAccessTableNeverCarriesEscapes(t *testing.T) {
+	t.Parallel()
+	e := newAccessEnv(t, "")
+	py, release := held(t, nil, e.mp, "python3", "-c",
+		`import ctypes, sys; ctypes.CDLL(None).prctl(15, b"\x1b[2J\nforged", 0, 0, 0); open("conf/prod.yaml").read(); sys.stdin.read()`)
+	awaitAccess(t, e.d, "the renamed process's open", func(r *journal.Record) bool { return r.Pid == uint32(py.Process.Pid) })
+	release()
+	out, errs, code := fsguard(t, e.root, e.d.journal, "", "journal", "query", "--kind", "access")
+	if code != 0 {
+		t.Fatalf("query: %s", errs)
+	}
+	if strings.ContainsRune(out, 0x1b) || strings.Contains(out, "\nforged") {
+		t.Fatalf("a raw escape or a forged row reached the table:\n%q", out)
+	}
+	if !strings.Contains(out, `\x1b[2J\nforged`) {
+		t.Fatalf("the name is not shown quoted:\n%s", out)
+	}
+}

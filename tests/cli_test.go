@@ -260,6 +260,9 @@ func TestJSONOnEveryResult(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.State != "written" {
 		t.Fatalf("status: exit %d %q", code, out)
 	}
+	if _, errs, code := fsguard(t, dir, j, "x\n", "write", "a.txt", "--id", strings.Repeat("i", 129)); code != 2 || !strings.Contains(errs, "at most 128") {
+		t.Fatalf("a 129-byte request id: exit %d %s", code, errs)
+	}
 	if _, errs, code := fsguard(t, dir, j, "", "check", "a.txt", "--format", "yaml"); code != 2 || !strings.Contains(errs, "--format must be text or json") {
 		t.Fatalf("--format yaml: exit %d %s", code, errs)
 	}

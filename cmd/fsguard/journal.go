@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"fsguard/journal"
 )
@@ -341,7 +343,10 @@ func (p *printer) record(r *journal.Record) error {
 			detail += " (whole file)"
 		}
 	}
-	fmt.Fprintf(p.tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339), r.Kind, r.Session, r.Path, detail)
+	// Paths, sessions and process names come from whoever made them (a
+	// process sets its own name): a control character is shown quoted,
+	// never sent raw to the operator's terminal.
+	fmt.Fprintf(p.tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339), r.Kind, shown(r.Session), shown(r.Path), shown(detail))
 	if p.n%1024 == 1023 {
 		return p.tw.Flush() // aligned a block at a time
 	}
@@ -364,4 +369,14 @@ func given(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// shown is s as it may go to a terminal: quoted (Go syntax) when it holds
+// a control character (an escape sequence, a tab that would break the
+// table's columns, a newline that would forge a row).
+func shown(s string) string {
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return strconv.Quote(s)
+	}
+	return s
 }
