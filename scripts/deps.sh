@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the tests use beyond Go and the kernel: the shells whose
-# completion TestShellCompletions drives (zsh, fish). Idempotent; needs
+# completion TestShellCompletions drives (zsh, fish) and promtool
+# (Debian's prometheus package), which checks the daemon's /metrics in
+# TestMetricsRiseAndPassPromtool. Idempotent; needs
 # root and apt (Debian, Ubuntu). CI runs it; on another machine the tests
 # that need a missing tool skip (FSGUARD_REQUIRE_TOOLS=1 makes that fail).
 set -euo pipefail
 need=()
-for tool in zsh fish; do
-  command -v "$tool" > /dev/null || need+=("$tool")
+for tool in zsh fish promtool; do
+  pkg=$tool
+  [ "$tool" = promtool ] && pkg=prometheus
+  command -v "$tool" > /dev/null || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get > /dev/null; then
