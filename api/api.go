@@ -35,6 +35,9 @@ type Request struct {
 	// under it, so a caller that lost the connection before the answer
 	// asks {"op": "status", "id": ID} whether it happened.
 	ID string `json:"id,omitempty"`
+	// Via names the front end that sent the request through the socket
+	// ("cli", "mcp"): a metrics label, never a decision.
+	Via string `json:"via,omitempty"`
 }
 
 // MaxID bounds a request id: it is recorded with the write's intent.

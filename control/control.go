@@ -204,6 +204,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	svc := s.Service()
 	svc = svc.As(who, &caller.View{Prefix: prefix, Roots: svc.Guard.Roots()})
+	// The label comes from the client, so only known values pass.
+	svc.Door = "socket"
+	if req.Via == "cli" || req.Via == "mcp" {
+		svc.Door = req.Via
+	}
 	reply(w, api.Do(svc, req, body))
 }
 

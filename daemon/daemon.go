@@ -269,10 +269,10 @@ func (d *Daemon) serveControl(dec *admit.Decider, jerr error) error {
 		return err
 	}
 	m := d.Metrics
-	count := func(r *journal.Record) {
+	count := func(door string, r *journal.Record) {
 		switch {
 		case r.Kind == journal.KindDenial:
-			m.Denials.Add("socket,"+r.Code, 1)
+			m.Denials.Add(door+","+r.Code, 1)
 		case r.Origin == journal.OriginWrite || r.Origin == journal.OriginEdit:
 			m.Writes.Add(r.Origin, 1)
 		case r.Origin == journal.OriginRead || r.Origin == journal.OriginLedger || r.Origin == journal.OriginDiff:

@@ -118,7 +118,7 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 			"full":    {Type: "boolean", Description: "send the lines even if this session already holds them (after the client dropped them from its context)"},
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full, Again: "full: true", Session: sessionID}, nil)), nil, nil
+		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full, Again: "full: true", Session: sessionID, Via: "mcp"}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "check",
@@ -127,7 +127,7 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 		Description: "Say whether this session may write the file: it must have read the current version.",
 		InputSchema: object(map[string]*jsonschema.Schema{"path": pathSchema()}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a CheckArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "check", Path: a.Path, Session: sessionID}, nil)), nil, nil
+		return result(perform(api.Request{Op: "check", Path: a.Path, Session: sessionID, Via: "mcp"}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "write",
@@ -139,7 +139,7 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 			"content": {Type: "string", Description: "the complete new content"},
 		}, "path", "content"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a WriteArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "write", Path: a.Path, Session: sessionID}, strings.NewReader(a.Content))), nil, nil
+		return result(perform(api.Request{Op: "write", Path: a.Path, Session: sessionID, Via: "mcp"}, strings.NewReader(a.Content))), nil, nil
 	})
 	anchorSchema := func(desc string) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "string", Pattern: edit.AnchorPattern, Description: desc}
@@ -165,7 +165,7 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 		if err != nil {
 			return result(session.RenderEdit(nil, err)), nil, nil
 		}
-		return result(perform(api.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: sessionID}, nil)), nil, nil
+		return result(perform(api.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: sessionID, Via: "mcp"}, nil)), nil, nil
 	})
 	return s
 }

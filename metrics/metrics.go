@@ -151,7 +151,7 @@ type Set struct {
 func New() *Set {
 	return &Set{
 		Reads:         Counter{Name: "fsguard_reads_total", Help: "Agent reads answered, by origin (read: lines shown; ledger: a notice instead).", Label: "origin"},
-		Denials:       Counter{Name: "fsguard_denials_total", Help: "Refused accesses, by the door that refused (mount, socket) and refusal code.", Label: "source,code"},
+		Denials:       Counter{Name: "fsguard_denials_total", Help: "Refused accesses, by the door that refused (mount; cli, mcp or socket for requests on the control socket) and refusal code.", Label: "source,code"},
 		Delivered:     Counter{Name: "fsguard_bytes_delivered_total", Help: "Bytes of read output handed to agents."},
 		Saved:         Counter{Name: "fsguard_ledger_bytes_saved_total", Help: "Bytes not sent because the session already held the lines, or a smaller diff said the same."},
 		History:       Counter{Name: "fsguard_history_findings_total", Help: "Paths or keys in a repository's git history that the view hides, found at mount start."},

@@ -36,7 +36,10 @@ type Service struct {
 	view *caller.View
 	// OnRecord, when set, sees every record once it is committed (the
 	// daemon's metrics); OnAppendError every record that could not be.
-	OnRecord      func(*journal.Record)
+	OnRecord func(door string, r *journal.Record)
+	// Door names the front end that asked ("socket", "cli", "mcp"), for
+	// OnRecord's metrics; the control server sets it per request.
+	Door          string
 	OnAppendError func(error)
 	// Held, when set, keeps the content sessions were handed, so a
 	// changed file can be answered with a diff.
@@ -74,7 +77,7 @@ func (s *Service) append(r *journal.Record) error {
 		return err
 	}
 	if s.OnRecord != nil {
-		s.OnRecord(r)
+		s.OnRecord(s.Door, r)
 	}
 	return nil
 }

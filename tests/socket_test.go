@@ -1,11 +1,7 @@
 package tests
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,16 +62,9 @@ func TestControlSocket(t *testing.T) {
 		t.Fatalf("write of an unread file: %d %s", c, e)
 	}
 	// /metrics on the socket counts what happened.
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
-	resp, err := hc.Get("http://fsguard/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mout, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`fsguard_reads_total{origin="read"} 2`, `fsguard_denials_total{source="socket",code="DENIED"}`, `fsguard_writes_total{origin="write"} 1`, `fsguard_fuse_op_seconds_count{op="lookup"}`} {
+	mout := scrape(t, sock)
+	// The CLI's requests are labelled as the CLI's: a label, not a decision.
+	for _, want := range []string{`fsguard_reads_total{origin="read"} 2`, `fsguard_denials_total{source="cli",code="DENIED"}`, `fsguard_writes_total{origin="write"} 1`, `fsguard_fuse_op_seconds_count{op="lookup"}`} {
 		if !strings.Contains(string(mout), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, mout)
 		}

@@ -90,6 +90,9 @@ func performer(policyFile, socket string, stderr io.Writer) (mcpserver.Perform, 
 	if socket != "" {
 		return func(req api.Request, content io.Reader) session.Output {
 			req.Cwd = cwd
+			if req.Via == "" {
+				req.Via = "cli"
+			}
 			out, err := control.Call(socket, req, content)
 			if err != nil {
 				return session.Output{Stderr: "Error: " + err.Error() + "\n", Exit: session.ExitFail, Message: err.Error()}
