@@ -1,9 +1,7 @@
 package mount
 
 import (
-	"encoding/json"
-	"io"
-	"sync"
+	"log/slog"
 	"time"
 
 	"fsguard/caller"
@@ -26,8 +24,8 @@ type Denial struct {
 	Process  string       `json:"process"`
 }
 
-// Auditor receives denials. The journal implements it; until then, and
-// whenever no journal is configured, JSONLines writes them as log lines.
+// Auditor receives denials. The daemon's sink journals them; LogLines
+// writes them as log lines.
 type Auditor interface {
 	Denial(Denial)
 }
@@ -41,18 +39,10 @@ func newDenial(c *fuse.Caller, path string, code refusal.Code) Denial {
 	return d
 }
 
-// JSONLines writes each denial as one JSON object per line.
-type JSONLines struct {
-	mu sync.Mutex
-	W  io.Writer
-}
+// LogLines writes each denial as a log line (level WARN, msg "denied")
+// through the daemon's structured logger, like its other lines.
+type LogLines struct{ Log *slog.Logger }
 
-func (j *JSONLines) Denial(d Denial) {
-	b, _ := json.Marshal(struct {
-		Msg string `json:"msg"`
-		Denial
-	}{"denied", d})
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.W.Write(append(b, '\n'))
+func (l LogLines) Denial(d Denial) {
+	l.Log.Warn("denied", "path", d.Path, "realPath", d.RealPath, "code", string(d.Code), "pid", d.Pid, "uid", d.Uid, "process", d.Process)
 }

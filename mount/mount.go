@@ -107,7 +107,7 @@ func Mount(cfg Config) (*Server, error) {
 	v := &view{audit: cfg.Audit, admit: cfg.Admit, mountPoint: mp, devs: map[uint64]uint64{}, odd: map[idKey]uint64{}, nodes: map[uint64]*node{},
 		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency}
 	if v.audit == nil {
-		v.audit = &JSONLines{W: os.Stderr}
+		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	}
 	v.guard.Store(g)
 	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event}

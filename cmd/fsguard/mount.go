@@ -63,7 +63,7 @@ flags:
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	d, err := daemon.Start(daemon.Config{
 		Policy: pol, MountPoint: arg, AllowOther: *allowOther, Debug: *debug, Socket: *socket,
-		JournalPath: journal.Locate(pol.Journal.Path), Log: log, Denials: &mount.JSONLines{W: stderr}, Session: *session,
+		JournalPath: journal.Locate(pol.Journal.Path), Log: log, Denials: mount.LogLines{Log: log}, Session: *session,
 	})
 	if err != nil {
 		return fail(stderr, err)
