@@ -18,7 +18,7 @@ import (
 // write's content is not part of it: it travels beside the request as a
 // stream (see Do), so a large write is never held in memory whole.
 type Request struct {
-	Op       string `json:"op"` // read | check | write | edit | status
+	Op       string `json:"op"` // read | check | write | edit | status | mark
 	Path     string `json:"path"`
 	Cwd      string `json:"cwd"`
 	Session  string `json:"session"`
@@ -35,6 +35,10 @@ type Request struct {
 	// under it, so a caller that lost the connection before the answer
 	// asks {"op": "status", "id": ID} whether it happened.
 	ID string `json:"id,omitempty"`
+	// Since: count only what the session was shown after this journal
+	// record (the start of a client's connection, or its forget; see the
+	// op "mark"). It can only ask for more, never less.
+	Since int64 `json:"since,omitempty"`
 	// Via names the front end that sent the request through the socket
 	// ("cli", "mcp"): a metrics label, never a decision.
 	Via string `json:"via,omitempty"`
@@ -58,7 +62,10 @@ func Do(svc *session.Service, req Request, content io.Reader) session.Output {
 	if len(req.ID) > MaxID {
 		return usage(fmt.Sprintf("the request id is %d bytes; at most %d", len(req.ID), MaxID))
 	}
-	svc = svc.ForRequest(req.ID)
+	if req.Since < 0 {
+		return usage("since must not be negative")
+	}
+	svc = svc.ForRequest(req.ID, req.Since)
 	if req.Op != "read" && req.Format != "" && req.Format != "text" && req.Format != "json" {
 		return usage(fmt.Sprintf("--format must be text or json, got %q", req.Format))
 	}
@@ -74,6 +81,9 @@ func do(svc *session.Service, req Request, content io.Reader) session.Output {
 	case "status":
 		st, err := svc.Status(req.ID)
 		return session.RenderStatus(req.ID, st, err)
+	case "mark":
+		seq, err := svc.Mark()
+		return session.RenderMark(seq, err)
 	case "read":
 		res, err := svc.Read(session.ReadRequest{
 			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd, Anchors: req.Anchors},

@@ -11,6 +11,11 @@ import (
 type Session struct {
 	ID    string
 	Owner string
+	// Since: only records after this sequence number count — what this
+	// session was shown since a client connected or forgot (an MCP
+	// connection bound to a session starts holding nothing). It only ever
+	// asks for more: a read sends lines, a write needs a re-read.
+	Since int64
 }
 
 // Held is what a session holds of one version of a file: the lines it was
@@ -91,7 +96,7 @@ func (j *Journal) Holding(session Session, realPath, contentID string, totalLine
 	j.heldMu.Lock()
 	e := j.held[k]
 	var h Held
-	var after int64
+	after := session.Since
 	if e != nil {
 		h = Held{Seen: e.h.Seen, Spans: append([][2]int64(nil), e.h.Spans...)}
 		after = e.seq
@@ -195,8 +200,8 @@ func (j *Journal) LastObservation(session Session, realPath string) (*Record, er
 
 func (j *Journal) lastObservation(session Session, realPath, hint string) (*Record, error) {
 	rows, err := j.db.Query(`SELECT body, prev_hash, hash FROM records `+hint+`
-		WHERE owner = ? AND session = ? AND real_path = ? AND kind = 'observation' AND origin IN `+heldOrigins+`
-		ORDER BY seq DESC LIMIT 1`, session.Owner, session.ID, realPath)
+		WHERE owner = ? AND session = ? AND real_path = ? AND seq > ? AND kind = 'observation' AND origin IN `+heldOrigins+`
+		ORDER BY seq DESC LIMIT 1`, session.Owner, session.ID, realPath, session.Since)
 	if err != nil {
 		return nil, j.damage(err)
 	}

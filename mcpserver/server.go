@@ -9,9 +9,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"fsguard/edit"
 	"io"
 	"strings"
+	"sync/atomic"
 
 	"fsguard/api"
 	"fsguard/read"
@@ -93,15 +96,32 @@ func readFacts() *jsonschema.Schema {
 }
 
 // instructions tell a client how the tools fit together.
-const instructions = `fsguard serves files inside the allowed roots. read returns a line-numbered window of a text file; its footer says exactly how to continue (offset=N). A re-read of lines this session already holds answers with a short notice instead; pass full: true to get the lines again (after your context dropped them). To change a file: read it (anchors: true shows each line as N#hh: text), then edit naming lines by those anchors (replace, insert_after, delete; a range is N#hh..M#hh) or by exact old_string/new_string, or write the whole content. Writes are refused unless this session read the current version (FS_NOT_OBSERVED, FS_STALE_VERSION: read again, then retry). Every refusal is a tool error "CODE: message" whose message says what to do next.`
+const instructions = `fsguard serves files inside the allowed roots. read returns a line-numbered window of a text file; its footer says exactly how to continue (offset=N). A re-read of lines this session already holds answers with a short notice instead; pass full: true to get the lines again, or call forget once after your context was compacted or cleared. To change a file: read it (anchors: true shows each line as N#hh: text), then edit naming lines by those anchors (replace, insert_after, delete; a range is N#hh..M#hh) or by exact old_string/new_string, or write the whole content. Writes are refused unless this session read the current version (FS_NOT_OBSERVED, FS_STALE_VERSION: read again, then retry). Every refusal is a tool error "CODE: message" whose message says what to do next.`
 
 // New returns the MCP server. sessionID names the connection's session; an
 // empty one gets a fresh random id, so every connection is its own session.
-func New(version, sessionID string, perform Perform) *mcp.Server {
+// A session named by the operator starts this connection holding nothing
+// (the model behind a new connection was shown nothing yet), unless
+// resume: then it holds what earlier connections of that session were
+// shown. The forget tool drops what it holds, for a client that
+// compacted its context.
+func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
+	var since atomic.Int64
+	mark := func() error {
+		out := perform(api.Request{Op: "mark", Via: "mcp"}, nil)
+		var m struct{ Seq int64 }
+		if out.Exit != 0 || json.Unmarshal(out.Structured, &m) != nil {
+			return fmt.Errorf("%s", strings.TrimSpace(out.Stderr))
+		}
+		since.Store(m.Seq)
+		return nil
+	}
 	if sessionID == "" {
 		var b [8]byte
 		rand.Read(b[:])
 		sessionID = "mcp-" + hex.EncodeToString(b[:])
+	} else if !resume {
+		mark() // without a journal there is nothing held to start from
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "fsguard", Title: "fsguard", Version: version}, &mcp.ServerOptions{Instructions: instructions})
 	mcp.AddTool(s, &mcp.Tool{
@@ -118,7 +138,7 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 			"full":    {Type: "boolean", Description: "send the lines even if this session already holds them (after the client dropped them from its context)"},
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full, Again: "full: true", Session: sessionID, Via: "mcp"}, nil)), nil, nil
+		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full, Again: "full: true", Session: sessionID, Via: "mcp", Since: since.Load()}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "check",
@@ -127,7 +147,7 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 		Description: "Say whether this session may write the file: it must have read the current version.",
 		InputSchema: object(map[string]*jsonschema.Schema{"path": pathSchema()}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a CheckArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "check", Path: a.Path, Session: sessionID, Via: "mcp"}, nil)), nil, nil
+		return result(perform(api.Request{Op: "check", Path: a.Path, Session: sessionID, Via: "mcp", Since: since.Load()}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "write",
@@ -139,7 +159,7 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 			"content": {Type: "string", Description: "the complete new content"},
 		}, "path", "content"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a WriteArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "write", Path: a.Path, Session: sessionID, Via: "mcp"}, strings.NewReader(a.Content))), nil, nil
+		return result(perform(api.Request{Op: "write", Path: a.Path, Session: sessionID, Via: "mcp", Since: since.Load()}, strings.NewReader(a.Content))), nil, nil
 	})
 	anchorSchema := func(desc string) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "string", Pattern: edit.AnchorPattern, Description: desc}
@@ -165,7 +185,20 @@ func New(version, sessionID string, perform Perform) *mcp.Server {
 		if err != nil {
 			return result(session.RenderEdit(nil, err)), nil, nil
 		}
-		return result(perform(api.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: sessionID, Via: "mcp"}, nil)), nil, nil
+		return result(perform(api.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: sessionID, Via: "mcp", Since: since.Load()}, nil)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "forget",
+		Title:       "Forget what this session was shown",
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+		Description: "Call after your context was compacted or cleared: this session then holds nothing, so reads send the lines again " +
+			"(never a notice that you already hold them), and a write or edit needs a fresh read first.",
+		InputSchema: object(map[string]*jsonschema.Schema{}),
+	}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if err := mark(); err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "IO_ERROR: cannot forget: " + err.Error()}}}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Forgotten: this session holds nothing now. Reads send the lines again; read a file before you write or edit it."}}}, nil, nil
 	})
 	return s
 }

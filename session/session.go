@@ -52,19 +52,31 @@ type Service struct {
 	// replaced or created, before the write answers (the daemon makes the
 	// kernel forget what it cached of it).
 	OnWrite func(real string)
-	// request is the caller's id for this write or edit (ForRequest).
+	// request is the caller's id for this write or edit, and since the
+	// sequence number after which its session's records count (ForRequest).
 	request string
+	since   int64
 }
 
 // ForRequest is the service for one request the caller named id (see
-// api.Request.ID): its write's intent is recorded under the id.
-func (s *Service) ForRequest(id string) *Service {
-	if id == s.request {
+// api.Request.ID: its write's intent is recorded under the id), counting
+// only what its session was shown after record since (api.Request.Since).
+func (s *Service) ForRequest(id string, since int64) *Service {
+	if id == s.request && since == s.since {
 		return s
 	}
 	cp := *s
-	cp.request = id
+	cp.request, cp.since = id, since
 	return &cp
+}
+
+// Mark is the journal's last sequence number: a client that forgets what
+// its session was shown sends it as Since from then on.
+func (s *Service) Mark() (int64, error) {
+	if s.Journal == nil {
+		return 0, nil
+	}
+	return s.Journal.LastSeq()
 }
 
 // append commits a record and reports it to OnRecord (or its failure to
@@ -109,7 +121,7 @@ func (s *Service) admit() *admit.Decider {
 
 // sess is the session id as the journal keys it: bound to the caller.
 func (s *Service) sess(id string) journal.Session {
-	return journal.Session{ID: id, Owner: s.who.Owner()}
+	return journal.Session{ID: id, Owner: s.who.Owner(), Since: s.since}
 }
 
 // ReadRequest is a read with its session options.

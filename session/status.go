@@ -105,3 +105,13 @@ func RenderStatus(id string, st *WriteStatus, err error) Output {
 	}
 	return out
 }
+
+// RenderMark renders the journal's last sequence number: stdout is the
+// number, structured {"seq": N}.
+func RenderMark(seq int64, err error) Output {
+	if err != nil {
+		return refused(errorOutput(err))
+	}
+	facts, _ := json.Marshal(map[string]int64{"seq": seq})
+	return Output{Stdout: fmt.Sprintf("%d\n", seq), Structured: facts}
+}

@@ -250,7 +250,9 @@ func TestMCPSpeaksMCP(t *testing.T) {
 		readOnly := tool.Name == "read" || tool.Name == "check"
 		if a == nil || a.ReadOnlyHint != readOnly || a.OpenWorldHint == nil || *a.OpenWorldHint || tool.Title == "" {
 			t.Errorf("tool %s: annotations %+v, title %q", tool.Name, a, tool.Title)
-		} else if !readOnly && (a.DestructiveHint == nil || !*a.DestructiveHint) {
+		} else if tool.Name == "forget" && (a.DestructiveHint == nil || *a.DestructiveHint || !a.IdempotentHint) {
+			t.Errorf("forget changes no file and may be called again: %+v", a)
+		} else if !readOnly && tool.Name != "forget" && (a.DestructiveHint == nil || !*a.DestructiveHint) {
 			t.Errorf("tool %s is not marked destructive", tool.Name)
 		}
 		if tool.Name == "read" && tool.OutputSchema == nil {
@@ -286,5 +288,69 @@ func TestMCPSpeaksMCP(t *testing.T) {
 	res, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": ".env"}})
 	if sc, _ := json.Marshal(res.StructuredContent); !res.IsError || !strings.Contains(string(sc), `"code":"DENIED"`) {
 		t.Errorf("a refusal's structuredContent: %s", sc)
+	}
+}
+
+// TestMCPBoundSessionStartsEmpty: a new connection bound to an operator's
+// session id holds nothing its predecessors were shown (its model was
+// shown nothing yet), unless --resume; forget drops what a connection
+// holds. Holding less only ever asks for more: lines are sent, a write
+// needs a read.
+func TestMCPBoundSessionStartsEmpty(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	// Long enough that a notice is shorter than its lines.
+	writeFile(t, filepath.Join(root, "notes.md"), strings.Repeat("a line of notes long enough to be worth not sending again\n", 30), 0o644)
+	j := filepath.Join(t.TempDir(), "j.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	connect := func(args ...string) func(tool string, a map[string]any) (string, bool) {
+		cmd := exec.Command(binary, append([]string{"mcp", "--session", "agent-7"}, args...)...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+j, "FSGUARD_POLICY=", "FSGUARD_SOCKET=")
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return func(tool string, a map[string]any) (string, bool) {
+			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Content[0].(*mcp.TextContent).Text, r.IsError
+		}
+	}
+	held := func(text string) bool { return strings.Contains(text, "Unchanged since your last read") }
+	notes := map[string]any{"path": "notes.md"}
+
+	a := connect()
+	if got, _ := a("read", notes); held(got) {
+		t.Fatalf("first read of a new connection: %q", got)
+	}
+	if got, _ := a("read", notes); !held(got) {
+		t.Fatalf("second read in the same connection: %q", got)
+	}
+	b := connect()
+	if got, isErr := b("check", notes); !isErr || !strings.HasPrefix(got, "FS_NOT_OBSERVED") {
+		t.Fatalf("check in a new connection before its first read: %q", got)
+	}
+	if got, _ := b("read", notes); held(got) {
+		t.Fatalf("a new connection bound to the session was told it holds the lines: %q", got)
+	}
+	if got, _ := connect("--resume")("read", notes); !held(got) {
+		t.Fatalf("--resume: %q", got)
+	}
+	if got, isErr := b("forget", map[string]any{}); isErr || !strings.HasPrefix(got, "Forgotten") {
+		t.Fatalf("forget: %q", got)
+	}
+	if got, isErr := b("check", notes); !isErr || !strings.HasPrefix(got, "FS_NOT_OBSERVED") {
+		t.Fatalf("check after forget: %q", got)
+	}
+	if got, _ := b("read", notes); held(got) {
+		t.Fatalf("read after forget: %q", got)
+	}
+	if got, isErr := b("check", notes); isErr {
+		t.Fatalf("check after a read that follows forget: %q", got)
 	}
 }

@@ -19,7 +19,7 @@ var flagsOf = map[string]string{
 	"completion": "bash zsh fish",
 	"mount":      "--policy --allow-other --socket --session --debug",
 	"unmount":    "--lazy",
-	"mcp":        "--policy --socket --session",
+	"mcp":        "--policy --socket --session --resume",
 }
 
 // valuesOf lists the values a flag takes, per command ("" for all).

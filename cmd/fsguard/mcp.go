@@ -18,16 +18,20 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	policyFile := fs.String("policy", "", "policy file (direct mode)")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
 	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id for this connection (default: $FSGUARD_SESSION, else a fresh random id)")
+	resume := fs.Bool("resume", false, "with --session: this connection holds what earlier ones of the session were shown (default: it starts holding nothing)")
 	maxFrame := fs.Int("max-frame", mcpserver.MaxFrame, "the longest message line taken, in bytes; a longer one is answered with an error and skipped")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: fsguard mcp [--policy FILE | --socket SOCK] [--session ID]
 
-Serves the Model Context Protocol over stdin/stdout with four tools:
+Serves the Model Context Protocol over stdin/stdout with five tools:
 read {path, offset?, limit?, anchors?}, check {path}, write {path,
 content} and edit {path, replace?|insert_after?|delete?, text?} or
-{path, old_string, new_string}.
+{path, old_string, new_string}, and forget {}.
 Tool results are exactly the text of fsguard read; refusals are tool
-errors "CODE: message". The connection is one session. A line that is
+errors "CODE: message". The connection is one session: a fresh one, or
+--session's, which this connection starts holding nothing of unless
+--resume (a new model has been shown nothing). The forget tool drops what
+the session holds, for a client that compacted its context. A line that is
 not JSON gets a JSON-RPC parse error (-32700), one longer than
 --max-frame an invalid-request error (-32600); the session goes on.
 
@@ -51,7 +55,7 @@ example (an MCP client's server command):
 	defer done()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := mcpserver.New(version(), *session, do).Run(ctx, &mcpserver.Transport{In: os.Stdin, Out: stdout, Max: *maxFrame}); err != nil && ctx.Err() == nil {
+	if err := mcpserver.New(version(), *session, *resume, do).Run(ctx, &mcpserver.Transport{In: os.Stdin, Out: stdout, Max: *maxFrame}); err != nil && ctx.Err() == nil {
 		return fail(stderr, err)
 	}
 	return 0
