@@ -2,10 +2,16 @@
 # Installs what the tests use beyond Go and the kernel: the shells whose
 # completion TestShellCompletions drives (zsh, fish) and promtool
 # (Debian's prometheus package), which checks the daemon's /metrics in
-# TestMetricsRiseAndPassPromtool. Idempotent; needs
+# TestMetricsRiseAndPassPromtool, and the MCP TypeScript SDK that
+# TestTypeScriptSDKClient drives (npm ci in tests/tsclient, from its lock
+# file; Node.js and npm are on the machine). Idempotent; needs
 # root and apt (Debian, Ubuntu). CI runs it; on another machine the tests
 # that need a missing tool skip (FSGUARD_REQUIRE_TOOLS=1 makes that fail).
 set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -d tests/tsclient/node_modules/@modelcontextprotocol/sdk ]; then
+  npm ci --prefix tests/tsclient --no-audit --no-fund > /dev/null
+fi
 need=()
 for tool in zsh fish promtool; do
   pkg=$tool
