@@ -124,6 +124,7 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 		mark() // without a journal there is nothing held to start from
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "fsguard", Title: "fsguard", Version: version}, &mcp.ServerOptions{Instructions: instructions})
+	s.AddReceivingMiddleware(inputErrors)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:         "read",
 		Title:        "Read a file",

@@ -100,8 +100,8 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	expect("forget", got.Forget, false, "Forgotten", "")
 	expect("check after forget", got.CheckAfterForget, true, "FS_NOT_OBSERVED: ", "refused")
 	expect("read after reconnecting", got.ReconnectRead, false, "1: a line", "ok")
-	// The schema's own refusal, in the SDK's words (not yet fsguard's).
-	if !got.BadOffset.IsError || !strings.Contains(got.BadOffset.Text, "offset") {
+	// The schema's refusal, in fsguard's words, naming the argument.
+	if !got.BadOffset.IsError || !strings.HasPrefix(got.BadOffset.Text, "INVALID_INPUT: offset: must be at least 1") {
 		t.Errorf("offset 0: %+v", got.BadOffset)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "new.md")); string(b) != "fresh\n" {
