@@ -2,7 +2,8 @@
 # Installs what the tests use beyond Go and the kernel: the shells whose
 # completion TestShellCompletions drives (zsh, fish) and promtool
 # (Debian's prometheus package), which checks the daemon's /metrics in
-# TestMetricsRiseAndPassPromtool, and the MCP TypeScript SDK that
+# TestMetricsRiseAndPassPromtool, rsyslog (TestRsyslogShipsEveryRecordOnce),
+# and the MCP TypeScript SDK that
 # TestTypeScriptSDKClient drives (npm ci in tests/tsclient, from its lock
 # file; Node.js and npm are on the machine). Idempotent; needs
 # root and apt (Debian, Ubuntu). CI runs it; on another machine the tests
@@ -13,9 +14,10 @@ if [ ! -d tests/tsclient/node_modules/@modelcontextprotocol/sdk ]; then
   npm ci --prefix tests/tsclient --no-audit --no-fund > /dev/null
 fi
 need=()
-for tool in zsh fish promtool; do
+for tool in zsh fish promtool rsyslogd; do
   pkg=$tool
   [ "$tool" = promtool ] && pkg=prometheus
+  [ "$tool" = rsyslogd ] && pkg=rsyslog
   command -v "$tool" > /dev/null || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0

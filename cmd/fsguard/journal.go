@@ -27,9 +27,11 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 
   query  [--session S] [--path GLOB] [--since T] [--until T] [--kind KIND] [--process NAME] [--format table|json]
                               KIND: observation, denial, access, eviction, intent, outcome, history
-  tail   [-f] [-n N] [--after SEQ] [--jsonl]
+  tail   [-f] [-n N] [--after SEQ] [--jsonl] [--append-to FILE]
                               the last records; -f (--follow) follows new ones; --after SEQ
-                              starts after record SEQ (a shipper's cursor: the last seq it took)
+                              starts after record SEQ (a shipper's cursor: the last seq it took);
+                              --append-to FILE appends JSON lines to FILE, resuming after its
+                              last record (killed and restarted, each record lands once)
   stats                       reads, writes, edits, diffs, denials by code, bytes delivered and saved,
                               and per process what it opened through the mount
   verify                      walk the hash chain; exit 1 naming the first bad record
@@ -71,6 +73,7 @@ examples:
 	follow := fs.Bool("f", false, "follow (tail)")
 	fs.BoolVar(follow, "follow", false, "follow (tail)")
 	after := fs.Int64("after", 0, "only records after this sequence number (a cursor)")
+	appendTo := fs.String("append-to", "", "tail: append JSON lines to this file, resuming after its last record (the file is the cursor)")
 	count := fs.Int("n", 20, "records to show (tail)")
 	jsonl := fs.Bool("jsonl", false, "JSON lines (export)")
 	if _, code, ok := parse(fs, args, stderr); !ok {
@@ -80,7 +83,7 @@ examples:
 	// silently ignored.
 	takes := map[string]string{
 		"query":  "policy session path since until kind process after format",
-		"tail":   "policy session path since until kind process after format f follow n jsonl",
+		"tail":   "policy session path since until kind process after append-to format f follow n jsonl",
 		"stats":  "policy format",
 		"verify": "policy",
 		"export": "policy session path since until kind process after jsonl",
@@ -161,6 +164,18 @@ examples:
 		tailFormat := "lines"
 		if *jsonl || *format == "json" {
 			tailFormat = "jsonl" // a stream of objects, one per line
+		}
+		if *appendTo != "" {
+			if given(fs, "after") {
+				fmt.Fprintln(stderr, "Error: --append-to resumes after the file's last record; it takes no --after")
+				return exitUsage
+			}
+			out, seq, err := appendTarget(*appendTo)
+			if err != nil {
+				return fail(stderr, err)
+			}
+			defer out.Close()
+			stdout, f.AfterSeq, tailFormat = out, seq, "jsonl"
 		}
 		for {
 			p := newPrinter(stdout, tailFormat)
