@@ -109,6 +109,13 @@ func OpenBeside(journalPath, journalID string, capBytes int64) (*Store, error) {
 	return s, nil
 }
 
+// Bytes is how much compressed content the store holds (against its cap).
+func (s *Store) Bytes() (int64, error) {
+	var total int64
+	err := s.db.QueryRow(`SELECT coalesce(sum(packed), 0) FROM blobs`).Scan(&total)
+	return total, err
+}
+
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 

@@ -109,6 +109,9 @@ func Start(cfg Config) (*Daemon, error) {
 			d.close()
 			return nil, herr // a replaced journal is reported, never used as a new one
 		}
+		if herr == nil {
+			d.Metrics.HeldBytes = d.held.Bytes
+		}
 		if herr != nil {
 			d.log.Warn("no held-content store: changed files are re-sent as lines, and anchored edits need a fresh read", "err", herr.Error())
 		}

@@ -145,6 +145,9 @@ type Set struct {
 	Opens         Counter
 	OpensLost     Counter
 	FuseOps       Histogram
+	// HeldBytes, when set, is the held-content store's size, read at
+	// each scrape.
+	HeldBytes func() (int64, error)
 }
 
 // New returns the daemon's metric set.
@@ -178,6 +181,11 @@ func (s *Set) Write(w io.Writer) {
 	s.Opens.write(w)
 	s.OpensLost.write(w)
 	s.FuseOps.write(w)
+	if s.HeldBytes != nil {
+		if n, err := s.HeldBytes(); err == nil {
+			fmt.Fprintf(w, "# HELP fsguard_held_content_bytes Compressed bytes in the held-content store (capped by journal.held_max_bytes).\n# TYPE fsguard_held_content_bytes gauge\nfsguard_held_content_bytes %d\n", n)
+		}
+	}
 	writeProcess(w)
 	fmt.Fprintf(w, "# HELP fsguard_build_info The running build: version and Go version.\n# TYPE fsguard_build_info gauge\nfsguard_build_info{version=%q,goversion=%q} 1\n", Version(), runtime.Version())
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,6 +95,10 @@ func TestMetricsRiseAndPassPromtool(t *testing.T) {
 	}
 	if last[`fsguard_reads_total{origin="read"}`] == 0 || last[`fsguard_denials_total{source="socket",code="DENIED"}`] == 0 {
 		t.Fatalf("reads or denials not counted: %v", last)
+	}
+	// What the held-content store holds is a gauge: the files read are in it.
+	if !regexp.MustCompile(`(?m)^fsguard_held_content_bytes [1-9][0-9]*$`).MatchString(scrape(t, e.sock)) {
+		t.Fatalf("no held-content size:\n%s", scrape(t, e.sock))
 	}
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
