@@ -94,12 +94,7 @@ end`},
 	for _, sh := range shells {
 		t.Run(sh.shell, func(t *testing.T) {
 			t.Parallel()
-			if _, err := exec.LookPath(sh.shell); err != nil {
-				if os.Getenv("FSGUARD_REQUIRE_TOOLS") == "1" {
-					t.Fatalf("%s required (FSGUARD_REQUIRE_TOOLS=1; scripts/deps.sh installs it)", sh.shell)
-				}
-				t.Skipf("no %s", sh.shell)
-			}
+			requireTool(t, sh.shell)
 			args := []string{"-c", sh.script}
 			if sh.shell == "zsh" {
 				args = append([]string{"-f"}, args...)

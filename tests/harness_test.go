@@ -59,6 +59,29 @@ func requireFUSE(t *testing.T) {
 	t.Skipf("FUSE unavailable: %s", why)
 }
 
+// requireTool returns the path of a program a test drives (a shell,
+// promtool, rsyslogd, node), installed for CI by scripts/deps.sh. Where it
+// is missing the test skips — and fails instead when
+// FSGUARD_REQUIRE_TOOLS=1 (CI), so it can never skip silently there.
+// also, when given, must exist too (a package the program needs).
+func requireTool(t *testing.T, name string, also ...string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	for _, p := range also {
+		if _, serr := os.Stat(p); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err == nil {
+		return path
+	}
+	if os.Getenv("FSGUARD_REQUIRE_TOOLS") == "1" {
+		t.Fatalf("%s required (FSGUARD_REQUIRE_TOOLS=1; scripts/deps.sh installs it): %v", name, err)
+	}
+	t.Skipf("no %s: %v (scripts/deps.sh installs it)", name, err)
+	return ""
+}
+
 // logBuffer collects a daemon's stderr and lets a test wait for a line.
 type logBuffer struct {
 	mu   sync.Mutex

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -100,14 +99,7 @@ func TestMetricsRiseAndPassPromtool(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^fsguard_held_content_bytes [1-9][0-9]*$`).MatchString(scrape(t, e.sock)) {
 		t.Fatalf("no held-content size:\n%s", scrape(t, e.sock))
 	}
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("FSGUARD_REQUIRE_TOOLS") == "1" {
-			t.Fatal("promtool required (FSGUARD_REQUIRE_TOOLS=1; scripts/deps.sh installs it)")
-		}
-		t.Skip("no promtool")
-	}
-	cmd := exec.Command(promtool, "check", "metrics")
+	cmd := exec.Command(requireTool(t, "promtool"), "check", "metrics")
 	cmd.Stdin = strings.NewReader(scrape(t, e.sock))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)

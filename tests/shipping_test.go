@@ -22,13 +22,7 @@ import (
 // every record arrives at the far end exactly once, in order.
 func TestRsyslogShipsEveryRecordOnce(t *testing.T) {
 	t.Parallel()
-	rsyslogd, err := exec.LookPath("rsyslogd")
-	if err != nil {
-		if os.Getenv("FSGUARD_REQUIRE_TOOLS") == "1" {
-			t.Fatal("rsyslogd required (FSGUARD_REQUIRE_TOOLS=1; scripts/deps.sh installs it)")
-		}
-		t.Skip("no rsyslogd")
-	}
+	rsyslogd := requireTool(t, "rsyslogd")
 	work := t.TempDir()
 	jpath := filepath.Join(work, "j.db")
 	j, err := journal.Open(jpath)

@@ -19,13 +19,7 @@ import (
 // with the same bound session. Node and the SDK come from scripts/deps.sh.
 func TestTypeScriptSDKClient(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if _, serr := os.Stat("tsclient/node_modules/@modelcontextprotocol/sdk"); err != nil || serr != nil {
-		if os.Getenv("FSGUARD_REQUIRE_TOOLS") == "1" {
-			t.Fatal("node and tests/tsclient/node_modules required (FSGUARD_REQUIRE_TOOLS=1; scripts/deps.sh installs them)")
-		}
-		t.Skip("no node or no MCP TypeScript SDK in tests/tsclient/node_modules (scripts/deps.sh)")
-	}
+	node := requireTool(t, "node", "tsclient/node_modules/@modelcontextprotocol/sdk")
 	root := t.TempDir()
 	var b strings.Builder
 	for i := 1; i <= 40; i++ {
