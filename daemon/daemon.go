@@ -325,10 +325,11 @@ func (d *Daemon) reportHistory(reps []history.Report, err error) {
 		d.log.Warn("the git history check did not finish", "err", err.Error())
 	}
 	for _, r := range reps {
-		d.log.Warn(r.Summary(), "repo", filepath.Join(r.Root.Path, r.Repo), "findings", len(r.Findings))
-		d.Metrics.History.Add("", float64(len(r.Findings)))
+		// Recorded first, so whoever reads the warning finds the record.
 		if d.journal != nil {
 			d.journal.Append(&journal.Record{Kind: journal.KindHistory, Path: filepath.Join(r.Root.Path, r.Repo), Code: "HISTORY_EXPOSES", Detail: r.Summary(), Pid: uint32(os.Getpid())})
 		}
+		d.Metrics.History.Add("", float64(len(r.Findings)))
+		d.log.Warn(r.Summary(), "repo", filepath.Join(r.Root.Path, r.Repo), "findings", len(r.Findings))
 	}
 }
