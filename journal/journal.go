@@ -130,6 +130,9 @@ type Record struct {
 
 	PrevHash string `json:"-"`
 	Hash     string `json:"-"`
+	// body is the canonical JSON the record was read from (and its hash
+	// checked against), so the stream need not encode it again.
+	body string
 }
 
 // Journal is an open journal.

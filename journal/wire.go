@@ -30,9 +30,12 @@ var WireKeys, wireAbsent = func() ([]string, []string) {
 
 // Wire encodes the record for the JSON stream (see WireKeys).
 func (r *Record) Wire() ([]byte, error) {
-	body, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
+	body := []byte(r.body)
+	if r.body == "" {
+		var err error
+		if body, err = json.Marshal(r); err != nil {
+			return nil, err
+		}
 	}
 	var have map[string]json.RawMessage
 	if err := json.Unmarshal(body, &have); err != nil {
