@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 )
 
@@ -44,14 +45,21 @@ var markers = append(append([]marker{}, plain...),
 	marker{[]byte("UHVUVFkt"), base64At}, // "PuTTY-"
 )
 
-// wide are the keys in UTF-16, looked for only in a chunk that has a NUL
-// byte (UTF-16 text of ASCII has one in every other byte).
-var wide = []marker{
-	{utf16Bytes("PRIVATE KEY", false), utf16At(false)},
-	{utf16Bytes("PRIVATE KEY", true), utf16At(true)},
-	{utf16Bytes("PuTTY-User-Key-File-", false), utf16At(false)},
-	{utf16Bytes("PuTTY-User-Key-File-", true), utf16At(true)},
-}
+// wide are the keys in UTF-16 and UTF-32, looked for only in a chunk that
+// has a NUL byte (such text of ASCII has one in every other byte, or three
+// in four). fsguard read shows text in either encoding when it has a BOM.
+var wide = func() []marker {
+	var ms []marker
+	for _, s := range []string{"PRIVATE KEY", "PuTTY-User-Key-File-"} {
+		for _, w := range []struct {
+			unit int
+			big  bool
+		}{{2, false}, {2, true}, {4, false}, {4, true}} {
+			ms = append(ms, marker{wideBytes(s, w.unit, w.big), wideAt(w.unit, w.big)})
+		}
+	}
+	return ms
+}()
 
 // plainKey reports whether decoded text holds a key written as text.
 func plainKey(text []byte) bool {
@@ -194,29 +202,56 @@ func base64At(data []byte, at int) bool {
 	return plainKey(dec[:n])
 }
 
-// utf16At decodes the window around a UTF-16 marker and checks it as text.
-func utf16At(bigEndian bool) func([]byte, int) bool {
+// wideAt decodes the window around a UTF-16 (unit 2) or UTF-32 (unit 4)
+// marker and checks it as text. Units that are not characters are left
+// out: they cannot be part of a key's text.
+func wideAt(unit int, bigEndian bool) func([]byte, int) bool {
 	return func(data []byte, at int) bool {
-		from := at % 2 // align to the marker's code units
-		u := make([]uint16, 0, (len(data)-from)/2)
-		for i := from; i+1 < len(data); i += 2 {
-			if bigEndian {
-				u = append(u, uint16(data[i])<<8|uint16(data[i+1]))
-			} else {
-				u = append(u, uint16(data[i])|uint16(data[i+1])<<8)
+		var units []uint16
+		var text []rune
+		for i := at % unit; i+unit <= len(data); i += unit {
+			var v uint32
+			for k := 0; k < unit; k++ {
+				b := uint32(data[i+k])
+				if bigEndian {
+					v = v<<8 | b
+				} else {
+					v |= b << (8 * k)
+				}
+			}
+			if unit == 2 {
+				units = append(units, uint16(v))
+			} else if v <= unicode.MaxRune {
+				text = append(text, rune(v))
 			}
 		}
-		return plainKey([]byte(string(utf16.Decode(u))))
+		if unit == 2 {
+			text = utf16.Decode(units)
+		}
+		return plainKey([]byte(string(text)))
 	}
 }
 
-func utf16Bytes(s string, bigEndian bool) []byte {
+// wideBytes encodes s in UTF-16 (unit 2) or UTF-32 (unit 4).
+func wideBytes(s string, unit int, bigEndian bool) []byte {
+	var vals []uint32
+	if unit == 2 {
+		for _, u := range utf16.Encode([]rune(s)) {
+			vals = append(vals, uint32(u))
+		}
+	} else {
+		for _, r := range s {
+			vals = append(vals, uint32(r))
+		}
+	}
 	var b []byte
-	for _, u := range utf16.Encode([]rune(s)) {
-		if bigEndian {
-			b = append(b, byte(u>>8), byte(u))
-		} else {
-			b = append(b, byte(u), byte(u>>8))
+	for _, v := range vals {
+		for k := 0; k < unit; k++ {
+			shift := 8 * k
+			if bigEndian {
+				shift = 8 * (unit - 1 - k)
+			}
+			b = append(b, byte(v>>shift))
 		}
 	}
 	return b

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"fsguard/charset"
 )
 
 // keyKinds returns one private key of each kind fsguard recognises, as the
@@ -77,7 +79,20 @@ var placements = map[string]func(key string) string{
 	"base64": func(k string) string {
 		return "data:\n  tls.key: " + base64.StdEncoding.EncodeToString([]byte(k)) + "\n"
 	},
-	"utf-16": func(k string) string { return utf16LE("\ufeff" + k) },
+	"utf-16":   func(k string) string { return utf16LE("\ufeff" + k) },
+	"utf-16be": func(k string) string { return encode(k, charset.UTF16BE) },
+	"utf-32":   func(k string) string { return encode(k, charset.UTF32LE) },
+	"utf-32be": func(k string) string { return encode(k, charset.UTF32BE) },
+}
+
+// encode writes k in a wide encoding with its BOM, as fsguard read now
+// shows such files decoded: a key in them must be found as in UTF-8.
+func encode(k string, e charset.Encoding) string {
+	b, err := charset.Encode([]byte(k), e)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 func indent(s, with string) string {
@@ -102,7 +117,7 @@ func TestKeysFoundWhereverTheySit(t *testing.T) {
 	t.Parallel()
 	for kind, key := range keyKinds(t) {
 		for where, place := range placements {
-			if kind == "aws" && (where == "base64" || where == "utf-16") {
+			if kind == "aws" && (where == "base64" || strings.HasPrefix(where, "utf-")) {
 				continue // an AWS key is a line of a credentials file, not a PEM
 			}
 			data := place(key)

@@ -4,15 +4,20 @@
 // decides from bytes, never from names, so a key file renamed notes.txt is
 // still a key.
 //
-// Text means UTF-8. A UTF-8 byte order mark is accepted (and skipped when
-// lines are shown); UTF-16 and UTF-32 text, with or without a BOM, and text
-// in a legacy 8-bit encoding are refused as ENCODING rather than shown as
+// Text means UTF-8, or UTF-16 or UTF-32 announced by a byte order mark
+// (Result.Charset; shown decoded). A UTF-8 byte order mark is accepted (and
+// skipped when lines are shown); UTF-16 and UTF-32 without a BOM, and text
+// in a legacy 8-bit encoding, are refused as ENCODING rather than shown as
 // mojibake.
 package sniff
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"unicode/utf8"
+
+	"fsguard/charset"
 
 	"github.com/gabriel-vasile/mimetype"
 )
@@ -35,6 +40,9 @@ type Result struct {
 	MIME  string
 	// BOM is the length of a UTF-8 byte order mark at the start (0 or 3).
 	BOM int
+	// Charset is the encoding of text that is not UTF-8 (UTF-16 or UTF-32
+	// with its BOM): it is shown decoded.
+	Charset charset.Encoding
 	// BadByte is, for Encoding, the offset of the first byte that is not
 	// valid UTF-8 (-1 when the whole sample is an encoding by its BOM).
 	BadByte int
@@ -59,8 +67,8 @@ func Classify(sample []byte, atEOF bool) Result {
 	if len(sample) == 0 {
 		return Result{Class: Text, MIME: "text/plain"}
 	}
-	if bytes.HasPrefix(sample, []byte{0xFF, 0xFE}) || bytes.HasPrefix(sample, []byte{0xFE, 0xFF}) {
-		return Result{Class: Encoding, MIME: "text/plain; charset=utf-16", BadByte: -1}
+	if enc := charset.Detect(sample); enc != charset.UTF8 {
+		return wideText(sample, atEOF, enc)
 	}
 	bom := 0
 	if bytes.HasPrefix(sample, utf8BOM) {
@@ -88,6 +96,22 @@ func Classify(sample []byte, atEOF bool) Result {
 		return Result{Class: Encoding, MIME: m.String(), BadByte: -1}
 	}
 	return Result{Class: Binary, MIME: m.String()}
+}
+
+// wideText classifies a sample of UTF-16 or UTF-32 text with its BOM: text
+// when it decodes (a code unit cut by the sample's end aside) to text that
+// is not mostly control characters.
+func wideText(sample []byte, atEOF bool, enc charset.Encoding) Result {
+	mime := "text/plain; charset=" + string(enc)
+	text, err := io.ReadAll(charset.NewDecoder(bytes.NewReader(sample), enc))
+	var de *charset.Error
+	if errors.As(err, &de) && (atEOF || de.Offset+4 < int64(len(sample))) {
+		return Result{Class: Encoding, MIME: mime, BadByte: int(de.Offset)}
+	}
+	if bytes.IndexByte(text, 0) >= 0 || mostlyControl(text) {
+		return Result{Class: Binary, MIME: "application/octet-stream"}
+	}
+	return Result{Class: Text, MIME: mime, BOM: len(enc.BOM()), Charset: enc}
 }
 
 // mostlyControl reports whether more than 30% of b's bytes are control
