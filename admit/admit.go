@@ -14,6 +14,7 @@ package admit
 import (
 	"fmt"
 	"fsguard/fileid"
+	"path"
 	"sync"
 	"sync/atomic"
 
@@ -210,6 +211,34 @@ func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 	defer f.Close()
 	_, err = d.Decide(g, f)
 	return err
+}
+
+// Shown filters a directory's listing by the guard (roots.Guard.List: no
+// denied name, special file or escaping link) down to what may be shown:
+// a regular file that Visible hides is left out, as is any entry skip
+// names (nil: none). The mount's READDIR and fsguard read DIR both list
+// through it, so both show the same names. rel is the directory beneath
+// r, shown its path in messages.
+func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents []roots.DirEntry, skip func(rel string) bool) []roots.DirEntry {
+	out := ents[:0:0]
+	for _, e := range ents {
+		crel := e.Name
+		if rel != "." {
+			crel = rel + "/" + e.Name
+		}
+		if skip != nil && skip(crel) {
+			continue
+		}
+		if e.Mode == unix.S_IFREG {
+			// Hidden by content or links: absent, as a denied name is.
+			ent, err := g.Entry(r, crel)
+			if err != nil || d.Visible(g, r, crel, path.Join(shown, e.Name), &ent.Stat) != nil {
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // sample classifies the start of f, counting a scan; it returns the

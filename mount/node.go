@@ -259,19 +259,9 @@ func (l *listing) load() syscall.Errno {
 	if err != nil {
 		return n.v.refuse(l.caller, r, rel, shown, err)
 	}
+	list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) })
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	for _, e := range list {
-		crel := childRel(rel, e.Name)
-		if n.v.hidesMountPoint(r, crel) {
-			continue
-		}
-		if e.Mode == unix.S_IFREG {
-			// Hidden by content or links: absent, as a denied name is.
-			ent, err := g.Entry(r, crel)
-			if err != nil || n.v.admit.Visible(g, r, crel, path.Join(shown, e.Name), &ent.Stat) != nil {
-				continue
-			}
-		}
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
 	}
 	l.loaded = true

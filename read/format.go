@@ -12,16 +12,27 @@ import (
 // Text renders the exact text envelope of a successful read.
 func (r *Result) Text() string {
 	var b strings.Builder
-	kind := "file"
-	if r.Image != nil {
-		kind = "image"
-	}
+	kind := r.Kind()
 	b.WriteString("<path>")
 	b.WriteString(r.Path)
 	b.WriteString("</path>\n<type>" + kind + "</type>\n<content>\n")
 	b.WriteString(r.Body)
 	b.WriteString("</content>\n")
 	return b.String()
+}
+
+// Kind names what was read, as the envelope's <type> says it: "file",
+// "image", "directory" or "notebook".
+func (r *Result) Kind() string {
+	switch {
+	case r.Image != nil:
+		return "image"
+	case r.Listing != nil:
+		return "directory"
+	case r.Notebook != nil:
+		return "notebook"
+	}
+	return "file"
 }
 
 // JSONLine is one shown line in JSON output.
@@ -48,18 +59,39 @@ type Envelope struct {
 	Footer       string        `json:"footer,omitempty"`
 	Image        *Image        `json:"image,omitempty"`
 	Diff         *Diff         `json:"diff,omitempty"`
+	// Type is what was read: "file", "image", "directory" or "notebook".
+	Type string `json:"type,omitempty"`
+	// Windows, for a read of several windows: each window's lines (or the
+	// notice that replaced them), range, truncation, continuation, footer
+	// and observation.
+	Windows   []Envelope `json:"windows,omitempty"`
+	Directory *Listing   `json:"directory,omitempty"`
+	Notebook  *Notebook  `json:"notebook,omitempty"`
+	// Notice replaces a window's lines the session already holds.
+	Notice string `json:"notice,omitempty"`
+	// Text is a notebook's cells as the text envelope shows them.
+	Text string `json:"text,omitempty"`
 }
 
 // JSON renders a successful read.
-func (r *Result) JSON() []byte {
+func (r *Result) JSON() []byte { return marshal(r.Envelope()) }
+
+// Envelope is the JSON form of a successful read.
+func (r *Result) Envelope() Envelope {
 	e := Envelope{
-		Status: "ok", Path: r.Path, Range: &r.Range, Totals: &r.Totals,
+		Status: "ok", Type: r.Kind(), Path: r.Path, Range: &r.Range, Totals: &r.Totals,
 		Truncation: &r.Truncation, Continuation: r.Continuation,
 		Observation: &r.Observation, Notes: r.Notes, Footer: r.Footer, Image: r.Image, Diff: r.Diff,
-		Lines: make([]JSONLine, len(r.Lines)),
+		Lines: make([]JSONLine, len(r.Lines)), Directory: r.Listing, Notebook: r.Notebook,
 	}
 	if e.Notes == nil {
 		e.Notes = []string{}
+	}
+	if r.Listing != nil {
+		e.Totals, e.Observation, e.Lines = nil, nil, nil // entries are in Directory
+	}
+	if r.Notebook != nil {
+		e.Lines, e.Text = nil, r.Body // the cells, as the text envelope shows them
 	}
 	for i, l := range r.Lines {
 		e.Lines[i] = JSONLine{N: l.N, Text: l.Text, Truncated: l.Truncated}
@@ -67,7 +99,12 @@ func (r *Result) JSON() []byte {
 			e.Lines[i].Anchor = window.Anchor(l.Text)
 		}
 	}
-	return marshal(e)
+	for _, p := range r.Parts {
+		w := p.Envelope()
+		w.Status, w.Type, w.Path, w.Totals, w.Notes = "", "", "", nil, []string{}
+		e.Windows = append(e.Windows, w)
+	}
+	return e
 }
 
 // ErrorJSON renders a refusal.

@@ -7,13 +7,15 @@ package read
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"fsguard/fileid"
 	"io"
 	"strconv"
 	"strings"
 
 	"fsguard/admit"
+	"fsguard/charset"
+	"fsguard/fileid"
 	"fsguard/refusal"
 	"fsguard/roots"
 	"fsguard/sniff"
@@ -32,6 +34,19 @@ type Request struct {
 	// Keep returns the file's bytes in Result.Content when it is at most
 	// this big (a scan reads them all anyway, for the hash).
 	Keep int64
+	// Windows asks for several windows of one version in one answer
+	// (--window A:B), each with its own footer; the line and byte caps
+	// hold over the whole answer. At most MaxWindows; overlapping and
+	// adjacent ones are merged.
+	Windows []Range
+	// Around asks for the window centred on the line an anchor names
+	// ("N#hh", as an --anchors read shows it), Radius lines either side
+	// (0: DefaultRadius).
+	Around string
+	Radius int64
+	// Block asks for the smallest block by indentation around this line
+	// (window.Block), at most Limit lines of it.
+	Block int64
 }
 
 // Range is an inclusive span of line numbers; zero when nothing was shown.
@@ -97,6 +112,16 @@ type Result struct {
 	// Content is the whole file, when Request.Keep allowed it and the
 	// scan reached the end; it is exactly what ContentID names.
 	Content []byte
+	// Parts, for a read of several windows, are the windows' own results
+	// (lines, range, footer, continuation, observation) in file order;
+	// Body then holds them all, and Observation is of the whole answer.
+	Parts []*Result
+	// Listing is set for a directory read: Body lists its entries, and
+	// Observation is empty but for ViewID (a listing observes no file).
+	Listing *Listing
+	// Notebook is set for a notebook read: Body shows its cells, Range
+	// counts cells, and the observation is of the file's bytes.
+	Notebook *Notebook
 }
 
 // Diff is a changed re-read's answer: a unified diff (file headers and
@@ -128,31 +153,18 @@ type Reader struct {
 	Admit *admit.Decider
 }
 
-// Read performs one read.
+// Read performs one read: a directory's listing, an image's description,
+// a notebook's cells, or windows of a text file.
 func (r *Reader) Read(req Request) (*Result, error) {
 	lim := r.Guard.Policy().Limits
-	var notes []string
-	for _, c := range []struct {
-		name string
-		v    int64
-	}{{"offset", req.Offset}, {"limit", req.Limit}} {
-		if c.v != 0 { // 0: the default
-			if err := CheckCount(c.name, strconv.FormatInt(c.v, 10), req.Path); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if req.Offset == 0 {
-		req.Offset = 1
-	}
-	if req.Limit == 0 {
-		req.Limit = int64(lim.MaxLines)
-	}
-	if req.Limit > int64(lim.MaxLines) {
-		notes = append(notes, fmt.Sprintf("limit %d was clamped to max_lines %d", req.Limit, lim.MaxLines))
-		req.Limit = int64(lim.MaxLines)
+	p, err := plan(&req, lim.MaxLines)
+	if err != nil {
+		return nil, err
 	}
 	f, err := r.Guard.Open(req.Path, req.Cwd)
+	if errors.Is(err, roots.ErrDirectory) && p.plain() {
+		return r.list(req)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -163,46 +175,94 @@ func (r *Reader) Read(req Request) (*Result, error) {
 		return nil, err
 	}
 	if class.Class == sniff.Image {
-		return r.image(f, class.MIME, notes)
+		return r.image(f, class.MIME, p.notes)
 	}
-	opts := window.Options{
-		Offset: req.Offset, Limit: int(req.Limit),
-		MaxLineChars: lim.MaxLineChars, MaxBytes: lim.MaxBytes,
-		MaxScanBytes: lim.MaxScanBytes, SkipBOM: class.BOM > 0, Anchors: req.Anchors,
-		SizeHint: f.Stat.Size,
+	if isNotebook(f.Name) && class.Charset == charset.UTF8 && p.plain() {
+		return r.notebook(f, req, p, admission)
 	}
-	var src io.Reader = io.NewSectionReader(f, 0, 1<<62)
+	return r.text(f, class, req, p, admission)
+}
+
+// text shows the planned windows of a text file: one pass over the file
+// per window, each counting and hashing to the end, all of one version.
+func (r *Reader) text(f *roots.File, class sniff.Result, req Request, p *windowPlan, admission *admit.Pending) (*Result, error) {
+	lim := r.Guard.Policy().Limits
+	src := &source{f: f, enc: class.Charset}
+	if req.Block > 0 {
+		if err := p.block(src, req, lim.MaxScanBytes); err != nil {
+			return nil, err
+		}
+	}
 	var kept *bytes.Buffer
-	if f.Stat.Size <= req.Keep {
-		kept = bytes.NewBuffer(make([]byte, 0, f.Stat.Size))
-		src = io.TeeReader(src, kept)
-	}
-	scan, err := window.Scan(src, opts) // while admission scans for keys
-	if err != nil {
-		return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
-	}
-	if _, err := admission.Wait(); err != nil {
-		return nil, err // nothing of the window is shown
+	var parts []*Result
+	var first *window.Result
+	lines, bytesLeft := int64(lim.MaxLines), lim.MaxBytes
+	for i, w := range p.windows {
+		if lines <= 0 || bytesLeft <= 0 {
+			p.notes = append(p.notes, fmt.Sprintf("windows from line %d on were left out: the answer reached its cap (max_lines %d, max_bytes %d); read them in another call", w.Start, lim.MaxLines, lim.MaxBytes))
+			break
+		}
+		limit := min(w.limit, lines)
+		opts := window.Options{
+			Offset: w.Start, Limit: int(limit),
+			MaxLineChars: lim.MaxLineChars, MaxBytes: bytesLeft,
+			MaxScanBytes: lim.MaxScanBytes, SkipBOM: class.BOM > 0 && class.Charset == charset.UTF8, Anchors: req.Anchors,
+			SizeHint: f.Stat.Size,
+		}
+		in := src.open()
+		if i == 0 && f.Stat.Size <= req.Keep && class.Charset == charset.UTF8 {
+			// Kept for diffs; a decoded file's bytes are not its lines.
+			kept = bytes.NewBuffer(make([]byte, 0, f.Stat.Size))
+			in = io.TeeReader(in, kept)
+		}
+		scan, err := window.Scan(in, opts) // while admission scans for keys
+		if err != nil {
+			var de *charset.Error
+			if errors.As(err, &de) {
+				return nil, refusal.Cannot(refusal.Encoding, f.Name, de.Error()+"; fsguard shows UTF-8, and UTF-16 or UTF-32 with a byte order mark")
+			}
+			return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+		}
+		src.settle(scan)
+		if i == 0 {
+			if _, err := admission.Wait(); err != nil {
+				return nil, err // nothing of the window is shown
+			}
+			first = scan
+		} else if scan.Complete != first.Complete || scan.Sum != first.Sum {
+			return nil, refusal.Cannot(refusal.ChangedDuringRead, f.Name, "the file changed while it was being read; read it again")
+		}
+		if scan.BadUTF8At >= 0 {
+			return nil, refusal.Cannot(refusal.Encoding, f.Name, fmt.Sprintf("invalid UTF-8 at byte %d; fsguard shows UTF-8 text only", scan.BadUTF8At))
+		}
+		total := scan.TotalLines
+		if w.Start > total && !(total == 0 && w.Start == 1) {
+			if !scan.Complete {
+				return nil, refusal.Cannot(refusal.TooLarge, f.Name, fmt.Sprintf("line %d lies beyond the first %d bytes, which is as far as fsguard scans (max_scan_bytes)", w.Start, lim.MaxScanBytes))
+			}
+			return nil, refusal.New(refusal.OffsetOutOfRange, f.Name, "%s %d is out of range for %q (%d lines)", p.startName, w.Start, f.Name, total)
+		}
+		part := build(f, req, scan, nil, lim.MaxLineChars)
+		if part.Continuation != nil && w.End > 0 && part.Continuation.Offset <= w.End {
+			// Cut inside its window: the rest of the window is next.
+			part.Continuation.Limit = w.End - part.Continuation.Offset + 1
+		}
+		parts = append(parts, part)
+		lines -= int64(len(scan.Lines))
+		bytesLeft -= scan.ViewBytes
 	}
 	scanned := int64(-1) // a partial scan says nothing about the size
-	if scan.Complete {
-		scanned = scan.Bytes
+	if first.Complete {
+		scanned = first.Bytes
 	}
 	if err := verify(f, scanned); err != nil {
 		return nil, err
 	}
-	if scan.BadUTF8At >= 0 {
-		return nil, refusal.Cannot(refusal.Encoding, f.Name, fmt.Sprintf("invalid UTF-8 at byte %d; fsguard shows UTF-8 text only", scan.BadUTF8At))
+	if p.anchor != "" {
+		p.checkAnchor(parts[0])
 	}
-	total := scan.TotalLines
-	if req.Offset > total && !(total == 0 && req.Offset == 1) {
-		if !scan.Complete {
-			return nil, refusal.Cannot(refusal.TooLarge, f.Name, fmt.Sprintf("line %d lies beyond the first %d bytes, which is as far as fsguard scans (max_scan_bytes)", req.Offset, lim.MaxScanBytes))
-		}
-		return nil, refusal.New(refusal.OffsetOutOfRange, f.Name, "offset %d is out of range for %q (%d lines)", req.Offset, f.Name, total)
-	}
-	res := build(f, req, scan, notes, lim.MaxLineChars)
-	if kept != nil && scan.Complete && int64(kept.Len()) == scan.Bytes {
+	res := join(f, parts, p.notes)
+	if kept != nil && first.Complete && int64(kept.Len()) == first.Bytes {
 		res.Content = kept.Bytes()
 	}
 	return res, nil

@@ -141,7 +141,7 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 	if rel != "." && g.Denied(root, rel) {
 		return nil, deniedErr(display)
 	}
-	fd, _, err := g.open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		if err == unix.EXDEV {
 			return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
@@ -149,6 +149,14 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 		return nil, g.entryErr(err, root, rel, display)
 	}
 	defer unix.Close(fd)
+	if viaLink {
+		// Listed where it really is: a link on the way is judged there.
+		var real string
+		if root, real, err = g.landed(fd, root, display); err != nil {
+			return nil, err
+		}
+		rel = real
+	}
 	var out []DirEntry
 	buf := make([]byte, 32<<10)
 	for {
@@ -205,4 +213,47 @@ func parseDirent(b []byte) (ino uint64, typ uint8, name string, reclen int) {
 		nameb = nameb[:i]
 	}
 	return ino, typ, string(nameb), reclen
+}
+
+// Listing is a directory a caller named, resolved and listed.
+type Listing struct {
+	Root    *Root
+	Rel     string // real path relative to Root
+	Real    string // real absolute path
+	Name    string // the path in the caller's view
+	Entries []DirEntry
+}
+
+// ListDir resolves name against cwd as Open does and lists the directory
+// it names: a symbolic link on the way is followed beneath the root and
+// judged where it lands (deny rules there, the same root). A link that
+// leaves the root is refused, as for a file.
+func (g *Guard) ListDir(name, cwd string) (*Listing, error) {
+	root, rel, display, err := g.Locate(name, cwd)
+	if err != nil {
+		return nil, err
+	}
+	if rel != "." && g.Denied(root, rel) {
+		return nil, deniedErr(display)
+	}
+	pfd, viaLink, err := g.open(root, rel, unix.O_PATH|unix.O_DIRECTORY)
+	switch {
+	case err == unix.EXDEV:
+		return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the path leads outside the root (through a symbolic link or a mount point); list a directory inside it")
+	case err == unix.ENOTDIR:
+		return nil, refusal.Cannot(refusal.NotAFile, display, "not a directory")
+	case err != nil:
+		return nil, g.openErr(err, root, rel, display)
+	}
+	defer unix.Close(pfd)
+	if viaLink {
+		if _, rel, err = g.landed(pfd, root, display); err != nil {
+			return nil, err
+		}
+	}
+	ents, err := g.List(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	return &Listing{Root: root, Rel: rel, Real: filepath.Join(root.Real, rel), Name: display, Entries: ents}, nil
 }

@@ -15,6 +15,7 @@
 package roots
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -460,6 +461,10 @@ func deniedErr(display string) error {
 	return refusal.Cannot(refusal.Denied, display, "denied by policy; this path is not available to the agent")
 }
 
+// ErrDirectory is the cause of a NOT_A_FILE refusal of a directory: a
+// front end that lists directories (fsguard read DIR) asks errors.Is.
+var ErrDirectory = errors.New("a directory")
+
 func notAFile(display, kind string) error {
 	msg := "not a regular file (" + kind + ")"
 	if kind == "directory" {
@@ -467,7 +472,11 @@ func notAFile(display, kind string) error {
 	} else {
 		msg += "; fsguard reads only regular files"
 	}
-	return refusal.Cannot(refusal.NotAFile, display, msg)
+	e := refusal.Cannot(refusal.NotAFile, display, msg)
+	if kind == "directory" {
+		e.Err = ErrDirectory
+	}
+	return e
 }
 
 func ioErr(display string, err error) error {
