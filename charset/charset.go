@@ -11,8 +11,10 @@ package charset
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -229,4 +231,43 @@ func Encode(text []byte, e Encoding) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// Reader decodes a file's bytes as e (UTF-8: passes them through) while
+// hashing and counting the file's own bytes: a scan of the text it
+// returns sees lines, and the sum it reports names the file.
+type Reader struct {
+	io.Reader
+	enc  Encoding
+	hash hash.Hash
+	n    int64
+}
+
+// NewReader returns a Reader of r, which must start at the file's first
+// byte.
+func NewReader(r io.Reader, e Encoding) *Reader {
+	if e == UTF8 {
+		return &Reader{Reader: r}
+	}
+	cr := &Reader{enc: e, hash: sha256.New()}
+	cr.Reader = NewDecoder(io.TeeReader(r, cr), e)
+	return cr
+}
+
+// Write takes the file's bytes as the decoder reads them.
+func (r *Reader) Write(p []byte) (int, error) {
+	r.hash.Write(p)
+	r.n += int64(len(p))
+	return len(p), nil
+}
+
+// Settle makes what a scan of the decoded text found describe the file:
+// sum and size become the file's bytes' (read to EOF). For UTF-8 text
+// they already are, and are left alone.
+func (r *Reader) Settle(sum *[sha256.Size]byte, size *int64) {
+	if r.enc == UTF8 {
+		return
+	}
+	copy(sum[:], r.hash.Sum(nil))
+	*size = r.n
 }

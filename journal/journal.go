@@ -56,6 +56,10 @@ const (
 	// could not be recorded one by one. It says that a process opened the
 	// file, not that a model saw its bytes: it is never an observation.
 	KindAccess = "access"
+	// KindListing: a session was shown a directory's entries (Start-End of
+	// TotalLines, ViewID the listing's hash). It observes no file: no
+	// write precondition counts it.
+	KindListing = "listing"
 )
 
 // Origins of an observation.

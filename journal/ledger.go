@@ -211,3 +211,25 @@ func (j *Journal) lastObservation(session Session, realPath, hint string) (*Reco
 	}
 	return j.scanRecord(rows)
 }
+
+// LastListing returns the session's latest listing of the directory
+// realPath that began at entry start (a page of it), or nil.
+func (j *Journal) LastListing(session Session, realPath string, start int64) (*Record, error) {
+	rows, err := j.db.Query(`SELECT body, prev_hash, hash FROM records
+		WHERE owner = ? AND session = ? AND real_path = ? AND seq > ? AND kind = 'listing'
+		ORDER BY seq DESC LIMIT 64`, session.Owner, session.ID, realPath, session.Since)
+	if err != nil {
+		return nil, j.damage(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := j.scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		if r.Start == start {
+			return r, nil
+		}
+	}
+	return nil, j.damage0(rows.Err())
+}

@@ -90,6 +90,14 @@ type Observation struct {
 	RealPath string          `json:"-"`
 }
 
+// ContentIDString is the contentId, or "" when the scan was partial.
+func (o *Observation) ContentIDString() string {
+	if o.ContentID == nil {
+		return ""
+	}
+	return *o.ContentID
+}
+
 // Result is a successful read.
 type Result struct {
 	Path         string

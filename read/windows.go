@@ -1,9 +1,7 @@
 package read
 
 import (
-	"crypto/sha256"
 	"fmt"
-	"hash"
 	"io"
 	"regexp"
 	"slices"
@@ -177,36 +175,24 @@ func (p *windowPlan) checkAnchor(part *Result) {
 }
 
 // source opens the file's text for one pass: its bytes, or for UTF-16 and
-// UTF-32 its text decoded to UTF-8, while the file's own bytes are hashed
-// and counted (the contentId names the file's bytes, whatever is shown).
+// UTF-32 its text decoded to UTF-8 (the contentId still names the file's
+// bytes, whatever is shown).
 type source struct {
-	f    *roots.File
-	enc  charset.Encoding
-	raw  hash.Hash
-	rawN *counter
+	f   *roots.File
+	enc charset.Encoding
+	cur *charset.Reader
 }
-
-type counter struct{ n int64 }
-
-func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
 func (s *source) open() io.Reader {
-	in := io.Reader(io.NewSectionReader(s.f, 0, 1<<62))
-	if s.enc == charset.UTF8 {
-		return in
-	}
-	s.raw, s.rawN = sha256.New(), &counter{}
-	return charset.NewDecoder(io.TeeReader(in, io.MultiWriter(s.raw, s.rawN)), s.enc)
+	s.cur = charset.NewReader(io.NewSectionReader(s.f, 0, 1<<62), s.enc)
+	return s.cur
 }
 
-// settle makes a scan of decoded text describe the file's bytes: their
-// hash and their count, as a scan of a UTF-8 file does.
+// settle makes a complete scan of decoded text describe the file's bytes.
 func (s *source) settle(scan *window.Result) {
-	if s.enc == charset.UTF8 || !scan.Complete {
-		return
+	if scan.Complete {
+		s.cur.Settle(&scan.Sum, &scan.Bytes)
 	}
-	copy(scan.Sum[:], s.raw.Sum(nil))
-	scan.Bytes = s.rawN.n
 }
 
 // join makes one answer of a read's windows: a single window is its own

@@ -6,6 +6,7 @@ import (
 	"io"
 	"unicode/utf8"
 
+	"fsguard/charset"
 	"fsguard/edit"
 	"fsguard/fileid"
 	"fsguard/journal"
@@ -72,7 +73,7 @@ func (s *Service) basis(session string, f *roots.File, last *journal.Record, cur
 	if err != nil || data == nil {
 		return none, err
 	}
-	_, lines := window.Split(data)
+	_, lines := textOf(data)
 	held, err := s.Journal.Holding(s.sess(session), f.Real, last.ContentID, int64(len(lines)), false)
 	if err != nil {
 		return none, err
@@ -92,11 +93,16 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 	if _, err := s.admit().Decide(s.Guard, f); err != nil {
 		return nil, err
 	}
-	data, err := wholeText(f)
+	raw, err := wholeText(f)
 	if err != nil {
 		return nil, err
 	}
-	curID := fileid.ContentID(sha256.Sum256(data))
+	curID := fileid.ContentID(sha256.Sum256(raw))
+	enc := charset.Detect(raw)
+	data, err := charset.Decode(raw, enc)
+	if err != nil {
+		return nil, refusal.New(refusal.Encoding, f.Name, "cannot edit %q: %v", f.Name, err)
+	}
 	bom, lines := window.Split(data)
 	cur := window.Texts(lines)
 	last, err := s.Journal.LastObservation(s.sess(session), f.Real)
@@ -116,7 +122,21 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 			return nil, err
 		}
 	}
-	return edit.Make(f.Name, data, bom, lines, b, curHeld, ed, s.Guard.Policy().Limits.MaxLineChars)
+	p, err := edit.Make(f.Name, data, bom, lines, b, curHeld, ed, s.Guard.Policy().Limits.MaxLineChars)
+	if err == nil && enc != charset.UTF8 {
+		// Edited as text, written back in the file's own encoding.
+		p.Content, err = charset.Encode(p.Content, enc)
+	}
+	return p, err
+}
+
+// textOf splits a version's bytes into lines as a read shows them: UTF-16
+// and UTF-32 decoded (their BOM gone), UTF-8 by window.Split.
+func textOf(data []byte) (string, []window.RawLine) {
+	if text, err := charset.Decode(data, charset.Detect(data)); err == nil {
+		data = text
+	}
+	return window.Split(data)
 }
 
 // wholeText reads the open file whole, and refuses one that changed while
@@ -132,8 +152,8 @@ func wholeText(f *roots.File) ([]byte, error) {
 	if now, err := f.Restat(); err != nil || now != f.Identity() || int64(len(data)) != f.Stat.Size {
 		return nil, refusal.New(refusal.ChangedDuringRead, f.Name, "cannot edit %q: the file changed while it was being read; retry", f.Name)
 	}
-	if !utf8.Valid(data) {
-		return nil, refusal.New(refusal.Encoding, f.Name, "cannot edit %q: it is not UTF-8 text", f.Name)
+	if !utf8.Valid(data) && charset.Detect(data) == charset.UTF8 {
+		return nil, refusal.New(refusal.Encoding, f.Name, "cannot edit %q: it is not UTF-8 text (nor UTF-16 or UTF-32 with a byte order mark)", f.Name)
 	}
 	return data, nil
 }

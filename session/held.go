@@ -56,7 +56,7 @@ func (s *Service) answerChange(session string, res *read.Result, again string) (
 	if err != nil || old == nil {
 		return nil, err // evicted or never kept: lines
 	}
-	_, oldLines := window.Split(old)
+	_, oldLines := textOf(old)
 	_, newLines := window.Split(res.Content)
 	had, err := s.Journal.Holding(s.sess(session), o.RealPath, last.ContentID, int64(len(oldLines)), false)
 	if err != nil || len(had.Spans) == 0 {

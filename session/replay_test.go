@@ -127,7 +127,8 @@ func replay(t *testing.T, held bool) (saved float64, diffs, edits int64) {
 		files = append(files, f)
 		e.write(f.name, strings.Join(f.lines, "\n")+"\n")
 	}
-	var sent, full, notices, untruthful, wholeSaved int64
+	var sent, full, notices, untruthful, wholeSaved, listings, multi, listingNotices, windowNotices int64
+	var heldListing string
 	var refused, editBytes, writeBytes int64
 	lie := func(step int, f *file, format string, args ...any) {
 		untruthful++
@@ -197,6 +198,86 @@ func replay(t *testing.T, held bool) (saved float64, diffs, edits int64) {
 			}
 			continue
 		}
+		if p := rng.Float64(); p < 0.1 {
+			// The agent lists the directory, now and then after a new
+			// file appeared in it.
+			if rng.Float64() < 0.3 {
+				e.write(fmt.Sprintf("notes-%03d.txt", step), "note\n")
+			}
+			r, err := e.svc.Read(ReadRequest{Request: read.Request{Path: ".", Cwd: e.root}, Session: "agent"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := r.Body
+			full += int64(len(now))
+			listings++
+			if r.Notice != "" {
+				listingNotices++
+				sent += int64(len(r.Notice) + len(r.Footer))
+				if heldListing != now {
+					untruthful++
+					t.Errorf("step %d: a listing notice, but the agent holds another listing:\n%s\nnow:\n%s", step, heldListing, now)
+				}
+				continue
+			}
+			sent += int64(len(now))
+			heldListing = now
+			continue
+		} else if p < 0.25 {
+			// Several windows of one file in one read.
+			var ws []read.Range
+			for range 2 + rng.IntN(2) {
+				a := 1 + int64(rng.IntN(len(f.lines)))
+				ws = append(ws, read.Range{Start: a, End: min(a+20+int64(rng.IntN(60)), int64(len(f.lines)))})
+			}
+			r, err := e.svc.Read(ReadRequest{Request: read.Request{Path: f.name, Windows: ws, Cwd: e.root}, Session: "agent"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			multi++
+			k := &f.knows
+			parts := r.Parts
+			if parts == nil {
+				parts = []*read.Result{r.Result} // merged into one window
+			}
+			if k.ver != f.ver && (r.Notice == "" || r.Diff == nil) {
+				*k = belief{ver: f.ver, lines: map[int64]string{}}
+			}
+			for i, p := range parts {
+				full += int64(len(p.Body))
+				notice := r.Notice
+				if r.Parts != nil && r.PartNotices != nil {
+					notice = r.PartNotices[i]
+				}
+				if r.Parts == nil && r.Diff != nil {
+					// One merged window answered with a diff: as a read.
+					sent += int64(len(r.Notice) + len(r.Footer))
+					if err := k.patch(r.Diff.Unified); err != nil {
+						lie(step, f, "%v", err)
+					}
+					k.ver = f.ver
+					break
+				}
+				if notice != "" {
+					windowNotices++
+					sent += int64(len(notice) + len(p.Footer))
+					for l := p.Range.Start; l <= p.Range.End; l++ {
+						if got, ok := k.lines[l]; !ok || got != f.lines[l-1] || k.ver != f.ver {
+							lie(step, f, "window notice for lines %d-%d, but the agent does not hold line %d as it is", p.Range.Start, p.Range.End, l)
+							break
+						}
+					}
+					continue
+				}
+				sent += int64(len(p.Body))
+				if len(p.Truncation.ClampedLines) == 0 {
+					for _, l := range p.Lines {
+						k.lines[l.N] = l.Text
+					}
+				}
+			}
+			continue
+		}
 		var off, lim int64
 		if rng.Float64() < 0.3 {
 			off, lim = 1+int64(rng.IntN(len(f.lines))), 50+int64(rng.IntN(150))
@@ -260,6 +341,10 @@ func replay(t *testing.T, held bool) (saved float64, diffs, edits int64) {
 	saved = 100 * float64(full-sent) / float64(full)
 	fmt.Printf("replay (held content %v): 160 steps, %d bytes as lines, %d sent, %.1f%% saved (whole-file notices alone: %.1f%%), %d notices, %d diffs, %d untruthful\n",
 		held, full, sent, saved, 100*float64(wholeSaved)/float64(full), notices, diffs, untruthful)
+	fmt.Printf("replay (held content %v): %d directory reads (%d notices), %d reads of several windows (%d windows withheld)\n", held, listings, listingNotices, multi, windowNotices)
+	if listingNotices == 0 || windowNotices == 0 {
+		t.Fatal("the trace withheld no listing or no window: it tests neither")
+	}
 	fmt.Printf("replay (held content %v): %d edits (%d refused), %d bytes of edit requests and answers against %d bytes of whole-file writes\n", held, edits, refused, editBytes, writeBytes)
 	if notices == 0 {
 		t.Fatal("the trace produced no notice: it tests nothing")

@@ -7,6 +7,7 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -79,17 +80,19 @@ func (s *Service) Mark() (int64, error) {
 	return s.Journal.LastSeq()
 }
 
-// append commits a record and reports it to OnRecord (or its failure to
-// OnAppendError).
-func (s *Service) append(r *journal.Record) error {
-	if err := s.Journal.Append(r); err != nil {
+// append commits records (at once) and reports each to OnRecord (or
+// their failure to OnAppendError).
+func (s *Service) append(recs ...*journal.Record) error {
+	if err := s.Journal.Append(recs...); err != nil {
 		if s.OnAppendError != nil {
 			s.OnAppendError(err)
 		}
 		return err
 	}
 	if s.OnRecord != nil {
-		s.OnRecord(s.Door, r)
+		for _, r := range recs {
+			s.OnRecord(s.Door, r)
+		}
 	}
 	return nil
 }
@@ -147,6 +150,9 @@ type ReadResult struct {
 	// Diff is set when the notice is a diff against a held version.
 	Diff  *read.Diff
 	Notes []string
+	// PartNotices, for a read of several windows, replace the lines of
+	// the windows the session already holds ("" for a window shown).
+	PartNotices []string
 }
 
 // Read performs a read, answers from the ledger when the session already
@@ -168,22 +174,12 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 		return nil, err
 	}
 	res.Path = s.shown(res.Path)
-	if res.Continuation != nil {
-		res.Continuation.Path = named
+	for _, r := range append([]*read.Result{res}, res.Parts...) {
+		if r.Continuation != nil {
+			r.Continuation.Path = named
+		}
 	}
 	out := &ReadResult{Result: res, Notes: res.Notes}
-	o := res.Observation
-	rec := &journal.Record{
-		Kind: journal.KindObservation, Origin: journal.OriginRead,
-		Session: req.Session, Path: res.Path, RealPath: o.RealPath, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
-		StatID: o.StatID, ViewID: o.ViewID, ObsID: o.ID, WholeFileVisible: o.WholeFileVisible,
-		Start: o.Range.Start, End: o.Range.End, Clamped: len(res.Truncation.ClampedLines),
-		TotalLines: res.Totals.Lines, Identity: &o.Identity, Delivered: int64(len(res.Body)), Anchors: res.Anchors,
-		Media: res.Image != nil,
-	}
-	if o.ContentID != nil {
-		rec.ContentID = *o.ContentID
-	}
 	if s.Journal == nil {
 		if s.Guard.Policy().Journal.Required {
 			return nil, s.unrecordable(res.Path, s.JournalErr)
@@ -191,58 +187,183 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 		out.Notes = append(out.Notes, s.notRecorded())
 		return out, nil
 	}
-	// The ledger answers for the window asked for: the whole file, or the
-	// lines A-B of it, when the session was handed every one of them in
-	// this version; a file changed since the session's last read, with a
-	// diff when that says the same in fewer bytes. A window with a clamped
-	// line is always sent: its full text was never delivered.
-	a, b := o.Range.Start, o.Range.End
-	if req.Session != "" && !req.NoDedupe && rec.ContentID != "" && res.Image == nil && rec.Clamped == 0 {
-		held, err := s.Journal.Holding(s.sess(req.Session), o.RealPath, rec.ContentID, res.Totals.Lines, req.Anchors)
+	again := req.Again
+	if again == "" {
+		again = "--no-dedupe"
+	}
+	dedupe := req.Session != "" && !req.NoDedupe
+	var recs []*journal.Record
+	switch {
+	case res.Listing != nil:
+		rec, err := s.answerListing(req.Session, dedupe, again, out)
 		if err != nil {
 			return nil, err
 		}
-		var change *changeAnswer
-		again := req.Again
-		if again == "" {
-			again = "--no-dedupe"
+		recs = append(recs, rec)
+	case res.Parts != nil:
+		rs, err := s.answerWindows(req, dedupe, again, out)
+		if err != nil {
+			return nil, err
 		}
-		switch {
-		case held.Window(a, b, res.Totals.Lines):
-			notice, footer := fmt.Sprintf("(Unchanged since your last read - you already hold all %d lines. Use %s to see them again.)", res.Totals.Lines, again), ""
-			if !o.WholeFileVisible {
-				notice = fmt.Sprintf("(Unchanged since your last read - you already hold lines %d-%d. Use %s to see them again.)", a, b, again)
-				footer = res.Footer // paging goes on from the window
-			}
-			// A notice longer than the lines saves nothing: send the lines.
-			if len(notice)+len(footer) < len(res.Body) {
-				out.Notice, out.Footer = notice, footer
-				rec.Origin, rec.Start, rec.End = journal.OriginLedger, 0, 0
-			}
-		case !req.Anchors: // a diff carries no anchors: an anchored read gets lines
-			if change, err = s.answerChange(req.Session, res, again); err != nil {
-				return nil, err
-			}
+		recs = rs
+	default:
+		rec, err := s.answerWindow(req, dedupe, again, out)
+		if err != nil {
+			return nil, err
 		}
-		if change != nil {
-			out.Notice, out.Footer = change.notice, res.Footer
-			out.Diff = &read.Diff{Against: change.against, Unified: change.unified}
-			rec.Origin, rec.Held = journal.OriginDiff, change.held
-		}
-		if out.Notice != "" {
-			rec.Saved, rec.Delivered = rec.Delivered, int64(len(out.Notice)+len(out.Footer))
-			rec.Saved -= rec.Delivered
-			rec.ViewID, rec.WholeFileVisible = "", false
-		}
+		recs = append(recs, rec)
 	}
-	if err := s.append(rec); err != nil {
+	if err := s.append(recs...); err != nil {
 		if s.Guard.Policy().Journal.Required {
 			return nil, s.unrecordable(res.Path, err)
 		}
 		out.Notes = append(out.Notes, "nothing was recorded in the journal: "+err.Error())
 	}
-	s.keep(rec.ContentID, o.RealPath, res.Content)
+	if res.Listing == nil {
+		s.keep(res.Observation.ContentIDString(), res.Observation.RealPath, res.Content)
+	}
 	return out, nil
+}
+
+// observed is the journal record of what a read (or one window of it)
+// showed.
+func (s *Service) observed(session string, res, part *read.Result) *journal.Record {
+	o := part.Observation
+	rec := &journal.Record{
+		Kind: journal.KindObservation, Origin: journal.OriginRead,
+		Session: session, Path: res.Path, RealPath: o.RealPath, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
+		StatID: o.StatID, ViewID: o.ViewID, ObsID: o.ID, WholeFileVisible: o.WholeFileVisible,
+		Start: o.Range.Start, End: o.Range.End, Clamped: len(part.Truncation.ClampedLines),
+		TotalLines: res.Totals.Lines, Identity: &o.Identity, Delivered: int64(len(part.Body)), Anchors: res.Anchors,
+		ContentID: o.ContentIDString(),
+	}
+	if res.Image != nil || res.Notebook != nil {
+		// What was shown is a description or a rendering: no line of
+		// the file is held through it.
+		rec.Media, rec.Start, rec.End, rec.TotalLines = true, 0, 0, 0
+	}
+	return rec
+}
+
+// answerWindow answers a read of one window: from the ledger when the
+// session already holds every line of it in this version, with a diff
+// when the file changed since the session's last read and that says the
+// same in fewer bytes, else with the lines. A window with a clamped line
+// is always sent: its full text was never delivered.
+func (s *Service) answerWindow(req ReadRequest, dedupe bool, again string, out *ReadResult) (*journal.Record, error) {
+	res := out.Result
+	rec := s.observed(req.Session, res, res)
+	o := res.Observation
+	a, b := o.Range.Start, o.Range.End
+	if !dedupe || rec.ContentID == "" || rec.Media || rec.Clamped != 0 {
+		return rec, nil
+	}
+	held, err := s.Journal.Holding(s.sess(req.Session), o.RealPath, rec.ContentID, res.Totals.Lines, req.Anchors)
+	if err != nil {
+		return nil, err
+	}
+	var change *changeAnswer
+	switch {
+	case held.Window(a, b, res.Totals.Lines):
+		notice, footer := heldNotice(a, b, res.Totals.Lines, o.WholeFileVisible, again), ""
+		if !o.WholeFileVisible {
+			footer = res.Footer // paging goes on from the window
+		}
+		// A notice longer than the lines saves nothing: send the lines.
+		if len(notice)+len(footer) < len(res.Body) {
+			out.Notice, out.Footer = notice, footer
+			rec.Origin, rec.Start, rec.End = journal.OriginLedger, 0, 0
+		}
+	case !req.Anchors: // a diff carries no anchors: an anchored read gets lines
+		if change, err = s.answerChange(req.Session, res, again); err != nil {
+			return nil, err
+		}
+	}
+	if change != nil {
+		out.Notice, out.Footer = change.notice, res.Footer
+		out.Diff = &read.Diff{Against: change.against, Unified: change.unified}
+		rec.Origin, rec.Held = journal.OriginDiff, change.held
+	}
+	if out.Notice != "" {
+		saved(rec, len(out.Notice)+len(out.Footer))
+	}
+	return rec, nil
+}
+
+// heldNotice says that the session already holds lines a-b.
+func heldNotice(a, b, total int64, whole bool, again string) string {
+	if whole {
+		return fmt.Sprintf("(Unchanged since your last read - you already hold all %d lines. Use %s to see them again.)", total, again)
+	}
+	return fmt.Sprintf("(Unchanged since your last read - you already hold lines %d-%d. Use %s to see them again.)", a, b, again)
+}
+
+// saved turns a record of lines shown into one of a shorter answer.
+func saved(rec *journal.Record, delivered int) {
+	rec.Saved, rec.Delivered = rec.Delivered-int64(delivered), int64(delivered)
+	rec.ViewID, rec.WholeFileVisible = "", false
+}
+
+// answerWindows answers a read of several windows: each window the
+// session already holds in this version is a notice (with its footer), the
+// rest are lines; each window is its own record.
+func (s *Service) answerWindows(req ReadRequest, dedupe bool, again string, out *ReadResult) ([]*journal.Record, error) {
+	res := out.Result
+	out.PartNotices = make([]string, len(res.Parts))
+	var held journal.Held
+	if cid := res.Observation.ContentIDString(); dedupe && cid != "" {
+		var err error
+		if held, err = s.Journal.Holding(s.sess(req.Session), res.Observation.RealPath, cid, res.Totals.Lines, req.Anchors); err != nil {
+			return nil, err
+		}
+	}
+	var recs []*journal.Record
+	for i, p := range res.Parts {
+		rec := s.observed(req.Session, res, p)
+		a, b := p.Range.Start, p.Range.End
+		if rec.ContentID != "" && rec.Clamped == 0 && held.Window(a, b, res.Totals.Lines) {
+			notice := heldNotice(a, b, res.Totals.Lines, false, again)
+			if len(notice)+len(p.Footer)+2 < len(p.Body) {
+				out.PartNotices[i] = notice
+				rec.Origin, rec.Start, rec.End = journal.OriginLedger, 0, 0
+				saved(rec, len(notice)+len(p.Footer)+2)
+			}
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+// answerListing answers a directory read: a notice when the session's
+// last listing of this page of the directory was exactly this one, else
+// the entries. A listing record observes no file: it can never meet a
+// write's precondition.
+func (s *Service) answerListing(session string, dedupe bool, again string, out *ReadResult) (*journal.Record, error) {
+	res := out.Result
+	rec := &journal.Record{Kind: journal.KindListing, Origin: journal.OriginRead, Session: session, Path: res.Path, RealPath: res.Listing.RealPath,
+		Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
+		ViewID: res.Observation.ViewID, Start: res.Range.Start, End: res.Range.End, TotalLines: res.Listing.Total, Delivered: int64(len(res.Body))}
+	if !dedupe || res.Listing.Total == 0 {
+		return rec, nil
+	}
+	last, err := s.Journal.LastListing(s.sess(session), res.Listing.RealPath, res.Range.Start)
+	if err != nil {
+		return nil, err
+	}
+	if last == nil || last.ViewID != res.Observation.ViewID {
+		return rec, nil
+	}
+	notice := fmt.Sprintf("(Unchanged since your last listing - you already hold entries %d-%d of %d. Use %s to see them again.)", res.Range.Start, res.Range.End, res.Listing.Total, again)
+	footer := ""
+	if res.Continuation != nil {
+		footer = res.Footer
+	}
+	if len(notice)+len(footer) < len(res.Body) {
+		out.Notice, out.Footer = notice, footer
+		rec.Origin = journal.OriginLedger
+		rec.Saved, rec.Delivered = rec.Delivered-int64(len(notice)+len(footer)), int64(len(notice)+len(footer))
+	}
+	return rec, nil
 }
 
 // unrecordable refuses a read the journal cannot record when the policy
@@ -283,11 +404,28 @@ func (s *Service) recordRefusal(session, path string, err error) {
 
 // Text renders a read result as the agent sees it.
 func (r *ReadResult) Text() string {
+	if r.held() {
+		// Some windows were withheld: each is its notice and footer.
+		var b strings.Builder
+		for i, p := range r.Parts {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			if n := r.PartNotices[i]; n != "" {
+				b.WriteString(n + "\n\n" + p.Footer + "\n")
+			} else {
+				b.WriteString(p.Body)
+			}
+		}
+		cp := *r.Result
+		cp.Body = b.String()
+		return cp.Text()
+	}
 	if r.Notice == "" {
 		return r.Result.Text()
 	}
 	var b strings.Builder
-	b.WriteString("<path>" + r.Path + "</path>\n<type>file</type>\n<content>\n" + r.Notice + "\n")
+	b.WriteString("<path>" + r.Path + "</path>\n<type>" + r.Kind() + "</type>\n<content>\n" + r.Notice + "\n")
 	if r.Footer != "" {
 		b.WriteString("\n" + r.Footer + "\n")
 	}
@@ -298,6 +436,17 @@ func (r *ReadResult) Text() string {
 // JSON renders a read result as JSON. A notice replaces the lines; a
 // diff's text is in "diff", and the footer keeps only its first line.
 func (r *ReadResult) JSON() []byte {
+	if r.held() {
+		r.Result.Notes = r.Notes
+		e := r.Result.Envelope()
+		for i, n := range r.PartNotices {
+			if n != "" {
+				e.Windows[i].Lines, e.Windows[i].Notice = nil, n
+			}
+		}
+		b, _ := json.Marshal(e) // an Envelope always marshals
+		return append(b, '\n')
+	}
 	if r.Notice == "" {
 		r.Result.Notes = r.Notes
 		return r.Result.JSON()
@@ -312,6 +461,16 @@ func (r *ReadResult) JSON() []byte {
 	}
 	cp.Notes = append(append([]string{}, r.Notes...), notice)
 	return cp.JSON()
+}
+
+// held reports whether some window of a read of several was withheld.
+func (r *ReadResult) held() bool {
+	for _, n := range r.PartNotices {
+		if n != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // As returns the service for one call by c, seen through view (nil: the

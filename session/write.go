@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"fsguard/fileid"
 	"io"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
+	"fsguard/charset"
+	"fsguard/fileid"
 	"fsguard/journal"
 	"fsguard/refusal"
 	"fsguard/roots"
@@ -160,7 +162,7 @@ func (s *Service) Recover() (int, error) {
 			var st unix.Stat_t
 			if unix.Stat(in.RealPath, &st) == nil {
 				id := fileid.Of(&st)
-				_, ls := window.Split(data)
+				_, ls := textOf(data)
 				lines := int64(len(ls))
 				out = &journal.Record{Kind: journal.KindObservation, Origin: journal.OriginWrite, Intent: in.Seq, Session: in.Session, Owner: in.Owner,
 					Path: in.Path, RealPath: in.RealPath, StatID: fileid.StatID(in.RealPath, id), ContentID: in.ContentID, Identity: &id,
@@ -208,8 +210,33 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 		if f == nil {
 			return content, nil, nil // a new file needs no read
 		}
-		return content, nil, s.checkFile(f, session)
+		if err := s.checkFile(f, session); err != nil {
+			return nil, nil, err
+		}
+		return keepEncoding(f, content)
 	})
+}
+
+// keepEncoding writes UTF-8 content sent for a UTF-16 or UTF-32 file in
+// that file's encoding, with its BOM: the agent was shown the text
+// decoded, and sends text back. Content that already announces an
+// encoding, or is not UTF-8, is written as sent.
+func keepEncoding(f *roots.File, content io.Reader) (io.Reader, *edited, error) {
+	var head [4]byte
+	n, _ := f.ReadAt(head[:], 0)
+	enc := charset.Detect(head[:n])
+	if enc == charset.UTF8 {
+		return content, nil, nil
+	}
+	data, err := io.ReadAll(content)
+	if err != nil {
+		return nil, nil, err
+	}
+	if charset.Detect(data) != charset.UTF8 || !utf8.Valid(data) {
+		return bytes.NewReader(data), nil, nil
+	}
+	out, err := charset.Encode(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), enc)
+	return bytes.NewReader(out), nil, err
 }
 
 // edited says what an edit changed, for its record: the lines of the new
@@ -302,10 +329,14 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		kept = bytes.NewBuffer(make([]byte, 0, n))
 		src = io.TeeReader(src, kept)
 	}
-	scan, err := window.Scan(src, window.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16, SizeHint: n})
+	var head [4]byte
+	hn, _ := tmp.ReadAt(head[:], 0)
+	text := charset.NewReader(src, charset.Detect(head[:hn]))
+	scan, err := window.Scan(text, window.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16, SizeHint: n})
 	if err != nil {
 		return nil, writeErr(display, err)
 	}
+	text.Settle(&scan.Sum, &scan.Bytes) // lines of the text, the hash of the bytes
 	// The new version gets a name only now, complete, and with no more
 	// rights than the result: owner kept, set-ID bits never.
 	if err := tmp.finish(s.Guard, dfd, f, mode); err != nil {

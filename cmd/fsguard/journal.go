@@ -67,7 +67,7 @@ examples:
 	pathGlob := fs.String("path", "", "only paths matching this glob")
 	since := fs.String("since", "", "only records at or after T")
 	until := fs.String("until", "", "only records before T")
-	kind := fs.String("kind", "", "observation, denial, access, eviction, intent, outcome or history")
+	kind := fs.String("kind", "", "observation, listing, denial, access, eviction, intent, outcome or history")
 	process := fs.String("process", "", "only records of processes of this name (access, denial)")
 	format := fs.String("format", "table", "table or json")
 	follow := fs.Bool("f", false, "follow (tail)")
@@ -352,6 +352,8 @@ func (p *printer) record(r *journal.Record) error {
 		} else {
 			detail = r.Code + ": " + r.Detail
 		}
+	case journal.KindListing:
+		detail = fmt.Sprintf("%s entries %d-%d of %d", r.Origin, r.Start, r.End, r.TotalLines)
 	case journal.KindObservation:
 		detail = fmt.Sprintf("%s lines %d-%d of %d", r.Origin, r.Start, r.End, r.TotalLines)
 		if r.WholeFileVisible {
