@@ -31,6 +31,12 @@ type Request struct {
 	Again   string     `json:"again,omitempty"`
 	Anchors bool       `json:"anchors,omitempty"`
 	Edit    *edit.Edit `json:"edit,omitempty"`
+	// Windows, Around (with Radius) and Block ask a read for windows other
+	// than offset/limit (see read.Request).
+	Windows []read.Range `json:"windows,omitempty"`
+	Around  string       `json:"around,omitempty"`
+	Radius  int64        `json:"radius,omitempty"`
+	Block   int64        `json:"block,omitempty"`
 	// ID is the caller's name for a write or edit: its intent is recorded
 	// under it, so a caller that lost the connection before the answer
 	// asks {"op": "status", "id": ID} whether it happened.
@@ -86,7 +92,8 @@ func do(svc *session.Service, req Request, content io.Reader) session.Output {
 		return session.RenderMark(seq, err)
 	case "read":
 		res, err := svc.Read(session.ReadRequest{
-			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd, Anchors: req.Anchors},
+			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd, Anchors: req.Anchors,
+				Windows: req.Windows, Around: req.Around, Radius: req.Radius, Block: req.Block},
 			Session: req.Session, NoDedupe: req.NoDedupe, Again: req.Again,
 		})
 		return session.RenderRead(req.Path, res, err, req.Format)

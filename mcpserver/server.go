@@ -35,6 +35,11 @@ type ReadArgs struct {
 	Limit   int64  `json:"limit,omitempty"`
 	Anchors bool   `json:"anchors,omitempty"`
 	Full    bool   `json:"full,omitempty"`
+	// Windows, Around, Radius and Block: see read.Request.
+	Windows []read.Range `json:"windows,omitempty"`
+	Around  string       `json:"around,omitempty"`
+	Radius  int64        `json:"radius,omitempty"`
+	Block   int64        `json:"block,omitempty"`
 }
 
 // CheckArgs are the check tool's arguments.
@@ -126,10 +131,11 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "fsguard", Title: "fsguard", Version: version}, &mcp.ServerOptions{Instructions: instructions})
 	s.AddReceivingMiddleware(inputErrors)
 	mcp.AddTool(s, &mcp.Tool{
-		Name:         "read",
-		Title:        "Read a file",
-		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-		Description:  "Read a line-numbered window of a UTF-8 text file. The footer says exactly how to continue (offset=N).",
+		Name:        "read",
+		Title:       "Read a file",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Description: "Read a line-numbered window of a text file (UTF-8, or UTF-16/32 with a BOM), a directory's entries, or a notebook's cells. " +
+			"The footer says exactly how to continue (offset=N). windows reads several spans at once; around centres a window on an N#hh anchor; block returns the indented block enclosing a line.",
 		OutputSchema: readFacts(),
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"path":    pathSchema(),
@@ -137,9 +143,15 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 			"limit":   positive("most lines to show (default and maximum: the policy's max_lines)"),
 			"anchors": {Type: "boolean", Description: "show each line as N#hh: text; the N#hh anchors name lines for the edit tool"},
 			"full":    {Type: "boolean", Description: "send the lines even if this session already holds them (after the client dropped them from its context)"},
+			"windows": {Type: "array", MinItems: ptr(1), MaxItems: ptr(read.MaxWindows), Description: "several windows of one version in one answer, each with its own footer (instead of offset)",
+				Items: object(map[string]*jsonschema.Schema{"start": positive("first line"), "end": positive("last line")}, "start", "end")},
+			"around": {Type: "string", Pattern: `^[0-9]+#[0-9a-f]{2}$`, Description: "an N#hh anchor from an anchors read: the window centred on that line (a changed line is noted)"},
+			"radius": positive(fmt.Sprintf("lines either side of around's line (default %d)", read.DefaultRadius)),
+			"block":  positive("a line number: the smallest block by indentation that encloses it (a function, a class, an if)"),
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full, Again: "full: true", Session: sessionID, Via: "mcp", Since: since.Load()}, nil)), nil, nil
+		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full,
+			Windows: a.Windows, Around: a.Around, Radius: a.Radius, Block: a.Block, Again: "full: true", Session: sessionID, Via: "mcp", Since: since.Load()}, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "check",

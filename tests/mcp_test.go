@@ -79,11 +79,25 @@ func TestMCPTranscript(t *testing.T) {
 	if !strings.Contains(second.Content[0].(*mcp.TextContent).Text, "(End of file - total 30 lines)") {
 		t.Fatal("second page did not reach the end")
 	}
+	// The other read modes: several windows, a window around an anchor, a
+	// directory (the denied .env neither shown nor counted).
+	if r := call("read", map[string]any{"path": "notes.md", "windows": []map[string]any{{"start": 2, "end": 3}, {"start": 28, "end": 29}}, "full": true}); r.IsError ||
+		!strings.Contains(r.Content[0].(*mcp.TextContent).Text, "28: line 28") {
+		t.Fatal("windows")
+	}
+	call("read", map[string]any{"path": "notes.md", "around": "5#00", "radius": 1, "full": true})
+	if r := call("read", map[string]any{"path": "."}); r.IsError || strings.Contains(r.Content[0].(*mcp.TextContent).Text, ".env") {
+		t.Fatal("directory")
+	}
+	if r := call("read", map[string]any{"path": "notes.md", "around": "5#00", "offset": 3}); !r.IsError {
+		t.Fatal("around with offset was not refused")
+	}
 	if r := call("read", map[string]any{"path": ".env"}); !r.IsError || !strings.HasPrefix(r.Content[0].(*mcp.TextContent).Text, "DENIED: ") {
 		t.Fatal(".env was not refused with DENIED")
 	}
 	// Bad input is refused by the schema, before the tool runs.
-	for _, bad := range []map[string]any{{"path": ""}, {"path": "notes.md", "limit": 0}, {"path": "notes.md", "extra": 1}} {
+	for _, bad := range []map[string]any{{"path": ""}, {"path": "notes.md", "limit": 0}, {"path": "notes.md", "extra": 1},
+		{"path": "notes.md", "windows": []any{}}, {"path": "notes.md", "windows": []any{map[string]any{"start": 0, "end": 1}}}, {"path": "notes.md", "around": "5"}} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: bad})
 		if err == nil && !res.IsError {
 			t.Errorf("schema accepted %v", bad)

@@ -8,7 +8,7 @@ import (
 
 // flagsOf lists each command's flags for completion.
 var flagsOf = map[string]string{
-	"read":       "--offset --limit --format --anchors --policy --session --no-dedupe --socket",
+	"read":       "--offset --limit --window --around --radius --block --format --anchors --policy --session --no-dedupe --socket",
 	"check":      "--policy --session --socket --format",
 	"write":      "--policy --session --socket --id --format",
 	"status":     "--policy --socket --format",

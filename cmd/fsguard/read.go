@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"fsguard/api"
 	"fsguard/control"
 	"fsguard/mcpserver"
 	"fsguard/read"
+	"fsguard/refusal"
 	"fsguard/session"
 )
 
@@ -24,10 +26,28 @@ func runRead(args []string, stdout, stderr io.Writer) int {
 	noDedupe := fs.Bool("no-dedupe", false, "always show the lines, even when the session already holds them or a diff would do")
 	anchors := fs.Bool("anchors", false, "show each line as N#hh: text, with the anchor fsguard edit names it by")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
+	var windows []read.Range
+	var badWindow error
+	fs.Func("window", "a window START:END of lines; repeat for several in one answer", func(v string) error {
+		w, err := parseWindow(v)
+		if err != nil && badWindow == nil {
+			badWindow = err
+		}
+		windows = append(windows, w)
+		return nil
+	})
+	around := fs.String("around", "", "the window centred on the line an N#hh anchor names")
+	radius := fs.String("radius", "", fmt.Sprintf("lines either side of --around's line (default %d)", read.DefaultRadius))
+	block := fs.String("block", "", "the smallest block by indentation that encloses line N")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--format text|json] [--anchors] [--session ID] [--no-dedupe] [--policy FILE | --socket SOCK]
+		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--window A:B ...] [--around N#hh [--radius R]] [--block N]
+                  [--format text|json] [--anchors] [--session ID] [--no-dedupe] [--policy FILE | --socket SOCK]
 
-Shows a line-numbered window of a UTF-8 text file inside the allowed roots.
+Shows a line-numbered window of a text file inside the allowed roots (UTF-8,
+or UTF-16/UTF-32 with a byte order mark, shown decoded; writes keep the
+encoding). A directory is listed: its admitted entries, sorted, "/" after
+a directory, paged by --offset and --limit. A Jupyter notebook (.ipynb) is
+shown as cells with their text outputs, paged by cells.
 The footer says exactly how to continue. Each read is recorded in the
 journal; with a session, a re-read of lines the session already holds in
 this version answers with a short notice instead, and a re-read of a file
@@ -40,6 +60,11 @@ the policy's journal.path, or ~/.local/state/fsguard/journal.db.
 examples:
   fsguard read README.md
   fsguard read src/main.go --offset 120 --limit 80
+  fsguard read src/                           # the directory's entries
+  fsguard read src/main.go --window 1:20 --window 300:340
+  fsguard read src/main.go --around 120#3f --radius 5
+  fsguard read src/main.go --block 131        # the function around line 131
+  fsguard read analysis.ipynb
   fsguard read src/main.go --format json
   fsguard read src/main.go --anchors --session agent-7
   FSGUARD_SOCKET=/run/fsguard.sock fsguard read /workspace/src/main.go
@@ -56,10 +81,25 @@ flags:
 		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
 		return exitUsage
 	}
-	req := api.Request{Op: "read", Path: name, Session: *sessionID, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors}
-	var err error
-	if req.Offset, err = count("offset", *offset, name); err == nil && *limit != "" {
+	req := api.Request{Op: "read", Path: name, Session: *sessionID, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors,
+		Windows: windows, Around: *around}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	err := badWindow
+	if err == nil && set["offset"] {
+		req.Offset, err = count("offset", *offset, name)
+	}
+	if err == nil && *limit != "" {
 		req.Limit, err = count("limit", *limit, name)
+	}
+	if err == nil && *radius != "" {
+		req.Radius, err = count("radius", *radius, name)
+	}
+	if err == nil && *block != "" {
+		req.Block, err = count("block", *block, name)
+	}
+	if err == nil {
+		err = oneWindowFlag(set, name)
 	}
 	if err != nil {
 		emit(stdout, stderr, session.RenderRead(name, nil, err, *format))
@@ -118,6 +158,34 @@ func emit(stdout, stderr io.Writer, out session.Output) int {
 	io.WriteString(stdout, out.Stdout)
 	io.WriteString(stderr, out.Stderr)
 	return out.Exit
+}
+
+// parseWindow parses --window START:END.
+func parseWindow(v string) (read.Range, error) {
+	a, b, ok := strings.Cut(v, ":")
+	x, err1 := strconv.ParseInt(a, 10, 64)
+	y, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || x < read.MinCount || y < x {
+		return read.Range{}, refusal.New(refusal.InvalidInput, "", "invalid input: --window %q: give START:END line numbers, 1 <= START <= END (e.g. --window 10:40)", v)
+	}
+	return read.Range{Start: x, End: y}, nil
+}
+
+// oneWindowFlag refuses flags that ask for windows in two ways at once.
+func oneWindowFlag(set map[string]bool, path string) error {
+	var given []string
+	for _, f := range []string{"offset", "window", "around", "block"} {
+		if set[f] {
+			given = append(given, "--"+f)
+		}
+	}
+	if len(given) > 1 {
+		return refusal.New(refusal.InvalidInput, path, "invalid input: %s ask for windows in different ways; give one of --offset, --window, --around and --block", strings.Join(given, " and "))
+	}
+	if set["radius"] && !set["around"] {
+		return refusal.New(refusal.InvalidInput, path, "invalid input: --radius goes with --around N#hh")
+	}
+	return nil
 }
 
 // count parses a line count given on the command line, by read's rule.
