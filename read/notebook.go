@@ -117,9 +117,12 @@ func (r *Reader) notebook(f *roots.File, req Request, p *windowPlan, admission *
 	shown := int64(0)
 	for i := req.Offset - 1; i < total && shown < req.Limit; i++ {
 		cell := renderCell(i+1, nb.Cells[i], lim.MaxLineChars)
-		if body.Len()+len(cell) > lim.MaxBytes && shown > 0 {
+		if body.Len()+len(cell)+1 > lim.MaxBytes && shown > 0 {
 			res.Truncation.Reason = "bytes"
 			break
+		}
+		if shown > 0 {
+			body.WriteString("\n") // a blank line between cells
 		}
 		body.WriteString(cell)
 		shown++
@@ -190,7 +193,6 @@ func renderCell(n int64, c nbCell, maxLineChars int) string {
 			fmt.Fprintf(&b, "[output %d] %s (not shown)\n", k+1, o.Type)
 		}
 	}
-	b.WriteString("\n")
 	return b.String()
 }
 
