@@ -89,6 +89,10 @@ func newPrivEnv(t *testing.T, control string) *privEnv {
 	file("agent/victim.txt", "read by root in session victim\n", 0o666, agentUID, agentGID)
 	dir("agent/repo/.git/hooks", 0o755, agentUID, agentGID)
 	file("agent/repo/.git/config", "[core]\n", 0o644, agentUID, agentGID)
+	dir("rootonly", 0o700, 0, 0)
+	file("rootonly/hidden-name.txt", "x\n", 0o644, 0, 0)
+	dir("traverse", 0o711, 0, 0)
+	file("traverse/unlisted-name.txt", "x\n", 0o644, 0, 0)
 	writePolicy(t, filepath.Join(base, "policy.toml"), []string{e.root}, control)
 	e.d = startMount(t, e.mp, "--allow-other", "--policy", filepath.Join(base, "policy.toml"), "--socket", e.sock)
 	return e
@@ -185,6 +189,20 @@ func TestSocketActsWithCallersRights(t *testing.T) {
 	if out, _, code := e.as(t, otherUID, otherUID, nil, "", "read", "acl.txt"); code != 1 || strings.Contains(out, "granted") {
 		// otherUID is not granted at all: refused at accept.
 		t.Errorf("uid %d read acl.txt: exit %d %s", otherUID, code, out)
+	}
+
+	// A directory is listed with the caller's rights: one it may not read
+	// (0700 root's, or 0711: enter, not list) shows no name, as ls would.
+	for _, d := range []string{"rootonly", "traverse"} {
+		if out, errs, code := e.agent(t, "", "read", d, "--format", "json"); code != 1 || !strings.Contains(out, `"code":"PERMISSION_DENIED"`) || strings.Contains(out+errs, "-name") {
+			t.Errorf("uid %d listed the root-only directory %s: exit %d\n%s%s", agentUID, d, code, out, errs)
+		}
+	}
+	if out, errs, code := e.agent(t, "", "read", "traverse/unlisted-name.txt"); code != 0 || !strings.Contains(out, "1: x") {
+		t.Errorf("a file in a 0711 directory, named, was refused: exit %d\n%s%s", code, out, errs)
+	}
+	if out, errs, code := e.agent(t, "", "read", "agent"); code != 0 || !strings.Contains(out, "repo/\nshared.txt\n") {
+		t.Errorf("the agent's own directory was not listed: exit %d\n%s%s", code, out, errs)
 	}
 
 	// A root-owned file it may read but not write: refused, untouched.
