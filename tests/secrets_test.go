@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"fsguard/charset"
 )
 
 // realKeys makes one private key of each kind with the tools that make
@@ -90,6 +92,30 @@ var keyPlacements = map[string]func(string) string{
 	"quoted": func(k string) string { return "k=\"" + k + "\"\n" },
 	"crlf":   func(k string) string { return strings.ReplaceAll(k, "\n", "\r\n") },
 	"late":   func(k string) string { return strings.Repeat("harmless filler line\n", 500) + k },
+	// fsguard read shows UTF-16 and UTF-32 with a BOM as text.
+	"utf-16be": func(k string) string { return wide(k, charset.UTF16BE) },
+	"utf-32":   func(k string) string { return wide(k, charset.UTF32LE) },
+}
+
+// wide encodes s with its BOM.
+func wide(s string, e charset.Encoding) string {
+	b, err := charset.Encode([]byte(s), e)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// materialAs is a key's material as a placement writes it: encoded too,
+// for the wide ones (without the BOM), so a served copy is recognised.
+func materialAs(where, m string) string {
+	switch where {
+	case "utf-16be":
+		return wide(m, charset.UTF16BE)[2:]
+	case "utf-32":
+		return wide(m, charset.UTF32LE)[4:]
+	}
+	return m
 }
 
 // prose mentions key headers and must stay readable everywhere.
@@ -115,7 +141,7 @@ func TestSecretsMatrix(t *testing.T) {
 			name := strings.ReplaceAll(fmt.Sprintf("m/%s-%s.txt", kind, where), " ", "_")
 			writeFile(t, filepath.Join(f.root, name), place(key), 0o644)
 			files = append(files, name)
-			materials[name] = material(key)
+			materials[name] = materialAs(where, material(key))
 		}
 	}
 	for name, text := range prose {
@@ -169,6 +195,35 @@ func TestSecretsMatrix(t *testing.T) {
 			if leaked(out+errs) != "" || code != 1 || !strings.Contains(out, `"code":"DENIED"`) {
 				t.Errorf("fsguard read %s (%s): exit %d, want DENIED and no material:\n%.300s%s", name, door, code, out, errs)
 			}
+		}
+	}
+	// fsguard read of the directory lists exactly what ls through the
+	// mount does, directly and over the socket.
+	var names []string
+	for _, n := range strings.Fields(ls) {
+		if n != "." && n != ".." {
+			names = append(names, n)
+		}
+	}
+	for door, env := range map[string][]string{"direct": {"FSGUARD_POLICY=" + f.policy}, "socket": {"FSGUARD_SOCKET=" + sock}} {
+		dir := f.root
+		if door == "socket" {
+			dir = f.mp
+		}
+		out, errs, code, _ := runBinary(t, dir, env, "", "read", "m", "--format", "json")
+		var got struct {
+			Directory struct {
+				Entries []struct{ Name string }
+				Total   int
+			}
+		}
+		json.Unmarshal([]byte(out), &got)
+		var listed []string
+		for _, e := range got.Directory.Entries {
+			listed = append(listed, e.Name)
+		}
+		if code != 0 || strings.Join(listed, " ") != strings.Join(names, " ") || got.Directory.Total != len(names) {
+			t.Errorf("fsguard read m (%s): exit %d, lists %v (total %d), ls through the mount %v\n%s", door, code, listed, got.Directory.Total, names, errs)
 		}
 	}
 	// A directory's link count does not count hidden subdirectories.
