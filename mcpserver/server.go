@@ -91,6 +91,7 @@ func readFacts() *jsonschema.Schema {
 		"code":         str("the refusal code, when refused"),
 		"message":      str("the refusal's message, when refused"),
 		"path":         str("the file, as the agent sees it"),
+		"type":         {Type: "string", Enum: []any{"file", "directory", "notebook", "image"}, Description: "what was read"},
 		"range":        obj("the lines shown: start, end"),
 		"totals":       obj("the file's lines and bytes, and whether the count is complete"),
 		"truncation":   obj("what cut the window: reason, clamped lines"),

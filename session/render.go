@@ -37,6 +37,7 @@ type ReadFacts struct {
 	Code         string             `json:"code,omitempty"`
 	Message      string             `json:"message,omitempty"`
 	Path         string             `json:"path"`
+	Type         string             `json:"type,omitempty"` // file, directory, notebook or image
 	Range        *read.Range        `json:"range,omitempty"`
 	Totals       *read.Totals       `json:"totals,omitempty"`
 	Truncation   *read.Truncation   `json:"truncation,omitempty"`
@@ -56,7 +57,10 @@ func facts(name string, res *ReadResult, err error) json.RawMessage {
 		}
 	} else {
 		f.Path, f.Range, f.Totals, f.Truncation = res.Path, &res.Range, &res.Totals, &res.Truncation
-		f.Continuation, f.Observation, f.Held = res.Continuation, &res.Observation, res.Notice != ""
+		f.Continuation, f.Observation, f.Held, f.Type = res.Continuation, &res.Observation, res.Notice != "" || res.held(), res.Kind()
+		if res.Listing != nil {
+			f.Totals, f.Observation = nil, nil // a listing observes no file
+		}
 	}
 	b, _ := json.Marshal(f)
 	return b
