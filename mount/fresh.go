@@ -76,6 +76,7 @@ func (s *Server) apply(evs []watch.Event) {
 		return
 	}
 	defer s.v.git.changed() // any change may hide or show a tracked file
+	s.v.changes.Add(1)
 	seen := make(map[watch.Event]bool, len(evs))
 	for _, e := range evs {
 		if seen[e] {

@@ -280,6 +280,8 @@ func (s *Server) invalidate() {
 		}
 	}
 	walk(s.root.EmbeddedInode(), 0)
+	s.v.absent.flush()
+	s.root.EmbeddedInode().NotifyContent(0, 0) // the top's listing and times
 }
 
 // hidesMountPoint reports whether rel beneath r is the mount point itself:

@@ -137,7 +137,11 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		err = n.v.admit.Visible(g, r, rel, shown, &e.Stat)
 	}
 	if err != nil {
-		return nil, n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
+		errno := n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
+		if errno == syscall.ENOENT {
+			n.v.absent.note(n.EmbeddedInode(), name, out)
+		}
+		return nil, errno
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	key := idKey{e.Stat.Dev, e.Stat.Ino, e.Stat.Mode & unix.S_IFMT}
@@ -178,6 +182,7 @@ func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, a *fu
 // OnForget runs when the kernel has forgotten the node: its inode number
 // is released, so the number map holds only what the kernel holds.
 func (n *node) OnForget() {
+	n.v.absent.forgetDir(n.EmbeddedInode())
 	n.v.forget(n.key, n.StableAttr().Ino)
 	n.v.drop(n)
 	if n.index {
@@ -254,6 +259,10 @@ func (l *listing) load() syscall.Errno {
 	g, r, rel, shown, errno := n.resolve()
 	if errno != 0 {
 		return errno
+	}
+	l.changes = n.v.changes.Load()
+	if dir, err := g.Entry(r, rel); err == nil {
+		l.busy = time.Since(time.Unix(dir.Stat.Mtim.Unix())) < quiet
 	}
 	list, err := g.List(r, rel)
 	if err != nil {
@@ -462,12 +471,36 @@ type listing struct {
 	loaded bool
 	ents   []fuse.DirEntry
 	pos    int
+	// changes is the view's count of changes when the listing was made,
+	// and busy says the directory itself had changed just before: see
+	// Lookup.
+	changes int64
+	busy    bool
 }
 
 var (
 	_ fs.FileReaddirenter = (*listing)(nil)
 	_ fs.FileSeekdirer    = (*listing)(nil)
+	_ fs.FileLookuper     = (*listing)(nil)
 )
+
+// quiet is how long a directory must have been unchanged for READDIRPLUS
+// to hand the kernel its entries.
+const quiet = 2 * time.Second
+
+// Lookup answers READDIRPLUS's lookup of one entry. A reply made before a
+// rename but taken in by the kernel after a fresher LOOKUP of the same name
+// would put the replaced file back under that name in the kernel's cache,
+// and the next read would get ESTALE. So a listing of a directory that was
+// changing when it was made, or made before the latest change the watch
+// saw, hands over names without entries: the kernel then looks each name
+// up itself, afresh, when it is used. A quiet tree keeps READDIRPLUS.
+func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if l.busy || l.n.v.changes.Load() != l.changes {
+		return nil, syscall.EAGAIN // no entry: not an error the kernel sees
+	}
+	return l.n.Lookup(ctx, name, out)
+}
 
 func (l *listing) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) {
 	if !l.loaded {

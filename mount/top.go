@@ -26,6 +26,7 @@ var (
 func (t *top) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	_, r := t.v.root(name)
 	if r == nil {
+		t.v.absent.note(t.EmbeddedInode(), name, out) // a reload may add it
 		return nil, syscall.ENOENT
 	}
 	var st unix.Stat_t

@@ -46,6 +46,11 @@ type view struct {
 	// inode met outside a request (an open seen by the access audit) can
 	// be named; an entry goes when the kernel forgets the node.
 	nodes map[uint64]*node
+	// changes counts the batches of changes the watch (or a write of the
+	// daemon's own) reported: a listing made before one of them is old.
+	changes atomic.Int64
+	// absent are the names the kernel caches as not there.
+	absent negatives
 }
 
 type idKey struct {

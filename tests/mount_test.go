@@ -307,6 +307,15 @@ func TestSIGHUPReloadsPolicy(t *testing.T) {
 	if out, err := run(t, 5*time.Second, "cat", readme); err == nil {
 		t.Fatalf("README.md still readable after a reload that denies it: %q", out)
 	}
+	// And back: the kernel cached README.md as absent (for an hour by
+	// default); a reload that admits it again makes it forget that, with
+	// no change in the tree for a watch to see.
+	writePolicy(t, f.policy, []string{f.root}, "")
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	d.log.waitFor(t, "policy reloaded", 2, 10*time.Second)
+	if out, err := run(t, 5*time.Second, "cat", readme); err != nil {
+		t.Fatalf("README.md still absent after a reload that admits it again: %v %q", err, out)
+	}
 }
 
 func TestSeveralRootsAppearByName(t *testing.T) {
