@@ -1,4 +1,4 @@
-module fsguard
+module github.com/fsguard/fsguard
 
 go 1.26.8
 

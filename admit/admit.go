@@ -13,15 +13,15 @@ package admit
 
 import (
 	"fmt"
-	"fsguard/fileid"
+	"github.com/fsguard/fsguard/fileid"
 	"path"
 	"sync"
 	"sync/atomic"
 
-	"fsguard/policy"
-	"fsguard/refusal"
-	"fsguard/roots"
-	"fsguard/sniff"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/sniff"
 
 	"golang.org/x/sys/unix"
 )

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"fsguard/admit"
-	"fsguard/links"
-	"fsguard/policy"
-	"fsguard/refusal"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/links"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
 
 	"golang.org/x/sys/unix"
 )

@@ -3,8 +3,8 @@ package admit
 import (
 	"fmt"
 
-	"fsguard/refusal"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
 )
 
 // links applies [deny] hard_links to a file with more than one name. A hard

@@ -7,11 +7,11 @@ package api
 
 import (
 	"fmt"
-	"fsguard/edit"
+	"github.com/fsguard/fsguard/edit"
 	"io"
 
-	"fsguard/read"
-	"fsguard/session"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/session"
 )
 
 // Request is one agent operation. Path and Cwd are in the caller's view. A

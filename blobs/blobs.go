@@ -18,7 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"fsguard/sqlitedb"
+	"github.com/fsguard/fsguard/sqlitedb"
 	"io"
 	"strings"
 	"time"

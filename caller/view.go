@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"fsguard/refusal"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
 )
 
 // View maps between a caller's own view of the mount and the host paths

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"fsguard/api"
-	"fsguard/session"
+	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/session"
 )
 
 // clients holds one HTTP client per socket path for the whole process, so

@@ -27,12 +27,12 @@ import (
 	"slices"
 	"time"
 
-	"fsguard/api"
-	"fsguard/caller"
-	"fsguard/metrics"
-	"fsguard/mountinfo"
-	"fsguard/policy"
-	"fsguard/session"
+	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/caller"
+	"github.com/fsguard/fsguard/metrics"
+	"github.com/fsguard/fsguard/mountinfo"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/session"
 )
 
 type peerKey struct{}

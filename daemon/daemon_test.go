@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"fsguard/journal"
-	"fsguard/metrics"
-	"fsguard/mount"
-	"fsguard/policy"
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/metrics"
+	"github.com/fsguard/fsguard/mount"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/refusal"
 )
 
 func requireFUSE(t *testing.T) {

@@ -8,13 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"fsguard/mountinfo"
+	"github.com/fsguard/fsguard/mountinfo"
 
 	"golang.org/x/sys/unix"
 
-	"fsguard/journal"
-	"fsguard/metrics"
-	"fsguard/mount"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/metrics"
+	"github.com/fsguard/fsguard/mount"
 )
 
 // denialSink takes the mount's denials off the FUSE path: a handler hands a

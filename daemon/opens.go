@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 
-	"fsguard/fileid"
-	"fsguard/journal"
-	"fsguard/opens"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/opens"
 )
 
 // recordOpens starts the access audit of the mount ([audit] opens =

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"fsguard/diff"
-	"fsguard/journal"
-	"fsguard/refusal"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/diff"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/window"
 )
 
 // Edit is one change to a file, named by the anchors of the lines it

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"fsguard/journal"
-	"fsguard/refusal"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/window"
 )
 
 // TestMakeMapsThroughChangesElsewhere: an anchored edit names a line of the

@@ -23,8 +23,8 @@ import (
 	"strings"
 	"syscall"
 
-	"fsguard/roots"
-	"fsguard/sniff"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/sniff"
 )
 
 // Finding is one thing a repository's history exposes.

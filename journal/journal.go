@@ -15,9 +15,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"fsguard/fileid"
+	"github.com/fsguard/fsguard/fileid"
 
-	"fsguard/sqlitedb"
+	"github.com/fsguard/fsguard/sqlitedb"
 	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"fsguard/admit"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/roots"
 
 	"golang.org/x/sys/unix"
 )

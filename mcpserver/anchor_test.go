@@ -1,7 +1,7 @@
 package mcpserver
 
 import (
-	"fsguard/edit"
+	"github.com/fsguard/fsguard/edit"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"fsguard/api"
-	"fsguard/session"
+	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/session"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

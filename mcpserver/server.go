@@ -11,14 +11,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"fsguard/edit"
+	"github.com/fsguard/fsguard/edit"
 	"io"
 	"strings"
 	"sync/atomic"
 
-	"fsguard/api"
-	"fsguard/read"
-	"fsguard/session"
+	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/session"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

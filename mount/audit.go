@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"time"
 
-	"fsguard/caller"
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/caller"
+	"github.com/fsguard/fsguard/refusal"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )

@@ -2,11 +2,11 @@ package mount
 
 import (
 	"context"
-	"fsguard/fileid"
+	"github.com/fsguard/fsguard/fileid"
 	"sync"
 	"syscall"
 
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/roots"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"fsguard/roots"
-	"fsguard/watch"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/watch"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 )

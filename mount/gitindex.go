@@ -1,15 +1,15 @@
 package mount
 
 import (
-	"fsguard/fileid"
+	"github.com/fsguard/fsguard/fileid"
 	"io"
 	"path"
 	"sync"
 
-	"fsguard/gitindex"
-	"fsguard/policy"
-	"fsguard/refusal"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/gitindex"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 )

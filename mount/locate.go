@@ -3,7 +3,7 @@ package mount
 import (
 	"path/filepath"
 
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/roots"
 )
 
 // Target is the backing file an inode of the mount stands for now.

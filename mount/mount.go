@@ -13,11 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"fsguard/admit"
-	"fsguard/mountinfo"
-	"fsguard/policy"
-	"fsguard/roots"
-	"fsguard/watch"
+	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/mountinfo"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/watch"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"

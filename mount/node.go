@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/roots"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"

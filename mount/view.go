@@ -14,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"fsguard/admit"
-	"fsguard/policy"
-	"fsguard/refusal"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )

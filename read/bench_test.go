@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"fsguard/policy"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/roots"
 )
 
 // benchFile makes (once, then reuses) a 1 GiB text file of varied lines.

@@ -5,11 +5,11 @@ import (
 	"slices"
 	"strings"
 
-	"fsguard/admit"
-	"fsguard/fileid"
-	"fsguard/refusal"
-	"fsguard/roots"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/window"
 
 	"golang.org/x/sys/unix"
 )

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 
-	"fsguard/refusal"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/window"
 )
 
 // Text renders the exact text envelope of a successful read.

@@ -5,15 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"fsguard/fileid"
+	"github.com/fsguard/fsguard/fileid"
 	"image"
 	_ "image/gif" // register decoders for DecodeConfig
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
 
-	"fsguard/refusal"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
 )
 
 // Image describes an image file: its type, pixel size and byte size, and

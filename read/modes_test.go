@@ -9,10 +9,10 @@ import (
 	"syscall"
 	"testing"
 
-	"fsguard/charset"
-	"fsguard/fileid"
-	"fsguard/refusal"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/charset"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/window"
 )
 
 // TestDirectory: a directory read lists what the mount would show — sorted,

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"fsguard/admit"
-	"fsguard/fileid"
-	"fsguard/refusal"
-	"fsguard/roots"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/window"
 )
 
 // Notebook describes a Jupyter notebook read.

@@ -13,13 +13,13 @@ import (
 	"strconv"
 	"strings"
 
-	"fsguard/admit"
-	"fsguard/charset"
-	"fsguard/fileid"
-	"fsguard/refusal"
-	"fsguard/roots"
-	"fsguard/sniff"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/charset"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/sniff"
+	"github.com/fsguard/fsguard/window"
 )
 
 // Request is one read as the agent asked for it. Zero Offset means line 1,

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"fsguard/policy"
-	"fsguard/refusal"
-	"fsguard/roots"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/window"
 )
 
 // fixture is a root with an outside directory beside it.

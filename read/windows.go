@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"fsguard/charset"
-	"fsguard/fileid"
-	"fsguard/refusal"
-	"fsguard/roots"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/charset"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/window"
 )
 
 // MaxWindows bounds the windows of one read.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/refusal"
 
 	"golang.org/x/sys/unix"
 )

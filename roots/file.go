@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
-	"fsguard/fileid"
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/refusal"
 
 	"golang.org/x/sys/unix"
 )

@@ -21,8 +21,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"fsguard/policy"
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/refusal"
 
 	"golang.org/x/sys/unix"
 )

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"fsguard/policy"
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/refusal"
 
 	"golang.org/x/sys/unix"
 )

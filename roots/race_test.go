@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/refusal"
 
 	"golang.org/x/sys/unix"
 )

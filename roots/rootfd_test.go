@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"fsguard/policy"
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/refusal"
 
 	"golang.org/x/sys/unix"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/refusal"
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/text/unicode/norm"

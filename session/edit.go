@@ -6,13 +6,13 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"fsguard/charset"
-	"fsguard/edit"
-	"fsguard/fileid"
-	"fsguard/journal"
-	"fsguard/refusal"
-	"fsguard/roots"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/charset"
+	"github.com/fsguard/fsguard/edit"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/window"
 )
 
 // EditResult describes a completed edit.

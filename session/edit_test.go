@@ -2,16 +2,16 @@ package session
 
 import (
 	"fmt"
-	"fsguard/edit"
+	"github.com/fsguard/fsguard/edit"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"fsguard/journal"
-	"fsguard/read"
-	"fsguard/refusal"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/window"
 )
 
 func (e *env) anchoredRead(name string, offset, limit int64) *ReadResult {

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"fsguard/diff"
-	"fsguard/journal"
-	"fsguard/read"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/diff"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/window"
 )
 
 // keep puts a version the session was handed (or wrote) into the held

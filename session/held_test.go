@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"fsguard/blobs"
-	"fsguard/journal"
-	"fsguard/read"
+	"github.com/fsguard/fsguard/blobs"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/read"
 )
 
 func numbered(n int, edit map[int]string) string {

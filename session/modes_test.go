@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"fsguard/charset"
-	"fsguard/edit"
-	"fsguard/journal"
-	"fsguard/read"
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/charset"
+	"github.com/fsguard/fsguard/edit"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/refusal"
 )
 
 // TestNotebooksAreNeverWholeViews: a notebook read shows a rendering of

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"fsguard/read"
-	"fsguard/refusal"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/refusal"
 )
 
 // Output is a command's complete answer: what goes to stdout and stderr,

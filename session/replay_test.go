@@ -2,14 +2,14 @@ package session
 
 import (
 	"fmt"
-	"fsguard/edit"
+	"github.com/fsguard/fsguard/edit"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"fsguard/read"
+	"github.com/fsguard/fsguard/read"
 )
 
 // belief is what a model agent knows of a file: some of its lines, as of

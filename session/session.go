@@ -11,13 +11,13 @@ import (
 	"fmt"
 	"strings"
 
-	"fsguard/admit"
-	"fsguard/blobs"
-	"fsguard/caller"
-	"fsguard/journal"
-	"fsguard/read"
-	"fsguard/refusal"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/blobs"
+	"github.com/fsguard/fsguard/caller"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
 )
 
 // Service performs agent operations under one guard. Journal may be nil:

@@ -3,8 +3,8 @@ package session
 import (
 	"crypto/sha256"
 	"fmt"
-	"fsguard/edit"
-	"fsguard/fileid"
+	"github.com/fsguard/fsguard/edit"
+	"github.com/fsguard/fsguard/fileid"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"fsguard/blobs"
-	"fsguard/journal"
-	"fsguard/policy"
-	"fsguard/read"
-	"fsguard/refusal"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/blobs"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
 )
 
 type env struct {

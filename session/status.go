@@ -8,8 +8,8 @@ import (
 	"io"
 	"os"
 
-	"fsguard/fileid"
-	"fsguard/journal"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/journal"
 
 	"golang.org/x/sys/unix"
 )

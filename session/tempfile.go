@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/roots"
 
 	"golang.org/x/sys/unix"
 )

@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
-	"fsguard/charset"
-	"fsguard/fileid"
-	"fsguard/journal"
-	"fsguard/refusal"
-	"fsguard/roots"
-	"fsguard/window"
+	"github.com/fsguard/fsguard/charset"
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/window"
 
 	"golang.org/x/sys/unix"
 )

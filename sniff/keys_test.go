@@ -15,7 +15,7 @@ import (
 	"testing"
 	"unicode/utf16"
 
-	"fsguard/charset"
+	"github.com/fsguard/fsguard/charset"
 )
 
 // keyKinds returns one private key of each kind fsguard recognises, as the

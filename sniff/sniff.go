@@ -17,7 +17,7 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"fsguard/charset"
+	"github.com/fsguard/fsguard/charset"
 
 	"github.com/gabriel-vasile/mimetype"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"fsguard/journal"
+	"github.com/fsguard/fsguard/journal"
 )
 
 // TestTailCursorResumesExactlyOnce: a shipper following the journal is

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"fsguard/sqlitedb"
+	"github.com/fsguard/fsguard/sqlitedb"
 
 	"golang.org/x/sys/unix"
 )

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"fsguard/api"
-	"fsguard/control"
+	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/control"
 )
 
 // scrape reads /metrics from the daemon's control socket.

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"testing"
 
-	"fsguard/api"
-	"fsguard/control"
+	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/control"
 
 	"golang.org/x/sys/unix"
 )

@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"fsguard/charset"
+	"github.com/fsguard/fsguard/charset"
 )
 
 // realKeys makes one private key of each kind with the tools that make

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"fsguard/journal"
+	"github.com/fsguard/fsguard/journal"
 )
 
 // TestRsyslogShipsEveryRecordOnce: the fleet pattern with a real log

@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"fsguard/mountinfo"
+	"github.com/fsguard/fsguard/mountinfo"
 )
 
 // Op is what happened to an entry.

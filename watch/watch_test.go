@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"fsguard/mountinfo"
+	"github.com/fsguard/fsguard/mountinfo"
 )
 
 // collector gathers events and lets a test wait for one.

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"fsguard/sniff"
+	"github.com/fsguard/fsguard/sniff"
 )
 
 // Options say what to select and how far to scan.

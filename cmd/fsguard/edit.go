@@ -3,11 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
-	"fsguard/edit"
+	"github.com/fsguard/fsguard/edit"
 	"io"
 	"os"
 
-	"fsguard/api"
+	"github.com/fsguard/fsguard/api"
 )
 
 const editUsage = `usage: fsguard edit PATH --session ID EDIT [--policy FILE | --socket SOCK]

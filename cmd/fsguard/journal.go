@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"fsguard/blobs"
-	"fsguard/policy"
+	"github.com/fsguard/fsguard/blobs"
+	"github.com/fsguard/fsguard/policy"
 	"io"
 	"maps"
 	"os"
@@ -18,7 +18,7 @@ import (
 	"time"
 	"unicode"
 
-	"fsguard/journal"
+	"github.com/fsguard/fsguard/journal"
 )
 
 func runJournal(args []string, stdout, stderr io.Writer) int {

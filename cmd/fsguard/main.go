@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"fsguard/policy"
+	"github.com/fsguard/fsguard/policy"
 )
 
 // exit codes: 1 for a refusal or failure, 2 for a usage error.
@@ -38,7 +38,7 @@ func init() {
 		{"policy", "check a policy file and print the effective policy (TOML or JSON)", runPolicy},
 		{"mcp", "serve the read, check, write and edit tools over the Model Context Protocol (stdio)", runMCP},
 		{"version", "print the version", runVersion},
-		{"completion", "print a bash or zsh completion script", runCompletion},
+		{"completion", "print a bash, zsh or fish completion script", runCompletion},
 		{"mount", "serve a guarded read-only FUSE view of the roots", runMount},
 		{"unmount", "unmount an fsguard mount", runUnmount},
 	}
@@ -94,7 +94,7 @@ func wantsHelp(args []string) bool {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: fsguard <command> [flags]\n\ncommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'fsguard <command> --help' for a command's flags and examples.")
 	fmt.Fprint(w, exitStatus)

@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"fsguard/mcpserver"
-	"fsguard/metrics"
+	"github.com/fsguard/fsguard/mcpserver"
+	"github.com/fsguard/fsguard/metrics"
 )
 
 func runMCP(args []string, stdout, stderr io.Writer) int {

@@ -10,9 +10,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"fsguard/daemon"
-	"fsguard/journal"
-	"fsguard/mount"
+	"github.com/fsguard/fsguard/daemon"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/mount"
 )
 
 func runMount(args []string, stdout, stderr io.Writer) int {

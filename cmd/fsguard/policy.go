@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"fsguard/history"
-	"fsguard/roots"
+	"github.com/fsguard/fsguard/history"
+	"github.com/fsguard/fsguard/roots"
 )
 
 func runPolicy(args []string, stdout, stderr io.Writer) int {

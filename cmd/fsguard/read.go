@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 
-	"fsguard/api"
-	"fsguard/control"
-	"fsguard/mcpserver"
-	"fsguard/read"
-	"fsguard/refusal"
-	"fsguard/session"
+	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/control"
+	"github.com/fsguard/fsguard/mcpserver"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/refusal"
+	"github.com/fsguard/fsguard/session"
 )
 
 func runRead(args []string, stdout, stderr io.Writer) int {

@@ -2,11 +2,11 @@ package main
 
 import (
 	"errors"
-	"fsguard/blobs"
-	"fsguard/journal"
-	"fsguard/policy"
-	"fsguard/roots"
-	"fsguard/session"
+	"github.com/fsguard/fsguard/blobs"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/session"
 )
 
 // openService builds the agent service for direct mode: the guard, and the

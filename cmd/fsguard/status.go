@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"fsguard/api"
-	"fsguard/control"
+	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/control"
 )
 
 const statusUsage = `usage: fsguard status ID [--policy FILE | --socket SOCK]

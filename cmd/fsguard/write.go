@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
-	"fsguard/api"
-	"fsguard/control"
+	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/control"
 )
 
 func runCheck(args []string, stdout, stderr io.Writer) int {

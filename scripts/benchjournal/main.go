@@ -16,12 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"fsguard/blobs"
-	"fsguard/journal"
-	"fsguard/policy"
-	"fsguard/read"
-	"fsguard/roots"
-	"fsguard/session"
+	"github.com/fsguard/fsguard/blobs"
+	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/read"
+	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/session"
 )
 
 var (

@@ -1,4 +1,4 @@
-module fsguard/tools/k8scheck
+module github.com/fsguard/fsguard/tools/k8scheck
 
 go 1.26.8
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Release artifacts: static binaries (CGO_ENABLED=0, so they run in any
+# image, musl and distroless included), a Debian package per architecture
+# (the binary, the systemd unit, completions, the man page, the example
+# policy as a config file), and SHA256SUMS.
+#   scripts/release.sh OUTDIR [VERSION]
+# VERSION defaults to git describe. The Debian packages are built with
+# nfpm, a tool of the tools/release module (pinned in its go.mod), so the
+# main module's dependencies stay what the program needs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/release.sh OUTDIR [VERSION]}
+version=${2:-$(git describe --tags --always --dirty 2>/dev/null || echo 0.0.0)}
+version=${version#v}
+case $version in [0-9]*) ;; *) version=0.0.0+$version ;; esac # Debian versions start with a digit
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+nfpm=$(cd tools/release && go tool -n nfpm)
+for arch in amd64 arm64; do
+	stage=$(mktemp -d)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags='-s -w' -o "$stage/fsguard" ./cmd/fsguard
+	cp "$stage/fsguard" "$out/fsguard-linux-$arch"
+	# Generated with a binary that runs here, whatever $arch is.
+	host=$stage/host
+	CGO_ENABLED=0 go build -o "$host" ./cmd/fsguard
+	bash scripts/manpage.sh "$host" | gzip -9n > "$stage/fsguard.1.gz"
+	"$host" completion bash > "$stage/fsguard.bash"
+	"$host" completion zsh > "$stage/_fsguard"
+	"$host" completion fish > "$stage/fsguard.fish"
+	sed 's|/usr/local/bin/fsguard|/usr/bin/fsguard|g' deploy/fsguard.service > "$stage/fsguard.service"
+	cp policy.toml.example "$stage/policy.toml"
+	sed "s|\${STAGE}|$stage|g" deploy/nfpm.yaml > "$stage/nfpm.yaml" # nfpm expands no variable in a source path
+	ARCH=$arch VERSION=$version "$nfpm" package --config "$stage/nfpm.yaml" --packager deb --target "$out/fsguard_${version}_$arch.deb" >/dev/null
+	rm -rf "$stage"
+done
+(cd "$out" && sha256sum fsguard-linux-* fsguard_*.deb > SHA256SUMS)
+ls -l "$out"
