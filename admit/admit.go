@@ -122,12 +122,13 @@ func (d *Decider) Start(g *roots.Guard, f *roots.File) *Pending {
 		p.Sample = res
 		return finish(verdict(pol, f.Root, f.Rel, f.Name, res))
 	}
-	sample, bp, pool, err := d.sample(pol, f)
+	sample, whole, bp, pool, err := d.sample(pol, f)
 	if err != nil {
 		return finish(sample, ioErr(f.Name, err))
 	}
 	p.Sample = sample
-	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) {
+	// A sample that is the whole file was searched for keys whole.
+	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) || whole {
 		pool.Put(bp)
 		d.remember(k, sample)
 		return finish(verdict(pol, f.Root, f.Rel, f.Name, sample))
@@ -241,9 +242,10 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 	return out
 }
 
-// sample classifies the start of f, counting a scan; it returns the
-// buffer it used (for the whole-content scan) and its pool.
-func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, *[]byte, *sync.Pool, error) {
+// sample classifies the start of f, counting a scan; it returns whether
+// the sample was the whole file, and the buffer it used (for the
+// whole-content scan) and its pool.
+func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, bool, *[]byte, *sync.Pool, error) {
 	d.scans.Add(1)
 	pool := &d.small
 	if f.Stat.Size > 64<<10 {
@@ -254,7 +256,8 @@ func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, *[]by
 	n, err := f.ReadAt(buf, 0)
 	if n == 0 && err != nil && f.Stat.Size > 0 {
 		pool.Put(bp)
-		return sniff.Result{}, nil, nil, err
+		return sniff.Result{}, false, nil, nil, err
 	}
-	return sniff.Classify(buf[:n], int64(n) >= f.Stat.Size), bp, pool, nil
+	whole := int64(n) >= f.Stat.Size
+	return sniff.Classify(buf[:n], whole), whole, bp, pool, nil
 }

@@ -19,6 +19,35 @@ type Glob struct {
 	// folded is segs compiled from folded segments (see Fold), matched
 	// against folded names.
 	folded []segment
+	// key and foldedKey are the last segment that is not "**": any path
+	// the glob matches has a segment that matches it. A path with none is
+	// rejected in one pass, before the full match (deny rules are checked
+	// several times for every file a listing shows).
+	key, foldedKey *segment
+}
+
+// lastLiteral returns the last segment of segs that is not "**".
+func lastLiteral(segs []segment) *segment {
+	for i := len(segs) - 1; i >= 0; i-- {
+		if segs[i].kind != anyDepth {
+			return &segs[i]
+		}
+	}
+	return nil
+}
+
+// mayMatch reports whether some segment of name matches key (nil: any
+// path may match).
+func mayMatch(key *segment, name []string) bool {
+	if key == nil {
+		return true
+	}
+	for _, s := range name {
+		if key.match(s) {
+			return true
+		}
+	}
+	return false
 }
 
 // segment is one compiled pattern segment. Deny rules are checked on every
@@ -101,6 +130,7 @@ func CompileGlob(src string) (Glob, error) {
 			g.folded = append(g.folded, compileSegment(Fold(s)))
 		}
 	}
+	g.key, g.foldedKey = lastLiteral(g.segs), lastLiteral(g.folded)
 	return g, nil
 }
 
@@ -137,6 +167,9 @@ func (g Glob) Match(p string) bool {
 // MatchSplit is Match on a path already split into segments, so that a
 // caller checking many globs splits the path once.
 func (g Glob) MatchSplit(segs []string) bool {
+	if !mayMatch(g.key, segs) {
+		return false
+	}
 	for k := 1; k <= len(segs); k++ {
 		if matchSegs(g.segs, segs[:k]) {
 			return true
@@ -148,6 +181,9 @@ func (g Glob) MatchSplit(segs []string) bool {
 // MatchFolded is MatchSplit with [deny] fold: segs are folded names (see
 // Fold), matched against the folded pattern.
 func (g Glob) MatchFolded(segs []string) bool {
+	if !mayMatch(g.foldedKey, segs) {
+		return false
+	}
 	for k := 1; k <= len(segs); k++ {
 		if matchSegs(g.folded, segs[:k]) {
 			return true
