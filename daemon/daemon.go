@@ -138,8 +138,9 @@ func Start(cfg Config) (*Daemon, error) {
 	srv, err := mount.Mount(mount.Config{
 		Policy: pol, MountPoint: cfg.MountPoint, AllowOther: cfg.AllowOther, Admit: dec,
 		Audit: d.sink, Debug: cfg.Debug, Log: d.log,
-		Latency: func(op string, t time.Duration) { d.Metrics.FuseOps.Observe(op, t) },
-		Event:   func(name string) { d.Metrics.Events.Add(name, 1) },
+		Latency:    func(op string, t time.Duration) { d.Metrics.FuseOps.Observe(op, t) },
+		Event:      func(name string) { d.Metrics.Events.Add(name, 1) },
+		Prefetched: func(result string) { d.Metrics.Prefetched.Add(result, 1) },
 	})
 	if err != nil {
 		d.close()

@@ -35,11 +35,15 @@ func (s *Server) startWatch(g *roots.Guard) error {
 	s.watchMu.Lock()
 	s.watcher = w
 	s.watchMu.Unlock()
+	s.v.open.Store(&fds{max: maxFDs}) // the watch can now drop what changed
 	s.log.Info("watching the backing tree", "backend", w.Backend(), "roots", len(dirs))
 	return nil
 }
 
 func (s *Server) stopWatch() {
+	if c := s.v.open.Swap(nil); c != nil {
+		c.clear() // nothing would drop a changed file's descriptor now
+	}
 	s.watchMu.Lock()
 	w := s.watcher
 	s.watcher = nil
@@ -90,6 +94,9 @@ func (s *Server) apply(evs []watch.Event) {
 		}
 		for _, dir := range s.held(e.Dir) {
 			c := dir.GetChild(e.Name)
+			if cn, ok := nodeOf(c); ok && s.v.open.Load() != nil {
+				s.v.open.Load().drop(cn) // the name may mean another file now
+			}
 			switch e.Op {
 			case watch.Changed:
 				if c != nil {
@@ -141,4 +148,13 @@ func (s *Server) held(dir string) []*fs.Inode {
 		}
 	}
 	return out
+}
+
+// nodeOf is the view's node of a kernel inode, if it is one.
+func nodeOf(in *fs.Inode) (*node, bool) {
+	if in == nil {
+		return nil, false
+	}
+	n, ok := in.Operations().(*node)
+	return n, ok
 }

@@ -47,6 +47,10 @@ type Config struct {
 	// Event, when set, is told of the mount's own events by name
 	// ("root_missing", "root_reopened"), for metrics.
 	Event func(name string)
+	// Prefetched, when set, is told of each push of a small file into the
+	// page cache after a listing named it: "pushed", "dropped" (the queue
+	// was full) or "changed" (the file moved while pushed: invalidated).
+	Prefetched func(result string)
 }
 
 // Server is a live mount.
@@ -109,6 +113,7 @@ func Mount(cfg Config) (*Server, error) {
 	if v.audit == nil {
 		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	}
+	v.prefetch.v, v.prefetch.report = v, cfg.Prefetched
 	v.guard.Store(g)
 	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event}
 	if s.log == nil {
@@ -281,6 +286,9 @@ func (s *Server) invalidate() {
 	}
 	walk(s.root.EmbeddedInode(), 0)
 	s.v.absent.flush()
+	if c := s.v.open.Load(); c != nil {
+		c.clear()
+	}
 	s.root.EmbeddedInode().NotifyContent(0, 0) // the top's listing and times
 }
 

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/roots"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -123,14 +124,20 @@ func (n *node) resolve() (*roots.Guard, *roots.Root, string, string, syscall.Err
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	in, _, errno := n.lookup(ctx, name, out)
+	return in, errno
+}
+
+// lookup is Lookup, also returning the entry's own stat.
+func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, *unix.Stat_t, syscall.Errno) {
 	defer n.v.timed("lookup", time.Now())
 	g, r, rel, shown, errno := n.resolve()
 	if errno != 0 {
-		return nil, errno
+		return nil, nil, errno
 	}
 	rel, shown = child(rel, shown, name)
 	if n.v.hidesMountPoint(r, rel) {
-		return nil, syscall.ENOENT
+		return nil, nil, syscall.ENOENT
 	}
 	e, err := g.Entry(r, rel)
 	if err == nil {
@@ -141,7 +148,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		if errno == syscall.ENOENT {
 			n.v.absent.note(n.EmbeddedInode(), name, out)
 		}
-		return nil, errno
+		return nil, nil, errno
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	key := idKey{e.Stat.Dev, e.Stat.Ino, e.Stat.Mode & unix.S_IFMT}
@@ -164,7 +171,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if c.index {
 		n.v.git.hold(ino, true)
 	}
-	return ino, 0
+	return ino, &e.Stat, 0
 }
 
 // indexSize puts the rewritten index's size in attributes.
@@ -183,6 +190,9 @@ func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, a *fu
 // is released, so the number map holds only what the kernel holds.
 func (n *node) OnForget() {
 	n.v.absent.forgetDir(n.EmbeddedInode())
+	if c := n.v.open.Load(); c != nil {
+		c.drop(n)
+	}
 	n.v.forget(n.key, n.StableAttr().Ino)
 	n.v.drop(n)
 	if n.index {
@@ -366,6 +376,25 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	if h, ok := fh.(*handle); ok {
 		return h.Read(ctx, dest, off)
 	}
+	if c := n.v.open.Load(); c != nil && !n.index {
+		g, _ := n.v.root(n.root)
+		if h := c.get(n, g); h != nil {
+			defer c.release(h)
+			return readAt(h.f, dest, off)
+		}
+		f, errno := n.admit(ctx)
+		if errno != 0 {
+			return nil, errno
+		}
+		if f.Stat.Nlink != 1 {
+			// Another name may be denied, or become so: decided afresh.
+			defer f.Close()
+			return readAt(f, dest, off)
+		}
+		h := c.put(n, g, f)
+		defer c.release(h)
+		return readAt(f, dest, off)
+	}
 	f, errno := n.admit(ctx)
 	if errno != 0 {
 		return nil, errno
@@ -378,6 +407,10 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 			}
 		}
 	}
+	return readAt(f, dest, off)
+}
+
+func readAt(f *roots.File, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	m, err := f.ReadAt(dest, off)
 	if err != nil && err != io.EOF {
 		return nil, fs.ToErrno(err)
@@ -499,7 +532,15 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if l.busy || l.n.v.changes.Load() != l.changes {
 		return nil, syscall.EAGAIN // no entry: not an error the kernel sees
 	}
-	return l.n.Lookup(ctx, name, out)
+	in, st, errno := l.n.lookup(ctx, name, out)
+	if errno == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
+		if c, ok := nodeOf(in); ok {
+			// Known to the kernel once this reply is in: its bytes can go
+			// into the page cache before the walker asks for them.
+			l.n.v.prefetch.offer(c, fileid.Of(st), st.Size)
+		}
+	}
+	return in, errno
 }
 
 func (l *listing) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) {

@@ -51,6 +51,10 @@ type view struct {
 	changes atomic.Int64
 	// absent are the names the kernel caches as not there.
 	absent negatives
+	// open keeps admitted descriptors between READs; nil without a watch.
+	open atomic.Pointer[fds]
+	// prefetch pushes small files a listing named into the page cache.
+	prefetch prefetch
 }
 
 type idKey struct {

@@ -1,0 +1,120 @@
+package mount
+
+import (
+	"io"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsguard/fsguard/fileid"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+)
+
+// prefetch pushes the content of small admitted files into the kernel's
+// page cache (FUSE_NOTIFY_STORE) as soon as a READDIRPLUS has made them
+// known to the kernel: a tree walker (grep -r, cat, git) that lists a
+// directory and then reads its files finds their pages there and sends no
+// READ. The pushes are made by a few workers outside any request, never
+// before the version was admitted by the LOOKUP that READDIRPLUS made,
+// and never leave a page of another version behind: the file is fstat'ed
+// after its bytes were pushed, and a version that moved meanwhile is
+// invalidated again (the watch may have invalidated it before the push).
+type prefetch struct {
+	v      *view
+	queue  chan pushJob
+	once   sync.Once
+	report func(result string) // nil: not counted
+}
+
+func (p *prefetch) count(result string) {
+	if p.report != nil {
+		p.report(result)
+	}
+}
+
+type pushJob struct {
+	in *fs.Inode
+	n  *node
+	id fileid.Identity
+}
+
+const (
+	// maxPush is the largest file pushed whole; larger ones are read on
+	// demand (their first READs are large anyway).
+	maxPush = 128 << 10
+	// pushWorkers push concurrently; pushQueue bounds the jobs waiting
+	// (a full queue drops the push: the file is then read on demand).
+	pushWorkers = 2
+	pushQueue   = 4096
+)
+
+// offer queues a push of n's content, the version id, once the kernel
+// knows the inode (after the READDIRPLUS reply that names it).
+func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
+	// Only with a watch (which drops what changes) and in kernel open
+	// mode (where the page cache is what READs fill anyway).
+	if size == 0 || size > maxPush || n.index || !p.v.kernelOpen || p.v.open.Load() == nil {
+		return
+	}
+	p.once.Do(func() {
+		p.queue = make(chan pushJob, pushQueue)
+		for range pushWorkers {
+			go p.work()
+		}
+	})
+	select {
+	case p.queue <- pushJob{in: n.EmbeddedInode(), n: n, id: id}:
+	default:
+		p.count("dropped")
+	}
+}
+
+func (p *prefetch) work() {
+	buf := make([]byte, maxPush+1)
+	for j := range p.queue {
+		p.push(j, buf)
+	}
+}
+
+// push stores one file's bytes in the kernel's cache.
+func (p *prefetch) push(j pushJob, buf []byte) {
+	g, r, rel, shown, errno := j.n.resolve()
+	if errno != 0 {
+		return
+	}
+	f, err := g.OpenIn(r, rel, shown)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if f.Identity() != j.id || f.Stat.Nlink != 1 {
+		return // another version than the one admitted, or links: on demand
+	}
+	if _, err := p.v.admit.Decide(g, f); err != nil {
+		return
+	}
+	n, err := io.ReadFull(io.NewSectionReader(f, 0, int64(len(buf))), buf)
+	if err != io.ErrUnexpectedEOF && err != io.EOF || int64(n) != f.Stat.Size {
+		return
+	}
+	for try := 0; ; try++ {
+		errno := j.in.WriteCache(0, buf[:n])
+		if errno == 0 {
+			break
+		}
+		if errno != syscall.ENOENT || try == 20 {
+			return
+		}
+		// The READDIRPLUS reply naming the inode is not in the kernel yet.
+		time.Sleep(time.Millisecond)
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || fileid.Of(&st) != j.id {
+		j.in.NotifyContent(0, 0) // changed while pushed: not this version
+		p.count("changed")
+		return
+	}
+	p.count("pushed")
+}
