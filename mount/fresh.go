@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/roots"
 	"github.com/fsguard/fsguard/watch"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
 )
 
 // The kernel caches names, attributes, listings and pages for as long as
@@ -101,6 +103,7 @@ func (s *Server) apply(evs []watch.Event) {
 			case watch.Changed:
 				if c != nil {
 					c.NotifyContent(0, 0) // attributes and every page
+					s.repush(c, filepath.Join(e.Dir, e.Name))
 				}
 			case watch.Added, watch.Removed:
 				if c != nil && e.Op == watch.Removed {
@@ -157,4 +160,22 @@ func nodeOf(in *fs.Inode) (*node, bool) {
 	}
 	n, ok := in.Operations().(*node)
 	return n, ok
+}
+
+// repush pushes a changed small file's new version into the page cache,
+// as its listing did (the kernel knows the inode: it just dropped its
+// pages). The push admits the version first, as every push does.
+func (s *Server) repush(c *fs.Inode, real string) {
+	n, ok := nodeOf(c)
+	if !ok {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Lstat(real, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		return
+	}
+	if uint64(st.Ino) != n.key.ino || uint64(st.Dev) != n.key.dev {
+		return // the name now means another file: the kernel looks it up anew
+	}
+	s.v.prefetch.offer(n, fileid.Of(&st), st.Size)
 }

@@ -113,7 +113,7 @@ func Mount(cfg Config) (*Server, error) {
 	if v.audit == nil {
 		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	}
-	v.prefetch.v, v.prefetch.report = v, cfg.Prefetched
+	v.prefetch.start(v, cfg.Prefetched)
 	v.guard.Store(g)
 	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event}
 	if s.log == nil {
@@ -164,6 +164,9 @@ func Mount(cfg Config) (*Server, error) {
 	s.raiseReadahead()
 	s.stopRoots = make(chan struct{})
 	go s.watchRoots(s.stopRoots)
+	if pol.Mount.Warm && v.kernelOpen && v.open.Load() != nil {
+		go s.warm(s.stopRoots, pol.Mount.WarmMaxBytes)
+	}
 	return s, nil
 }
 

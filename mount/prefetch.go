@@ -2,7 +2,7 @@ package mount
 
 import (
 	"io"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,8 +24,21 @@ import (
 type prefetch struct {
 	v      *view
 	queue  chan pushJob
-	once   sync.Once
 	report func(result string) // nil: not counted
+	bytes  atomic.Int64        // pushed so far (the warm walk's budget)
+}
+
+// busy reports whether more than half the queue waits: the warm walk
+// then lets the workers catch up rather than have offers dropped.
+func (p *prefetch) busy() bool { return len(p.queue) > pushQueue/2 }
+
+// start makes the queue and its workers (for the life of the daemon).
+func (p *prefetch) start(v *view, report func(string)) {
+	p.v, p.report = v, report
+	p.queue = make(chan pushJob, pushQueue)
+	for range pushWorkers {
+		go p.work()
+	}
 }
 
 func (p *prefetch) count(result string) {
@@ -58,12 +71,6 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 	if size == 0 || size > maxPush || n.index || !p.v.kernelOpen || p.v.open.Load() == nil {
 		return
 	}
-	p.once.Do(func() {
-		p.queue = make(chan pushJob, pushQueue)
-		for range pushWorkers {
-			go p.work()
-		}
-	})
 	select {
 	case p.queue <- pushJob{in: n.EmbeddedInode(), n: n, id: id}:
 	default:
@@ -116,5 +123,6 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 		p.count("changed")
 		return
 	}
+	p.bytes.Add(int64(n))
 	p.count("pushed")
 }
