@@ -131,6 +131,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 // lookup is Lookup, also returning the entry's own stat.
 func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, *unix.Stat_t, syscall.Errno) {
 	defer n.v.timed("lookup", time.Now())
+	n.v.saw(ctx)
 	g, r, rel, shown, errno := n.resolve()
 	if errno != 0 {
 		return nil, nil, errno
@@ -201,6 +202,7 @@ func (n *node) OnForget() {
 }
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.v.saw(ctx)
 	defer n.v.timed("getattr", time.Now())
 	if h, ok := f.(*handle); ok {
 		var st unix.Stat_t
@@ -247,6 +249,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 }
 
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	n.v.saw(ctx)
 	if _, r := n.v.root(n.root); r == nil {
 		return nil, 0, syscall.ENOENT
 	}
@@ -372,6 +375,7 @@ func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
 // without one (kernel open mode) it admits the file afresh, so no byte
 // reaches the page cache that the current policy would not show.
 func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n.v.saw(ctx)
 	defer n.v.timed("read", time.Now())
 	if h, ok := fh.(*handle); ok {
 		return h.Read(ctx, dest, off)

@@ -55,6 +55,8 @@ type view struct {
 	open atomic.Pointer[fds]
 	// prefetch pushes small files a listing named into the page cache.
 	prefetch prefetch
+	// active is when another process last asked: the warm walk yields.
+	active activity
 }
 
 type idKey struct {

@@ -1,10 +1,36 @@
 package mount
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
+
+// self is the daemon's pid: its own requests (the warm walk's) are not
+// an agent's.
+var self = uint32(os.Getpid())
+
+// activity is when a request of another process was last served; the
+// warm walk waits while there are such requests, so it never slows the
+// agent it warms for.
+type activity struct{ last atomic.Int64 }
+
+// saw notes a request's caller.
+func (v *view) saw(ctx context.Context) {
+	if c, ok := fuse.FromContext(ctx); ok && c.Pid != self {
+		v.active.last.Store(time.Now().UnixNano())
+	}
+}
+
+// idleFor is how long no other process has asked anything.
+func (a *activity) idleFor() time.Duration { return time.Duration(time.Now().UnixNano() - a.last.Load()) }
+
+// yieldAfter is how long the walk waits after another process's request.
+const yieldAfter = 50 * time.Millisecond
 
 // warm walks the mount itself, as a tree walker would, right after it is
 // mounted: each directory listed is a READDIRPLUS that puts its names in
@@ -13,18 +39,19 @@ import (
 // view warm instead of paying a round trip per name and per file. It
 // lists directories only (it opens no file: the pushes read them, outside
 // the journal, which records agents' reads), one at a time, waits while
-// the pushes queued are many, and stops at the byte budget, at stop, or
-// at the end of the tree. Symbolic links are not followed.
+// the pushes queued are many or while another process is using the
+// mount (it yields to real requests), and stops at the byte budget, at
+// stop, or at the end of the tree. Symbolic links are not followed.
 func (s *Server) warm(stop <-chan struct{}, budget int64) {
 	start := time.Now()
 	queue := []string{s.mp}
 	dirs, files := 0, 0
 	for len(queue) > 0 && s.v.prefetch.bytes.Load() < budget {
-		for s.v.prefetch.busy() {
+		for s.v.prefetch.busy() || s.v.active.idleFor() < yieldAfter {
 			select {
 			case <-stop:
 				return
-			case <-time.After(time.Millisecond): // the workers catch up
+			case <-time.After(time.Millisecond): // the workers, or the agent, go first
 			}
 		}
 		select {

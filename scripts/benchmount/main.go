@@ -2,8 +2,15 @@
 // workloads on native access, plain go-fuse loopback and fsguard, and
 // prints a markdown table of medians and ratios to native.
 //
-//	go run ./scripts/benchmount              # 5 runs per cell
+//	go run ./scripts/benchmount              # 5 runs per cell, warm
 //	go run ./scripts/benchmount -runs 9 -dir /var/tmp/fsb
+//	go run ./scripts/benchmount -cold        # each run on a fresh mount
+//	go run ./scripts/benchmount -cold -tree /tmp/moby   # any tree
+//
+// Warm cells run once untimed first: the steady state of an agent that
+// re-runs its tools. Cold cells mount both FUSE servers afresh for every
+// run (the backing tree stays in the page cache: native is warm), so each
+// measures the first command an agent's new container runs.
 //
 // Must run as root (both FUSE servers mount directly). Data is generated
 // once under -dir and reused; mounts are torn down at the end.
@@ -29,6 +36,9 @@ var (
 	bigMiB = flag.Int("big", 1024, "size of the sequential-read file in MiB")
 	only   = flag.String("only", "", "run only benchmarks whose name contains this")
 	open   = flag.String("open", "kernel", "fsguard's mount.open mode: kernel or daemon")
+	cold   = flag.Bool("cold", false, "measure the first command on a fresh mount, each run")
+	tree   = flag.String("tree", "", "a real tree to walk instead of the generated one (e.g. a moby checkout)")
+	base   = flag.String("base", "", "another fsguard binary (an older build) measured in the same run, as column \"base\"")
 )
 
 func main() {
@@ -43,20 +53,21 @@ func main() {
 	build(filepath.Join(bin, "fsguard"), "./cmd/fsguard")
 	build(filepath.Join(bin, "loopback"), "github.com/hanwen/go-fuse/v2/example/loopback")
 
-	loopMnt, fsgMnt := filepath.Join(*dir, "mnt-loopback"), filepath.Join(*dir, "mnt-fsguard")
-	for _, m := range []string{loopMnt, fsgMnt} {
-		syscall.Unmount(m, syscall.MNT_DETACH)
-		os.MkdirAll(m, 0o755)
+	root := data
+	if *tree != "" {
+		root = *tree
 	}
-	loop := start(exec.Command(filepath.Join(bin, "loopback"), "-directmount", loopMnt, data), "Mounted!")
-	defer stop(loop, loopMnt)
-	pol := filepath.Join(*dir, "policy.toml")
-	os.WriteFile(pol, []byte(fmt.Sprintf("[[root]]\npath = %q\n[mount]\nopen = %q\n", data, *open)), 0o644)
-	fsg := start(exec.Command(filepath.Join(bin, "fsguard"), "mount", "--policy", pol, fsgMnt), `"msg":"mounted"`)
-	defer stop(fsg, fsgMnt)
-
-	targets := []struct{ name, root string }{{"native", data}, {"loopback", loopMnt}, {"fsguard", fsgMnt}}
-	benches := []struct{ name, script string }{
+	m := &mounts{bin: bin, root: root, loop: filepath.Join(*dir, "mnt-loopback"), fsg: filepath.Join(*dir, "mnt-fsguard"), pol: filepath.Join(*dir, "policy.toml"),
+		baseBin: *base, baseMnt: filepath.Join(*dir, "mnt-base")}
+	os.WriteFile(m.pol, []byte(fmt.Sprintf("[[root]]\npath = %q\n[mount]\nopen = %q\n", root, *open)), 0o644)
+	if *cold {
+		runCold(m, data)
+		return
+	}
+	m.up()
+	defer m.down()
+	targets := m.targets()
+	benches := []bench{
 		{"sequential read 1 GiB (dd bs=1M)", "dd if=$R/big.bin of=/dev/null bs=1M status=none"},
 		{"grep -r over 20,000 files", "grep -r -c needle $R/tree > /dev/null || true"},
 		{"find over 20,000 files", "find $R/tree > /dev/null"},
@@ -65,8 +76,11 @@ func main() {
 		{"8 parallel readers of 1 GiB", "for i in 1 2 3 4 5 6 7 8; do dd if=$R/big.bin of=/dev/null bs=1M status=none & done; wait"},
 		{"1 reader of 1 GiB (for the 8-reader scale)", "dd if=$R/big.bin of=/dev/null bs=1M status=none"},
 	}
+	if *tree != "" {
+		benches = treeBenches(*tree)
+	}
 	fmt.Printf("fsguard mount.open = %q, %d runs per cell after one warm-up, medians\n\n", *open, *runs)
-	fmt.Printf("| workload | native | loopback | fsguard | loopback/native | fsguard/native |\n|---|---|---|---|---|---|\n")
+	header()
 	for _, b := range benches {
 		if *only != "" && !strings.Contains(b.name, *only) {
 			continue
@@ -80,10 +94,184 @@ func main() {
 				}
 			}
 		}
-		n, l, f := median(times["native"]), median(times["loopback"]), median(times["fsguard"])
-		fmt.Printf("| %s | %s | %s | %s | %.2fx | %.2fx |\n", b.name, ms(n), ms(l), ms(f), float64(l)/float64(n), float64(f)/float64(n))
+		row(b.name, times)
 	}
-	fmt.Printf("\nfsguard daemon peak RSS: %s; loopback: %s\n", peakRSS(fsg.Process.Pid), peakRSS(loop.Process.Pid))
+	fmt.Printf("\nfsguard daemon peak RSS: %s; loopback: %s\n", peakRSS(m.fsgCmd.Process.Pid), peakRSS(m.loopCmd.Process.Pid))
+}
+
+type bench struct{ name, script string }
+
+// treeBenches are the tree walkers, on a real tree given by -tree ($R is
+// the tree's root then).
+func treeBenches(tree string) []bench {
+	bs := []bench{
+		{"grep -rn over the tree", "grep -rn -I needle-not-there $R > /dev/null || true"},
+		{"find over the tree", "find $R > /dev/null"},
+		{"find -type f -size (stat each)", "find $R -type f -size +1k > /dev/null"},
+		{"tree-like walk (ls -lR)", "ls -lR $R > /dev/null"},
+	}
+	if _, err := os.Stat(filepath.Join(tree, ".git")); err == nil {
+		bs = append(bs, bench{"git status", "git -C $R status --porcelain > /dev/null"})
+	}
+	return bs
+}
+
+func header() {
+	if *base != "" {
+		fmt.Printf("| workload | native | loopback | base | fsguard | loopback/native | base/native | fsguard/native |\n|---|---|---|---|---|---|---|---|\n")
+		return
+	}
+	fmt.Printf("| workload | native | loopback | fsguard | loopback/native | fsguard/native |\n|---|---|---|---|---|---|\n")
+}
+
+func row(name string, times map[string][]time.Duration) {
+	n, l, f := median(times["native"]), median(times["loopback"]), median(times["fsguard"])
+	if *base != "" {
+		b := median(times["base"])
+		fmt.Printf("| %s | %s | %s | %s | %s | %.2fx | %.2fx | %.2fx |\n", name, ms(n), ms(l), ms(b), ms(f), float64(l)/float64(n), float64(b)/float64(n), float64(f)/float64(n))
+		return
+	}
+	fmt.Printf("| %s | %s | %s | %s | %.2fx | %.2fx |\n", name, ms(n), ms(l), ms(f), float64(l)/float64(n), float64(f)/float64(n))
+}
+
+// mounts are the two FUSE servers over one root.
+type mounts struct {
+	bin, root, loop, fsg, pol string
+	baseBin, baseMnt          string
+	loopCmd, fsgCmd, baseCmd  *exec.Cmd
+	warmed                    <-chan struct{} // fsguard's warm walk is done
+}
+
+func (m *mounts) up() {
+	for _, mp := range []string{m.loop, m.fsg, m.baseMnt} {
+		syscall.Unmount(mp, syscall.MNT_DETACH)
+		os.MkdirAll(mp, 0o755)
+	}
+	m.loopCmd = start(exec.Command(filepath.Join(m.bin, "loopback"), "-directmount", m.loop, m.root), "Mounted!")
+	m.fsgCmd, m.warmed = m.fsguard(filepath.Join(m.bin, "fsguard"), m.fsg, "journal.db")
+	if m.baseBin != "" {
+		m.baseCmd, _ = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
+	}
+}
+
+func (m *mounts) fsguard(bin, mp, journal string) (*exec.Cmd, <-chan struct{}) {
+	cmd := exec.Command(bin, "mount", "--policy", m.pol, mp)
+	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(*dir, journal))
+	return startWarm(cmd, `"msg":"mounted"`)
+}
+
+// upOnly mounts one target's server alone ("native": none).
+func (m *mounts) upOnly(name string) {
+	for _, mp := range []string{m.loop, m.fsg, m.baseMnt} {
+		syscall.Unmount(mp, syscall.MNT_DETACH)
+		os.MkdirAll(mp, 0o755)
+	}
+	switch name {
+	case "loopback":
+		m.loopCmd = start(exec.Command(filepath.Join(m.bin, "loopback"), "-directmount", m.loop, m.root), "Mounted!")
+	case "fsguard":
+		m.fsgCmd, m.warmed = m.fsguard(filepath.Join(m.bin, "fsguard"), m.fsg, "journal.db")
+	case "base":
+		m.baseCmd, _ = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
+	}
+}
+
+func (m *mounts) down() {
+	for _, c := range []struct {
+		cmd **exec.Cmd
+		mp  string
+	}{{&m.loopCmd, m.loop}, {&m.fsgCmd, m.fsg}, {&m.baseCmd, m.baseMnt}} {
+		if *c.cmd != nil {
+			stop(*c.cmd, c.mp)
+			*c.cmd = nil
+		}
+	}
+}
+
+func (m *mounts) targets() []struct{ name, root string } {
+	t := []struct{ name, root string }{{"native", m.root}, {"loopback", m.loop}, {"fsguard", m.fsg}}
+	if m.baseBin != "" {
+		t = append(t, struct{ name, root string }{"base", m.baseMnt})
+	}
+	return t
+}
+
+// runCold times each cell's command as the first one on a fresh mount:
+// for every run each server is mounted anew, alone, and unmounted after;
+// the command runs natively twice, timed the second time (the backing tree
+// is in the page cache: native is warm).
+func runCold(m *mounts, data string) {
+	var benches []bench
+	if *tree != "" {
+		benches = append(treeBenches(*tree), bench{"grep -rn over the tree, after fsguard's warm walk", "grep -rn -I needle-not-there $R > /dev/null || true"})
+	} else {
+		benches = []bench{
+			{"first grep -r over 20,000 files", "grep -r -c needle $R/tree > /dev/null || true"},
+			{"first grep -r over 20,000 files, after fsguard's warm walk", "grep -r -c needle $R/tree > /dev/null || true"},
+			{"first find over 20,000 files", "find $R/tree > /dev/null"},
+			{"first dd of 1 GiB", "dd if=$R/big.bin of=/dev/null bs=1M status=none"},
+			{"500 missing-name stats (3,000-entry directory)", "python3 -c \"import os\nfor i in range(500): os.path.exists('$R/many/nope-%d.py' % i)\""},
+			{"git status (20,000 files)", "git --git-dir=$R/gitdir --work-tree=$R/tree status --porcelain > /dev/null"},
+			{"python3 imports 12 stdlib modules from the tree", "python3 -I -S -c \"import sys; sys.path[:0] = ['$R/pylib']; import json, email.message, http.client, argparse, decimal, asyncio, xml.etree.ElementTree, csv, logging, unittest, sqlite3, urllib.request\""},
+		}
+		makeColdData(data)
+	}
+	fmt.Printf("fsguard mount.open = %q, cold: a fresh mount for each of %d runs, backing tree page-cached, medians\n\n", *open, *runs)
+	header()
+	for _, b := range benches {
+		if *only != "" && !strings.Contains(b.name, *only) {
+			continue
+		}
+		times := map[string][]time.Duration{}
+		for i := 0; i < *runs; i++ {
+			for _, t := range m.targets() {
+				// One server at a time: another's start-up work (fsguard's
+				// warm walk) must not slow the one measured.
+				m.upOnly(t.name)
+				if t.name == "native" {
+					timeIt(strings.ReplaceAll(b.script, "$R", t.root)) // the page cache, warm
+				}
+				if t.name == "fsguard" && strings.Contains(b.name, "after fsguard's warm walk") {
+					select {
+					case <-m.warmed:
+					case <-time.After(5 * time.Minute):
+						fatal("no warm walk done in 5 minutes")
+					}
+				}
+				times[t.name] = append(times[t.name], timeIt(strings.ReplaceAll(b.script, "$R", t.root)))
+				m.down()
+			}
+		}
+		row(b.name, times)
+	}
+}
+
+// makeColdData adds what the cold cells need to the generated data: a
+// directory of 3,000 files, a copy of Python's standard library, and a git
+// repository of the tree (its git directory beside it).
+func makeColdData(data string) {
+	many := filepath.Join(data, "many")
+	if _, err := os.Stat(filepath.Join(many, "f2999.txt")); err != nil {
+		os.MkdirAll(many, 0o755)
+		for i := range 3000 {
+			must(os.WriteFile(filepath.Join(many, fmt.Sprintf("f%d.txt", i)), []byte("x\n"), 0o644))
+		}
+	}
+	pylib := filepath.Join(data, "pylib")
+	if _, err := os.Stat(pylib); err != nil {
+		out, err := exec.Command("python3", "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])").Output()
+		must(err)
+		must(exec.Command("cp", "-a", strings.TrimSpace(string(out)), pylib).Run())
+	}
+	// The repository's git directory sits beside the tree, not in it, so
+	// the tree walkers walk the same 20,000 files as the warm cells.
+	gitdir := filepath.Join(data, "gitdir")
+	if _, err := os.Stat(filepath.Join(gitdir, "index")); err != nil {
+		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "tree"}} {
+			cmd := exec.Command("git", append([]string{"--git-dir=" + gitdir, "--work-tree=" + filepath.Join(data, "tree")}, args...)...)
+			must(cmd.Run())
+		}
+	}
 }
 
 func makeData(data string) {
@@ -131,10 +319,28 @@ func build(out, pkg string) {
 
 // start runs a FUSE server and waits for its readiness text on stdout.
 func start(cmd *exec.Cmd, ready string) *exec.Cmd {
+	c, _ := startWarm(cmd, ready)
+	return c
+}
+
+// startWarm is start, and a channel closed when fsguard logs that its warm
+// walk is done.
+func startWarm(cmd *exec.Cmd, ready string) (*exec.Cmd, <-chan struct{}) {
 	out, err := cmd.StdoutPipe()
 	must(err)
-	cmd.Stderr = os.Stderr
+	logs, err := cmd.StderrPipe()
+	must(err)
 	must(cmd.Start())
+	warmed := make(chan struct{})
+	go func() { // the log, on stderr: passed on, and watched for the walk's end
+		sc := bufio.NewScanner(logs)
+		for sc.Scan() {
+			fmt.Fprintln(os.Stderr, sc.Text())
+			if strings.Contains(sc.Text(), `"msg":"warm walk done"`) {
+				close(warmed)
+			}
+		}
+	}()
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), ready) {
@@ -142,11 +348,11 @@ func start(cmd *exec.Cmd, ready string) *exec.Cmd {
 				for sc.Scan() {
 				}
 			}()
-			return cmd
+			return cmd, warmed
 		}
 	}
 	fatal(cmd.Path + " exited before it was ready")
-	return nil
+	return nil, nil
 }
 
 func stop(cmd *exec.Cmd, mp string) {
