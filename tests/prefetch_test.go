@@ -78,3 +78,45 @@ func TestPushedPagesFollowChanges(t *testing.T) {
 		t.Fatal("the key's material was served")
 	}
 }
+
+// TestWarmWalkWarmsTheView: right after mounting, with nobody using it,
+// the daemon walks its own mount: reading every small file afterwards
+// sends no READ. With [mount] warm = false the same reads go to the
+// daemon.
+func TestWarmWalkWarmsTheView(t *testing.T) {
+	t.Parallel()
+	for _, warm := range []bool{true, false} {
+		t.Run(fmt.Sprint("warm=", warm), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			dir := filepath.Join(f.root, "w", "x")
+			for i := range 30 {
+				writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
+			}
+			old := time.Now().Add(-time.Hour)
+			for _, d := range []string{dir, filepath.Dir(dir), f.root} {
+				must(t, os.Chtimes(d, old, old))
+			}
+			writePolicy(t, f.policy, []string{f.root}, fmt.Sprintf("[mount]\nwarm = %v\n", warm))
+			sock := filepath.Join(f.base, "ctl.sock")
+			d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+			if warm {
+				d.log.waitFor(t, "warm walk done", 1, 60*time.Second)
+			}
+			reads := func() float64 { return counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] }
+			before := reads()
+			for i := range 30 {
+				if got := mustRun(t, "cat", filepath.Join(f.mp, "w", "x", fmt.Sprintf("f%02d.txt", i))); got != fmt.Sprintf("file %d\n", i) {
+					t.Fatalf("f%02d: %q", i, got)
+				}
+			}
+			sent := reads() - before
+			if warm && sent != 0 {
+				t.Errorf("after the warm walk, reading 30 small files sent %v READs", sent)
+			}
+			if !warm && sent == 0 {
+				t.Error("without the walk, reading 30 small files sent no READ: the test measures nothing")
+			}
+		})
+	}
+}
