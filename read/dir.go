@@ -71,23 +71,7 @@ func (r *Reader) list(req Request) (*Result, error) {
 		body.WriteString(line + "\n")
 		res.Listing.Entries = append(res.Listing.Entries, Entry{Name: e.Name, Type: typ})
 	}
-	a := req.Offset
-	b := a + int64(len(res.Listing.Entries)) - 1
-	if total > 0 {
-		res.Range = Range{Start: a, End: b}
-	}
-	switch {
-	case total == 0:
-		res.Footer = "(Empty directory)"
-	case b < total:
-		if res.Truncation.Reason == "none" {
-			res.Truncation.Reason = "lines"
-		}
-		res.Footer = fmt.Sprintf("(Showing entries %d-%d of %d. Use offset=%d to continue.)", a, b, total, b+1)
-		res.Continuation = &Continuation{Path: req.Path, Offset: b + 1, Limit: req.Limit}
-	default:
-		res.Footer = fmt.Sprintf("(End of directory - total %d %s)", total, plural(total, "entry", "entries"))
-	}
+	page(res, req, int64(len(res.Listing.Entries)), total, "entry", "entries", "directory")
 	if total > 0 {
 		body.WriteString("\n")
 	}
@@ -100,6 +84,28 @@ func (r *Reader) list(req Request) (*Result, error) {
 // visibleName shows a name as a line: its control characters (a newline
 // in a name, an escape sequence) as visible stand-ins.
 func visibleName(name string) string { return window.Visible(name) }
+
+// page sets the range, footer and continuation of a read paged by items
+// other than lines (a directory's entries, a notebook's cells): the same
+// footers as for lines, in the items' own words.
+func page(res *Result, req Request, shown, total int64, one, many, whole string) {
+	a, b := req.Offset, req.Offset+shown-1
+	if total > 0 {
+		res.Range = Range{Start: a, End: b}
+	}
+	switch {
+	case total == 0:
+		res.Footer = "(Empty " + whole + ")"
+	case b < total:
+		if res.Truncation.Reason == "none" {
+			res.Truncation.Reason = "lines"
+		}
+		res.Footer = fmt.Sprintf("(Showing %s %d-%d of %d. Use offset=%d to continue.)", many, a, b, total, b+1)
+		res.Continuation = &Continuation{Path: req.Path, Offset: b + 1, Limit: req.Limit}
+	default:
+		res.Footer = fmt.Sprintf("(End of %s - total %d %s)", whole, total, plural(total, one, many))
+	}
+}
 
 func plural(n int64, one, many string) string {
 	if n == 1 {

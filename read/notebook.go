@@ -127,22 +127,7 @@ func (r *Reader) notebook(f *roots.File, req Request, p *windowPlan, admission *
 		body.WriteString(cell)
 		shown++
 	}
-	a, b := req.Offset, req.Offset+shown-1
-	if total > 0 {
-		res.Range = Range{Start: a, End: b}
-	}
-	switch {
-	case total == 0:
-		res.Footer = "(Empty notebook)"
-	case b < total:
-		if res.Truncation.Reason == "none" {
-			res.Truncation.Reason = "lines"
-		}
-		res.Footer = fmt.Sprintf("(Showing cells %d-%d of %d. Use offset=%d to continue.)", a, b, total, b+1)
-		res.Continuation = &Continuation{Path: req.Path, Offset: b + 1, Limit: req.Limit}
-	default:
-		res.Footer = fmt.Sprintf("(End of notebook - total %d %s)", total, plural(total, "cell", "cells"))
-	}
+	page(res, req, shown, total, "cell", "cells", "notebook")
 	body.WriteString("\n" + res.Footer + "\n")
 	res.Body = body.String()
 	st := f.Identity()

@@ -142,17 +142,8 @@ type mounts struct {
 	warmed                    <-chan struct{} // fsguard's warm walk is done
 }
 
-func (m *mounts) up() {
-	for _, mp := range []string{m.loop, m.fsg, m.baseMnt} {
-		syscall.Unmount(mp, syscall.MNT_DETACH)
-		os.MkdirAll(mp, 0o755)
-	}
-	m.loopCmd = start(exec.Command(filepath.Join(m.bin, "loopback"), "-directmount", m.loop, m.root), "Mounted!")
-	m.fsgCmd, m.warmed = m.fsguard(filepath.Join(m.bin, "fsguard"), m.fsg, "journal.db")
-	if m.baseBin != "" {
-		m.baseCmd, _ = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
-	}
-}
+// up mounts every server.
+func (m *mounts) up() { m.upOnly("loopback", "fsguard", "base") }
 
 func (m *mounts) fsguard(bin, mp, journal string) (*exec.Cmd, <-chan struct{}) {
 	cmd := exec.Command(bin, "mount", "--policy", m.pol, mp)
@@ -160,19 +151,21 @@ func (m *mounts) fsguard(bin, mp, journal string) (*exec.Cmd, <-chan struct{}) {
 	return startWarm(cmd, `"msg":"mounted"`)
 }
 
-// upOnly mounts one target's server alone ("native": none).
-func (m *mounts) upOnly(name string) {
+// upOnly mounts the named targets' servers ("native": none).
+func (m *mounts) upOnly(names ...string) {
 	for _, mp := range []string{m.loop, m.fsg, m.baseMnt} {
 		syscall.Unmount(mp, syscall.MNT_DETACH)
 		os.MkdirAll(mp, 0o755)
 	}
-	switch name {
-	case "loopback":
-		m.loopCmd = start(exec.Command(filepath.Join(m.bin, "loopback"), "-directmount", m.loop, m.root), "Mounted!")
-	case "fsguard":
-		m.fsgCmd, m.warmed = m.fsguard(filepath.Join(m.bin, "fsguard"), m.fsg, "journal.db")
-	case "base":
-		m.baseCmd, _ = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
+	for _, name := range names {
+		switch {
+		case name == "loopback":
+			m.loopCmd = start(exec.Command(filepath.Join(m.bin, "loopback"), "-directmount", m.loop, m.root), "Mounted!")
+		case name == "fsguard":
+			m.fsgCmd, m.warmed = m.fsguard(filepath.Join(m.bin, "fsguard"), m.fsg, "journal.db")
+		case name == "base" && m.baseBin != "":
+			m.baseCmd, _ = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
+		}
 	}
 }
 
