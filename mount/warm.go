@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // self is the daemon's pid: its own requests (the warm walk's) are not
@@ -17,11 +19,16 @@ var self = uint32(os.Getpid())
 // activity is when a request of another process was last served; the
 // warm walk waits while there are such requests, so it never slows the
 // agent it warms for.
-type activity struct{ last atomic.Int64 }
+type activity struct {
+	last atomic.Int64
+	// walker is the thread the warm walk runs on: a FUSE request names
+	// the thread that made it, not its process.
+	walker atomic.Uint32
+}
 
 // saw notes a request's caller.
 func (v *view) saw(ctx context.Context) {
-	if c, ok := fuse.FromContext(ctx); ok && c.Pid != self {
+	if c, ok := fuse.FromContext(ctx); ok && c.Pid != self && c.Pid != v.active.walker.Load() {
 		v.active.last.Store(time.Now().UnixNano())
 	}
 }
@@ -43,6 +50,9 @@ const yieldAfter = 50 * time.Millisecond
 // mount (it yields to real requests), and stops at the byte budget, at
 // stop, or at the end of the tree. Symbolic links are not followed.
 func (s *Server) warm(stop <-chan struct{}, budget int64) {
+	runtime.LockOSThread() // its requests carry this thread's id
+	defer runtime.UnlockOSThread()
+	s.v.active.walker.Store(uint32(unix.Gettid()))
 	start := time.Now()
 	queue := []string{s.mp}
 	dirs, files := 0, 0
