@@ -13,10 +13,12 @@ import (
 )
 
 // prefetch pushes the content of small admitted files into the kernel's
-// page cache (FUSE_NOTIFY_STORE) as soon as a READDIRPLUS has made them
-// known to the kernel: a tree walker (grep -r, cat, git) that lists a
-// directory and then reads its files finds their pages there and sends no
-// READ. The pushes are made by a few workers outside any request, never
+// page cache (FUSE_NOTIFY_STORE) once a READDIRPLUS has made them known to
+// the kernel: a tree walker (grep -r, cat, git) that lists a directory and
+// then reads its files finds their pages there and sends no READ. The
+// pushes are made by a few workers outside any request, whenever no other
+// process has asked anything for a moment (they would compete with the
+// agent's command on a small machine, and race its READs anyway), never
 // before the version was admitted by the LOOKUP that READDIRPLUS made,
 // and never leave a page of another version behind: the file is fstat'ed
 // after its bytes were pushed, and a version that moved meanwhile is
@@ -81,6 +83,11 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 func (p *prefetch) work() {
 	buf := make([]byte, maxPush+1)
 	for j := range p.queue {
+		// Background work: while an agent's command is running, its
+		// requests go first (a push races the walker's own READ anyway).
+		for p.v.active.idleFor() < yieldAfter {
+			time.Sleep(time.Millisecond)
+		}
 		p.push(j, buf)
 	}
 }
