@@ -28,7 +28,11 @@ type prefetch struct {
 	queue  chan pushJob
 	report func(result string) // nil: not counted
 	bytes  atomic.Int64        // pushed so far (the warm walk's budget)
+	queued atomic.Int64        // offered and not yet pushed or given up
 }
+
+// drained reports whether every push offered so far is done.
+func (p *prefetch) drained() bool { return p.queued.Load() == 0 }
 
 // busy reports whether more than half the queue waits: the warm walk
 // then lets the workers catch up rather than have offers dropped.
@@ -73,9 +77,11 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 	if size == 0 || size > maxPush || n.index || !p.v.kernelOpen || p.v.open.Load() == nil {
 		return
 	}
+	p.queued.Add(1)
 	select {
 	case p.queue <- pushJob{in: n.EmbeddedInode(), n: n, id: id}:
 	default:
+		p.queued.Add(-1)
 		p.count("dropped")
 	}
 }
@@ -89,6 +95,7 @@ func (p *prefetch) work() {
 			time.Sleep(time.Millisecond)
 		}
 		p.push(j, buf)
+		p.queued.Add(-1)
 	}
 }
 

@@ -84,6 +84,14 @@ func (s *Server) warm(stop <-chan struct{}, budget int64) {
 			}
 		}
 	}
+	// Done means warm: the pushes the walk's listings queued are in.
+	for !s.v.prefetch.drained() {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
 	s.log.Info("warm walk done", "dirs", dirs, "files", files, "pushed_bytes", s.v.prefetch.bytes.Load(),
 		"budget_bytes", budget, "seconds", time.Since(start).Seconds())
 	s.event("warm_walk_done")
