@@ -37,7 +37,7 @@ func (v *view) saw(ctx context.Context) {
 func (a *activity) idleFor() time.Duration { return time.Duration(time.Now().UnixNano() - a.last.Load()) }
 
 // yieldAfter is how long the walk waits after another process's request.
-const yieldAfter = 50 * time.Millisecond
+const yieldAfter = 250 * time.Millisecond
 
 // warm walks the mount itself, as a tree walker would, right after it is
 // mounted: each directory listed is a READDIRPLUS that puts its names in

@@ -94,7 +94,7 @@ func TestWarmWalkWarmsTheView(t *testing.T) {
 				writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
 			}
 			// 400 directories: a walk that waited on its own requests (as
-			// if they were an agent's) would take 50 ms each.
+			// if they were an agent's) would wait 250 ms after each.
 			for i := range 400 {
 				writeFile(t, filepath.Join(f.root, "many", fmt.Sprintf("d%03d", i), "x.txt"), "x\n", 0o644)
 			}
@@ -107,7 +107,7 @@ func TestWarmWalkWarmsTheView(t *testing.T) {
 			d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
 			if warm {
 				// A hang guard, 20x a walk on a loaded machine: a walk that
-				// yields to itself takes 20 s here.
+				// yields to itself takes 100 s here.
 				d.log.waitFor(t, "warm walk done", 1, 15*time.Second)
 			}
 			reads := func() float64 { return counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] }
