@@ -230,7 +230,7 @@ func keepEncoding(f *roots.File, content io.Reader) (io.Reader, *edited, error) 
 	}
 	data, err := io.ReadAll(content)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, writeErr(f.Name, err) // too large, or a broken stream
 	}
 	if charset.Detect(data) != charset.UTF8 || !utf8.Valid(data) {
 		return bytes.NewReader(data), nil, nil
