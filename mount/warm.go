@@ -34,7 +34,9 @@ func (v *view) saw(ctx context.Context) {
 }
 
 // idleFor is how long no other process has asked anything.
-func (a *activity) idleFor() time.Duration { return time.Duration(time.Now().UnixNano() - a.last.Load()) }
+func (a *activity) idleFor() time.Duration {
+	return time.Duration(time.Now().UnixNano() - a.last.Load())
+}
 
 // yieldAfter is how long the walk waits after another process's request.
 const yieldAfter = 250 * time.Millisecond

@@ -19,7 +19,9 @@ func TestPushedPagesFollowChanges(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	dir := filepath.Join(f.root, "quiet")
-	content := func(i, v int) string { return fmt.Sprintf("file %02d, version %d: %s\n", i, v, strings.Repeat("x", 100)) }
+	content := func(i, v int) string {
+		return fmt.Sprintf("file %02d, version %d: %s\n", i, v, strings.Repeat("x", 100))
+	}
 	for i := range 40 {
 		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), content(i, 1), 0o644)
 	}
