@@ -157,32 +157,48 @@ func (r *Recorder) read() {
 			return
 		}
 		if fds[1].Revents != 0 {
-			return // Close
+			// Close: what the kernel queued before it is still recorded.
+			for r.queued() {
+				r.readOnce(buf)
+			}
+			return
 		}
-		n, err := unix.Read(r.fd, buf)
-		if err != nil || n <= 0 {
-			continue // EAGAIN, EINTR, or an event whose descriptor could not be opened
+		r.readOnce(buf)
+	}
+}
+
+// queued reports whether the group has events queued, without waiting.
+func (r *Recorder) queued() bool {
+	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&unix.POLLIN != 0
+}
+
+// readOnce reads and records one batch of events.
+func (r *Recorder) readOnce(buf []byte) {
+	n, err := unix.Read(r.fd, buf)
+	if err != nil || n <= 0 {
+		return // EAGAIN, EINTR, or an event whose descriptor could not be opened
+	}
+	now := time.Now().UTC()
+	for b := buf[:n]; len(b) >= metaLen; {
+		md := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&b[0]))
+		if md.Event_len < uint32(metaLen) || int(md.Event_len) > len(b) {
+			break
 		}
-		now := time.Now().UTC()
-		for b := buf[:n]; len(b) >= metaLen; {
-			md := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&b[0]))
-			if md.Event_len < uint32(metaLen) || int(md.Event_len) > len(b) {
-				break
-			}
-			b = b[md.Event_len:]
-			if md.Vers != unix.FANOTIFY_METADATA_VERSION {
-				continue
-			}
-			if md.Mask&unix.FAN_Q_OVERFLOW != 0 {
-				r.mu.Lock()
-				r.lost.Overflows++
-				r.noteLost(now)
-				r.mu.Unlock()
-			}
-			if md.Fd >= 0 {
-				r.event(int(md.Fd), uint32(md.Pid), now)
-				unix.Close(int(md.Fd))
-			}
+		b = b[md.Event_len:]
+		if md.Vers != unix.FANOTIFY_METADATA_VERSION {
+			continue
+		}
+		if md.Mask&unix.FAN_Q_OVERFLOW != 0 {
+			r.mu.Lock()
+			r.lost.Overflows++
+			r.noteLost(now)
+			r.mu.Unlock()
+		}
+		if md.Fd >= 0 {
+			r.event(int(md.Fd), uint32(md.Pid), now)
+			unix.Close(int(md.Fd))
 		}
 	}
 }
