@@ -165,7 +165,7 @@ func Mount(cfg Config) (*Server, error) {
 	s.stopRoots = make(chan struct{})
 	go s.watchRoots(s.stopRoots)
 	if pol.Mount.Warm && v.kernelOpen && v.open.Load() != nil {
-		go s.warm(s.stopRoots, pol.Mount.WarmMaxBytes)
+		go s.keepWarm(s.stopRoots, pol.Mount.WarmMaxBytes)
 	}
 	return s, nil
 }

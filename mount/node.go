@@ -190,6 +190,7 @@ func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, a *fu
 // OnForget runs when the kernel has forgotten the node: its inode number
 // is released, so the number map holds only what the kernel holds.
 func (n *node) OnForget() {
+	n.v.forgotten.Add(1)
 	n.v.absent.forgetDir(n.EmbeddedInode())
 	if c := n.v.open.Load(); c != nil {
 		c.drop(n)

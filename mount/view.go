@@ -57,6 +57,9 @@ type view struct {
 	prefetch prefetch
 	// active is when another process last asked: the warm walk yields.
 	active activity
+	// forgotten counts the nodes the kernel forgot since the last warm
+	// walk (see keepWarm).
+	forgotten atomic.Int64
 }
 
 type idKey struct {

@@ -129,3 +129,41 @@ func TestWarmWalkWarmsTheView(t *testing.T) {
 		})
 	}
 }
+
+// TestForgottenViewIsWarmedAgain: when the kernel forgets the mount's
+// names and pages (here: dropped with the machine's reclaimable caches,
+// as memory reclaim does on an idle machine), the daemon walks it again
+// once nobody has asked anything for a while, so the agent back from a
+// pause finds it warm: no READ for files it read before.
+func TestForgottenViewIsWarmedAgain(t *testing.T) {
+	t.Parallel()
+	requireRoot(t)
+	f := newFixture(t)
+	old := time.Now().Add(-time.Hour)
+	for i := range 1500 { // more than the 1,024 forgotten nodes that start a walk
+		writeFile(t, filepath.Join(f.root, "tree", fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%04d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
+	}
+	for i := range 15 {
+		must(t, os.Chtimes(filepath.Join(f.root, "tree", fmt.Sprintf("d%02d", i)), old, old))
+	}
+	must(t, os.Chtimes(filepath.Join(f.root, "tree"), old, old))
+	must(t, os.Chtimes(f.root, old, old))
+	sock := filepath.Join(f.base, "ctl.sock")
+	writePolicy(t, f.policy, []string{f.root}, fmt.Sprintf("[control]\nsocket = %q\n", sock))
+	d := startMount(t, f.mp, "--policy", f.policy)
+	d.log.waitFor(t, "warm walk done", 1, 60*time.Second)
+	// The kernel forgets: dentries and inodes go, and their pages with them.
+	must(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0))
+	d.log.waitFor(t, "warm walk done", 2, 60*time.Second)
+	reads := func() float64 { return counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] }
+	before := reads()
+	for _, i := range []int{0, 700, 1499} {
+		p := filepath.Join(f.mp, "tree", fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%04d.txt", i))
+		if got := mustRun(t, "cat", p); got != fmt.Sprintf("file %d\n", i) {
+			t.Fatalf("%s: %q", p, got)
+		}
+	}
+	if sent := reads() - before; sent != 0 {
+		t.Errorf("after the second walk, 3 files read again sent %v READs", sent)
+	}
+}
