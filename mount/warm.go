@@ -116,7 +116,10 @@ func (s *Server) keepWarm(stop <-chan struct{}, budget int64) {
 	s.v.active.walker.Store(uint32(unix.Gettid()))
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for {
+	for walks := 0; ; walks++ {
+		if walks > 0 {
+			s.log.Info("warm walk again: the kernel forgot part of the view", "forgotten_nodes", s.v.forgotten.Load())
+		}
 		s.v.forgotten.Store(0)
 		s.warm(stop, budget)
 		for s.v.forgotten.Load() < rewarmForgets || s.v.active.idleFor() < rewarmIdle {
