@@ -135,8 +135,11 @@ func TestWarmWalkWarmsTheView(t *testing.T) {
 // as memory reclaim does on an idle machine), the daemon walks it again
 // once nobody has asked anything for a while, so the agent back from a
 // pause finds it warm: no READ for files it read before.
+//
+// Not parallel: dropping the kernel's caches is machine-wide, and would
+// take pushed pages from under the tests that count READs; a top-level
+// test without t.Parallel runs before the parallel ones start.
 func TestForgottenViewIsWarmedAgain(t *testing.T) {
-	t.Parallel()
 	requireRoot(t)
 	f := newFixture(t)
 	old := time.Now().Add(-time.Hour)
