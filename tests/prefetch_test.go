@@ -15,8 +15,11 @@ import (
 // (same size, same inode) or replaced by a rename is read as it is now,
 // never as it was pushed. A secret never enters by a push: a private key
 // in a quiet directory is neither listed nor pushed.
+//
+// Not parallel, like every test here that counts READs: a parallel test
+// that kills a daemon makes the next mount drop the machine's clean caches
+// (mount.ClearStale), which would take pushed pages from under the count.
 func TestPushedPagesFollowChanges(t *testing.T) {
-	t.Parallel()
 	f := newFixture(t)
 	dir := filepath.Join(f.root, "quiet")
 	content := func(i, v int) string {
@@ -88,11 +91,9 @@ func TestPushedPagesFollowChanges(t *testing.T) {
 // the daemon walks its own mount: reading every small file afterwards
 // sends no READ. With [mount] warm = false the same reads go to the
 // daemon.
-func TestWarmWalkWarmsTheView(t *testing.T) {
-	t.Parallel()
+func TestWarmWalkWarmsTheView(t *testing.T) { // not parallel: see TestPushedPagesFollowChanges
 	for _, warm := range []bool{true, false} {
 		t.Run(fmt.Sprint("warm=", warm), func(t *testing.T) {
-			t.Parallel()
 			f := newFixture(t)
 			dir := filepath.Join(f.root, "w", "x")
 			for i := range 30 {
