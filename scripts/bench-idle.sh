@@ -8,20 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=$(realpath "${1:?usage: scripts/bench-idle.sh TREE [IDLE_SECONDS]}")
 idle=${2:-65}
-work=$(mktemp -d /tmp/fsguard-idle.XXXXXX)
-daemon=
-cleanup() {
-  [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-  umount -l "$work/mnt" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-mkdir -p "$work/mnt"
-go build -o "$work/fsguard" ./cmd/fsguard
+. scripts/benchlib.sh
+bench_work idle
+bench_build
 printf '[[root]]\npath = "%s"\n[audit]\nopens = "off"\n' "$tree" > "$work/policy.toml"
-FSGUARD_JOURNAL=$work/journal.db "$work/fsguard" mount --socket "$work/ctl.sock" --policy "$work/policy.toml" "$work/mnt" > "$work/ready" 2> "$work/log" &
-daemon=$!
-for _ in $(seq 200); do grep -q '"msg":"mounted"' "$work/ready" 2>/dev/null && break; sleep 0.05; done
+bench_mount --socket "$work/ctl.sock"
 ops() { curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | awk '/^fsguard_fuse_op_seconds_count/ {s += $2} END {print s + 0}'; }
 timed() { local t0 t1; t0=$(date +%s%N); grep -rn zzqqxx-no-such-text "$1" > /dev/null || true; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
 timed "$work/mnt" > /dev/null; timed "$work/mnt" > /dev/null # warm up

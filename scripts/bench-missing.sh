@@ -6,15 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
-work=$(mktemp -d /tmp/fsguard-missing.XXXXXX)
-trap 'kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; umount -l "$work/mnt" 2>/dev/null || true; rm -rf "$work"' EXIT
-mkdir -p "$work/root/d" "$work/mnt"
+. scripts/benchlib.sh
+bench_work missing
+mkdir -p "$work/root/d"
 for i in $(seq 3000); do echo x > "$work/root/d/f$i.txt"; done
-go build -o "$work/fsguard" ./cmd/fsguard
+bench_build
 printf '[[root]]\npath = "%s"\n' "$work/root" > "$work/policy.toml"
-FSGUARD_JOURNAL=$work/journal.db "$work/fsguard" mount --policy "$work/policy.toml" "$work/mnt" > "$work/ready" 2> "$work/log" &
-daemon=$!
-for _ in $(seq 100); do grep -q '"msg":"mounted"' "$work/ready" 2>/dev/null && break; sleep 0.1; done
+bench_mount
 ls "$work/mnt/d" > /dev/null
 probe='import os, sys, time, random
 d, tag = sys.argv[1], random.random()

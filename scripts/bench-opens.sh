@@ -11,15 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=${1:-}
 runs=${2:-5}
-work=$(mktemp -d /tmp/fsguard-opens.XXXXXX)
-daemon=
-cleanup() {
-  [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-  umount -l "$work/mnt" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-mkdir -p "$work/mnt"
+. scripts/benchlib.sh
+bench_work opens
 if [ -z "$tree" ]; then
   tree=$work/root
   python3 - "$tree" <<'PY'
@@ -33,16 +26,11 @@ for i in range(20000):
 PY
 fi
 tree=$(realpath "$tree")
-go build -o "$work/fsguard" ./cmd/fsguard
+bench_build
 ms() { local t0 t1; t0=$(date +%s%N); "$@" > /dev/null 2>&1 || true; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime, in ticks
 start() { # mode
   printf '[[root]]\npath = "%s"\n[audit]\nopens = "%s"\n' "$tree" "$1" > "$work/policy.toml"
-  rm -f "$work"/journal.*
-  FSGUARD_JOURNAL=$work/journal.db "$work/fsguard" mount --session bench --policy "$work/policy.toml" "$work/mnt" > "$work/ready" 2> "$work/log" &
-  daemon=$!
-  for _ in $(seq 200); do grep -q '"msg":"mounted"' "$work/ready" 2>/dev/null && return; sleep 0.05; done
-  echo "mount not ready: $(cat "$work/log")" >&2; exit 1
+  bench_mount --session bench
 }
 settle() { # until the daemon used no CPU for a second (its appends done)
   local a b
@@ -51,7 +39,6 @@ settle() { # until the daemon used no CPU for a second (its appends done)
     [ "$a" = "$b" ] && return
   done
 }
-stop() { kill "$daemon"; wait "$daemon" 2>/dev/null || true; daemon=; }
 jsize() { du -cb "$work"/journal.db "$work"/journal.db-wal 2>/dev/null | tail -1 | cut -f1; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 : > "$work/results"
@@ -78,7 +65,7 @@ for r in $(seq "$runs"); do
       echo "record-journal $(jsize)" >> "$work/results"
     fi
     echo "$mode-cpu-ms $(( (c1 - c0) * 1000 / hz ))" >> "$work/results"
-    stop
+    bench_stop
   done
 done
 echo "tree: $tree ($(find "$tree" -type f | wc -l) files), runs: $runs, medians:"

@@ -9,25 +9,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-/tmp}
 ops=${2:-60000}
-work=$(mktemp -d "$base/fsguard-watch.XXXXXX")
-daemon=
-cleanup() {
-  [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-  umount -l "$work/mnt" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-mkdir -p "$work/root/src" "$work/mnt" "$work/elsewhere"
+. scripts/benchlib.sh
+bench_work watch "$base"
+mkdir -p "$work/root/src" "$work/elsewhere"
 for i in $(seq 200); do echo "file $i" > "$work/root/src/f$i.txt"; done
-go build -o "$work/fsguard" ./cmd/fsguard
+bench_build
 hz=$(getconf CLK_TCK)
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 for mode in fanotify inotify auto; do
   printf '[[root]]\npath = "%s"\n[mount]\nwatch = "%s"\n[audit]\nopens = "off"\n' "$work/root" "$mode" > "$work/policy.toml"
-  rm -f "$work"/journal.*
-  FSGUARD_JOURNAL=$work/journal.db "$work/fsguard" mount --policy "$work/policy.toml" "$work/mnt" > "$work/ready" 2> "$work/log" &
-  daemon=$!
-  for _ in $(seq 200); do grep -q '"msg":"mounted"' "$work/ready" 2>/dev/null && break; sleep 0.05; done
+  bench_mount
   backend=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["watch"])' "$work/ready")
   c0=$(cpu "$daemon"); t0=$(date +%s%N)
   python3 - "$work/elsewhere" "$ops" <<'PY'
@@ -44,5 +34,5 @@ PY
   printf '%-9s (in use: %-8s) %6d unrelated operations in %5d ms: daemon CPU %5d ms (%.2f%% of a core)\n' \
     "$mode" "$backend" "$ops" $(( (t1 - t0) / 1000000 )) $(( (c1 - c0) * 1000 / hz )) \
     "$(python3 -c "print(($c1 - $c0) * 1000 / $hz / (($t1 - $t0) / 1e6 + 1000) * 100)")"
-  kill "$daemon"; wait "$daemon" 2>/dev/null || true; daemon=
+  bench_stop
 done
