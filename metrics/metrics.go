@@ -167,7 +167,7 @@ func New() *Set {
 		Events:        Counter{Name: "fsguard_mount_events_total", Help: "The mount's own events: a root missing, a root reopened at its configured path.", Label: "event"},
 		Opens:         Counter{Name: "fsguard_opens_total", Help: "Opens of files through the mount recorded as access records (aggregated per process and file version)."},
 		OpensLost:     Counter{Name: "fsguard_opens_lost_total", Help: "Times opens could not be recorded one by one: the kernel's event queue overflowed, or opens were dropped while the pending set was full.", Label: "reason"},
-		Prefetched:    Counter{Name: "fsguard_prefetch_files_total", Help: "Small files pushed into the kernel's page cache after a listing named them (pushed), not pushed because the queue was full (dropped), or invalidated because they changed while pushed (changed).", Label: "result"},
+		Prefetched:    Counter{Name: "fsguard_prefetch_files_total", Help: "Small files pushed into the kernel's page cache after a listing named them (pushed), not pushed because the queue was full (dropped) or the kernel did not know the file in time (unknown), or invalidated because they changed while pushed (changed).", Label: "result"},
 		FuseOps: Histogram{Name: "fsguard_fuse_op_seconds", Help: "Latency of FUSE operations served by the daemon.", Label: "op",
 			Buckets: []float64{10e-6, 50e-6, 100e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1}},
 	}

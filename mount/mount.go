@@ -49,7 +49,8 @@ type Config struct {
 	Event func(name string)
 	// Prefetched, when set, is told of each push of a small file into the
 	// page cache after a listing named it: "pushed", "dropped" (the queue
-	// was full) or "changed" (the file moved while pushed: invalidated).
+	// was full), "unknown" (the kernel did not know the inode in time) or
+	// "changed" (the file moved while pushed: invalidated).
 	Prefetched func(result string)
 }
 

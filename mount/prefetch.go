@@ -67,6 +67,8 @@ const (
 	// (a full queue drops the push: the file is then read on demand).
 	pushWorkers = 2
 	pushQueue   = 4096
+	// maxWaitKnown bounds the wait for the kernel to know an inode.
+	maxWaitKnown = 2 * time.Second
 )
 
 // offer queues a push of n's content, the version id, once the kernel
@@ -120,16 +122,20 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 	if err != io.ErrUnexpectedEOF && err != io.EOF || int64(n) != f.Stat.Size {
 		return
 	}
-	for try := 0; ; try++ {
+	// The READDIRPLUS reply naming the inode may not be in the kernel yet
+	// (ENOENT): wait for it, longer on a busy machine (a 20 ms bound left
+	// files unpushed under load), never more than maxWaitKnown.
+	for wait, waited := time.Millisecond, time.Duration(0); ; wait = min(2*wait, 50*time.Millisecond) {
 		errno := j.in.WriteCache(0, buf[:n])
 		if errno == 0 {
 			break
 		}
-		if errno != syscall.ENOENT || try == 20 {
+		if errno != syscall.ENOENT || waited >= maxWaitKnown {
+			p.count("unknown")
 			return
 		}
-		// The READDIRPLUS reply naming the inode is not in the kernel yet.
-		time.Sleep(time.Millisecond)
+		time.Sleep(wait)
+		waited += wait
 	}
 	var st unix.Stat_t
 	if unix.Fstat(int(f.Fd()), &st) != nil || fileid.Of(&st) != j.id {
