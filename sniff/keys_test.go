@@ -176,3 +176,21 @@ func BenchmarkFindKeyIn(b *testing.B) {
 		FindKeyIn(bytes.NewReader(data), int64(len(data)), buf)
 	}
 }
+
+// TestAWSKeyAtTheStart: the AWS marker is found from its '_' and the "aws"
+// before it is checked after; a key on the file's first bytes has nothing
+// before that "aws", and is still a key.
+func TestAWSKeyAtTheStart(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+		"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+	} {
+		if !HasKey([]byte(s)) {
+			t.Errorf("not recognised at byte 0: %q", s)
+		}
+	}
+	if HasKey([]byte("xx_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n")) {
+		t.Error("a name that is not aws_secret_access_key was taken for one")
+	}
+}
