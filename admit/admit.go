@@ -107,6 +107,17 @@ func (p *Pending) Wait() (sniff.Result, error) {
 // (fsguard read's window scan) overlaps the two. The caller must Wait
 // before it closes f, and must show nothing of f before Wait says yes.
 func (d *Decider) Start(g *roots.Guard, f *roots.File) *Pending {
+	return d.start(g, f, nil)
+}
+
+// Keep is given the whole content of a small file that a listing admitted
+// from its sample: the mount pushes it into the kernel's page cache without
+// reading the file a second time. data is reused once Keep returns.
+type Keep func(rel string, id fileid.Identity, data []byte)
+
+// start is Start; keep, when set, is given the content of a file admitted
+// by a sample that was the whole file.
+func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *Pending {
 	p := &Pending{done: make(chan struct{})}
 	finish := func(res sniff.Result, err error) *Pending {
 		p.res, p.err = res, err
@@ -122,16 +133,20 @@ func (d *Decider) Start(g *roots.Guard, f *roots.File) *Pending {
 		p.Sample = res
 		return finish(verdict(pol, f.Root, f.Rel, f.Name, res))
 	}
-	sample, whole, bp, pool, err := d.sample(pol, f)
+	sample, data, whole, bp, pool, err := d.sample(pol, f)
 	if err != nil {
 		return finish(sample, ioErr(f.Name, err))
 	}
 	p.Sample = sample
 	// A sample that is the whole file was searched for keys whole.
 	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) || whole {
-		pool.Put(bp)
 		d.remember(k, sample)
-		return finish(verdict(pol, f.Root, f.Rel, f.Name, sample))
+		res, err := verdict(pol, f.Root, f.Rel, f.Name, sample)
+		if err == nil && whole && keep != nil {
+			keep(data)
+		}
+		pool.Put(bp)
+		return finish(res, err)
 	}
 	go func() {
 		defer pool.Put(bp)
@@ -195,6 +210,12 @@ func verdict(pol *policy.Policy, r *roots.Root, rel, name string, res sniff.Resu
 // read and nothing it cannot. st is the entry's own stat, from the guard;
 // a version already decided costs no open.
 func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t) error {
+	return d.visible(g, r, rel, name, st, nil)
+}
+
+// visible is Visible; keep, when set, is given the content of a small file
+// this call admitted from a whole sample.
+func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t, keep func(data []byte)) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil
 	}
@@ -210,7 +231,7 @@ func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 		return err
 	}
 	defer f.Close()
-	_, err = d.Decide(g, f)
+	_, err = d.start(g, f, keep).Wait()
 	return err
 }
 
@@ -219,8 +240,9 @@ func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 // a regular file that Visible hides is left out, as is any entry skip
 // names (nil: none). The mount's READDIR and fsguard read DIR both list
 // through it, so both show the same names. rel is the directory beneath
-// r, shown its path in messages.
-func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents []roots.DirEntry, skip func(rel string) bool) []roots.DirEntry {
+// r, shown its path in messages. keep (nil: none) is given the content of
+// each small file admitted here from one whole read.
+func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents []roots.DirEntry, skip func(rel string) bool, keep Keep) []roots.DirEntry {
 	out := ents[:0:0]
 	for _, e := range ents {
 		crel := e.Name
@@ -233,7 +255,14 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 		if e.Mode == unix.S_IFREG {
 			// Hidden by content or links: absent, as a denied name is.
 			ent, err := g.Entry(r, crel)
-			if err != nil || d.Visible(g, r, crel, path.Join(shown, e.Name), &ent.Stat) != nil {
+			if err != nil {
+				continue
+			}
+			var kept func([]byte)
+			if keep != nil {
+				kept = func(data []byte) { keep(crel, fileid.Of(&ent.Stat), data) }
+			}
+			if d.visible(g, r, crel, path.Join(shown, e.Name), &ent.Stat, kept) != nil {
 				continue
 			}
 		}
@@ -242,10 +271,10 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 	return out
 }
 
-// sample classifies the start of f, counting a scan; it returns whether
-// the sample was the whole file, and the buffer it used (for the
-// whole-content scan) and its pool.
-func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, bool, *[]byte, *sync.Pool, error) {
+// sample classifies the start of f, counting a scan; it returns the bytes
+// read, whether they were the whole file, and the buffer they are in (for
+// the whole-content scan) and its pool.
+func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, []byte, bool, *[]byte, *sync.Pool, error) {
 	d.scans.Add(1)
 	pool := &d.small
 	if f.Stat.Size > 64<<10 {
@@ -256,8 +285,8 @@ func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, bool,
 	n, err := f.ReadAt(buf, 0)
 	if n == 0 && err != nil && f.Stat.Size > 0 {
 		pool.Put(bp)
-		return sniff.Result{}, false, nil, nil, err
+		return sniff.Result{}, nil, false, nil, nil, err
 	}
 	whole := int64(n) >= f.Stat.Size
-	return sniff.Classify(buf[:n], whole), whole, bp, pool, nil
+	return sniff.Classify(buf[:n], whole), buf[:n], whole, bp, pool, nil
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fsguard/fsguard/admit"
 	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/roots"
 
@@ -282,7 +283,11 @@ func (l *listing) load() syscall.Errno {
 	if err != nil {
 		return n.v.refuse(l.caller, r, rel, shown, err)
 	}
-	list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) })
+	var keep admit.Keep
+	if !l.busy && n.v.prefetch.on() {
+		keep = l.keep
+	}
+	list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	for _, e := range list {
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
@@ -514,6 +519,33 @@ type listing struct {
 	// Lookup.
 	changes int64
 	busy    bool
+	// kept holds, by name, the content of small files the listing
+	// admitted from one whole read, for the pushes after READDIRPLUS;
+	// keptBytes is its size (bounded by maxKeptPerListing).
+	kept      map[string]keptFile
+	keptBytes int
+}
+
+// keptFile is a file's content as the listing read it, and its version.
+type keptFile struct {
+	id   fileid.Identity
+	data []byte
+}
+
+// maxKeptPerListing bounds the content one listing holds for pushes.
+const maxKeptPerListing = 8 << 20
+
+// keep is the listing's admit.Keep: it copies a small file's content for
+// the push that follows its READDIRPLUS entry.
+func (l *listing) keep(rel string, id fileid.Identity, data []byte) {
+	if int64(len(data)) != id.Size || id.Size > maxPush || l.keptBytes+len(data) > maxKeptPerListing {
+		return
+	}
+	if l.kept == nil {
+		l.kept = map[string]keptFile{}
+	}
+	l.kept[path.Base(rel)] = keptFile{id: id, data: slices.Clone(data)}
+	l.keptBytes += len(data)
 }
 
 var (
@@ -538,11 +570,21 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, syscall.EAGAIN // no entry: not an error the kernel sees
 	}
 	in, st, errno := l.n.lookup(ctx, name, out)
+	k, held := l.kept[name]
+	if held {
+		delete(l.kept, name)
+		l.keptBytes -= len(k.data)
+	}
 	if errno == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
 		if c, ok := nodeOf(in); ok {
 			// Known to the kernel once this reply is in: its bytes can go
 			// into the page cache before the walker asks for them.
-			l.n.v.prefetch.offer(c, fileid.Of(st), st.Size)
+			id := fileid.Of(st)
+			if held && k.id == id {
+				l.n.v.prefetch.offerKept(c, id, k.data)
+			} else {
+				l.n.v.prefetch.offer(c, id, st.Size)
+			}
 		}
 	}
 	return in, errno

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/roots"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
@@ -24,11 +25,17 @@ import (
 // after its bytes were pushed, and a version that moved meanwhile is
 // invalidated again (the watch may have invalidated it before the push).
 type prefetch struct {
-	v      *view
-	queue  chan pushJob
-	report func(result string) // nil: not counted
-	bytes  atomic.Int64        // pushed so far (the warm walk's budget)
-	queued atomic.Int64        // offered and not yet pushed or given up
+	v     *view
+	queue chan pushJob
+	// eager holds pushes whose content the listing already read: they
+	// cost a write to the kernel and an fstatat, so they do not wait for
+	// a quiet moment; they race the walker's READs and mostly win.
+	// eagerBytes is the content they hold (bounded by maxEagerBytes).
+	eager      chan pushJob
+	eagerBytes atomic.Int64
+	report     func(result string) // nil: not counted
+	bytes      atomic.Int64        // pushed so far (the warm walk's budget)
+	queued     atomic.Int64        // offered and not yet pushed or given up
 }
 
 // drained reports whether every push offered so far is done.
@@ -42,10 +49,17 @@ func (p *prefetch) busy() bool { return len(p.queue) > pushQueue/2 }
 func (p *prefetch) start(v *view, report func(string)) {
 	p.v, p.report = v, report
 	p.queue = make(chan pushJob, pushQueue)
+	p.eager = make(chan pushJob, pushQueue)
 	for range pushWorkers {
 		go p.work()
 	}
+	go p.workEager()
 }
+
+// on reports whether pushes are made at all: only with a watch (which
+// drops what changes) and in kernel open mode (where the page cache is
+// what READs fill anyway).
+func (p *prefetch) on() bool { return p.v.kernelOpen && p.v.open.Load() != nil }
 
 func (p *prefetch) count(result string) {
 	if p.report != nil {
@@ -57,6 +71,10 @@ type pushJob struct {
 	in *fs.Inode
 	n  *node
 	id fileid.Identity
+	// data is the version's content when the listing read it (eager);
+	// g is the guard that admitted it.
+	data []byte
+	g    *roots.Guard
 }
 
 const (
@@ -69,14 +87,15 @@ const (
 	pushQueue   = 4096
 	// maxWaitKnown bounds the wait for the kernel to know an inode.
 	maxWaitKnown = 2 * time.Second
+	// maxEagerBytes bounds the content waiting in eager pushes; past it a
+	// push is offered as an ordinary one (read again when it is its turn).
+	maxEagerBytes = 64 << 20
 )
 
 // offer queues a push of n's content, the version id, once the kernel
 // knows the inode (after the READDIRPLUS reply that names it).
 func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
-	// Only with a watch (which drops what changes) and in kernel open
-	// mode (where the page cache is what READs fill anyway).
-	if size == 0 || size > maxPush || n.index || !p.v.kernelOpen || p.v.open.Load() == nil {
+	if size == 0 || size > maxPush || n.index || !p.on() {
 		return
 	}
 	p.queued.Add(1)
@@ -86,6 +105,63 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 		p.queued.Add(-1)
 		p.count("dropped")
 	}
+}
+
+// offerKept queues a push of data, version id of n's content as the
+// listing read and admitted it; past the eager budget it is offered as an
+// ordinary push.
+func (p *prefetch) offerKept(n *node, id fileid.Identity, data []byte) {
+	if len(data) == 0 || n.index || !p.on() {
+		return
+	}
+	if p.eagerBytes.Add(int64(len(data))) > maxEagerBytes {
+		p.eagerBytes.Add(-int64(len(data)))
+		p.offer(n, id, id.Size)
+		return
+	}
+	p.queued.Add(1)
+	select {
+	case p.eager <- pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data, g: p.v.guard.Load()}:
+	default:
+		p.eagerBytes.Add(-int64(len(data)))
+		p.queued.Add(-1)
+		p.count("dropped")
+	}
+}
+
+func (p *prefetch) workEager() {
+	for j := range p.eager {
+		p.pushKept(j)
+		p.eagerBytes.Add(-int64(len(j.data)))
+		p.queued.Add(-1)
+	}
+}
+
+// pushKept stores content the listing read. The version must still be
+// the one admitted, under the same guard, at the node's name, before and
+// after the store; one that moved meanwhile is invalidated again.
+func (p *prefetch) pushKept(j pushJob) {
+	current := func() bool {
+		g, r, rel, _, errno := j.n.resolve()
+		if errno != 0 || g != j.g {
+			return false
+		}
+		e, err := g.Entry(r, rel)
+		return err == nil && fileid.Of(&e.Stat) == j.id && e.Stat.Nlink == 1
+	}
+	if !current() {
+		return
+	}
+	if !p.store(j.in, j.data) {
+		return
+	}
+	if !current() {
+		j.in.NotifyContent(0, 0)
+		p.count("changed")
+		return
+	}
+	p.bytes.Add(int64(len(j.data)))
+	p.count("pushed")
 }
 
 func (p *prefetch) work() {
@@ -122,20 +198,8 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 	if err != io.ErrUnexpectedEOF && err != io.EOF || int64(n) != f.Stat.Size {
 		return
 	}
-	// The READDIRPLUS reply naming the inode may not be in the kernel yet
-	// (ENOENT): wait for it, longer on a busy machine (a 20 ms bound left
-	// files unpushed under load), never more than maxWaitKnown.
-	for wait, waited := time.Millisecond, time.Duration(0); ; wait = min(2*wait, 50*time.Millisecond) {
-		errno := j.in.WriteCache(0, buf[:n])
-		if errno == 0 {
-			break
-		}
-		if errno != syscall.ENOENT || waited >= maxWaitKnown {
-			p.count("unknown")
-			return
-		}
-		time.Sleep(wait)
-		waited += wait
+	if !p.store(j.in, buf[:n]) {
+		return
 	}
 	var st unix.Stat_t
 	if unix.Fstat(int(f.Fd()), &st) != nil || fileid.Of(&st) != j.id {
@@ -145,4 +209,23 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 	}
 	p.bytes.Add(int64(n))
 	p.count("pushed")
+}
+
+// store writes data into the kernel's cache of in. The READDIRPLUS reply
+// naming the inode may not be in the kernel yet (ENOENT): it waits for
+// it, longer on a busy machine (a 20 ms bound left files unpushed under
+// load), never more than maxWaitKnown, and counts a push given up.
+func (p *prefetch) store(in *fs.Inode, data []byte) bool {
+	for wait, waited := 100*time.Microsecond, time.Duration(0); ; wait = min(2*wait, 50*time.Millisecond) {
+		errno := in.WriteCache(0, data)
+		if errno == 0 {
+			return true
+		}
+		if errno != syscall.ENOENT || waited >= maxWaitKnown {
+			p.count("unknown")
+			return false
+		}
+		time.Sleep(wait)
+		waited += wait
+	}
 }

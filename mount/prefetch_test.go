@@ -1,0 +1,110 @@
+package mount
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsguard/fsguard/fileid"
+	"github.com/fsguard/fsguard/policy"
+
+	"golang.org/x/sys/unix"
+)
+
+// needFUSE skips where FUSE is truly absent, and fails instead where it
+// is required (CI sets FSGUARD_REQUIRE_FUSE=1).
+func needFUSE(t *testing.T) {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "not root"
+	} else if _, err := os.Stat("/dev/fuse"); err != nil {
+		why = "no /dev/fuse"
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
+		t.Fatalf("FUSE required (FSGUARD_REQUIRE_FUSE=1) but unavailable: %s", why)
+	}
+	t.Skip(why)
+}
+
+// TestKeptPushOfAnOldVersion is the attacker's race, made to happen: a
+// listing read a small file and queued its content for a push; before the
+// push, the file changed — to other text, or to a private key. The push of
+// the listing's bytes must not happen (the mount would serve a version
+// that is gone), and nothing of the key may be served. Without the checks
+// around the store, the old bytes are read back.
+func TestKeptPushOfAnOldVersion(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	base := t.TempDir()
+	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
+	dir := filepath.Join(root, "d")
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.Mkdir(mp, 0o755))
+	const (
+		v1  = "version one of this file, ordinary text\n"
+		v2  = "version two of this file, ordinary text\n"
+		key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
+	)
+	names := map[string]string{"text.txt": v2, "key.txt": key}
+	for name := range names {
+		must(t, os.WriteFile(filepath.Join(dir, name), []byte(v1), 0o644))
+	}
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(dir, old, old)) // quiet: READDIRPLUS hands over entries
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	must(t, err)
+	s, err := Mount(Config{Policy: pol, MountPoint: mp})
+	must(t, err)
+	t.Cleanup(func() { s.Unmount() })
+	if s.v.open.Load() == nil {
+		t.Skip("no watch here: nothing is pushed")
+	}
+
+	// The listing: the kernel now knows both inodes.
+	if _, err := os.ReadDir(filepath.Join(mp, "d")); err != nil {
+		t.Fatal(err)
+	}
+	for name, now := range names {
+		var st unix.Stat_t
+		must(t, unix.Stat(filepath.Join(dir, name), &st))
+		was := fileid.Of(&st)
+		in := s.root.EmbeddedInode().GetChild("d").GetChild(name)
+		if in == nil {
+			t.Fatalf("%s: the kernel does not hold it after the listing", name)
+		}
+		n, _ := nodeOf(in)
+		// The change, in place (same inode): text of the same size, or a
+		// key. Seen through the mount before the push, so the watch has
+		// done its invalidation and cannot hide a wrong push.
+		must(t, os.WriteFile(filepath.Join(dir, name), []byte(now), 0o644))
+		deadline := time.Now().Add(30 * time.Second) // a hang guard
+		for {
+			got, err := os.ReadFile(filepath.Join(mp, "d", name))
+			if string(got) != v1 && (err != nil || string(got) == now) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the mount never showed the change", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		s.v.prefetch.pushKept(pushJob{in: in, n: n, id: was, data: []byte(v1), g: s.v.guard.Load()})
+		got, _ := os.ReadFile(filepath.Join(mp, "d", name))
+		if string(got) == v1 || strings.Contains(string(got), "PRIVATE KEY") {
+			t.Errorf("%s: after the push of its old version the mount serves %q", name, got)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
