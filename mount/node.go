@@ -524,6 +524,13 @@ type listing struct {
 	// keptBytes is its size (bounded by maxKeptPerListing).
 	kept      map[string]keptFile
 	keptBytes int
+	// pending are the pushes of files this listing handed the kernel in
+	// its current request; the kernel knows those inodes only once it has
+	// taken the reply in, which it has when the next request of the
+	// listing (or its release) comes: they are queued then, and never
+	// meet an inode the kernel does not know yet. req is the request.
+	pending []pushJob
+	req     context.Context
 }
 
 // keptFile is a file's content as the listing read it, and its version.
@@ -552,6 +559,7 @@ var (
 	_ fs.FileReaddirenter = (*listing)(nil)
 	_ fs.FileSeekdirer    = (*listing)(nil)
 	_ fs.FileLookuper     = (*listing)(nil)
+	_ fs.FileReleasedirer = (*listing)(nil)
 )
 
 // quiet is how long a directory must have been unchanged for READDIRPLUS
@@ -581,7 +589,7 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 			// into the page cache before the walker asks for them.
 			id := fileid.Of(st)
 			if held && k.id == id {
-				l.n.v.prefetch.offerKept(c, id, k.data)
+				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, k.data))
 			} else {
 				l.n.v.prefetch.offer(c, id, st.Size)
 			}
@@ -590,7 +598,12 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	return in, errno
 }
 
-func (l *listing) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) {
+func (l *listing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if ctx != l.req {
+		// Each request starts with a Readdirent: the previous reply is in.
+		l.req = ctx
+		l.handOver(inlinePushes)
+	}
 	if !l.loaded {
 		if errno := l.load(); errno != 0 {
 			return nil, errno
@@ -604,6 +617,29 @@ func (l *listing) Readdirent(context.Context) (*fuse.DirEntry, syscall.Errno) {
 	e.Off = uint64(l.pos)
 	return &e, 0
 }
+
+// Releasedir queues what the last reply named: the kernel took it in.
+func (l *listing) Releasedir(context.Context, uint32) { l.handOver(0) }
+
+// handOver pushes the files named by replies the kernel has taken in:
+// the first inline of them here, inside the request, so a walker that
+// lists a directory and then reads its files in order (grep -r, fts)
+// finds the first ones cached; the others are queued, and the eager
+// worker, which starts as the walker does, stays ahead of it. Pushing
+// all of them here made a walker that reads nothing (find) 15% slower.
+func (l *listing) handOver(inline int) {
+	for i, j := range l.pending {
+		if i >= inline || !l.n.v.prefetch.pushKept(j, false) {
+			l.n.v.prefetch.offerKept(j)
+		}
+	}
+	clear(l.pending) // the content is the eager queue's now
+	l.pending = l.pending[:0]
+}
+
+// inlinePushes is how many of a reply's files are pushed inside the next
+// request (a fifth of a cold grep -r's READs were left without it).
+const inlinePushes = 16
 
 func (l *listing) Seekdir(_ context.Context, off uint64) syscall.Errno {
 	if !l.loaded {

@@ -107,23 +107,28 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 	}
 }
 
-// offerKept queues a push of data, version id of n's content as the
-// listing read and admitted it; past the eager budget it is offered as an
-// ordinary push.
-func (p *prefetch) offerKept(n *node, id fileid.Identity, data []byte) {
-	if len(data) == 0 || n.index || !p.on() {
+// keptJob is the push of data, version id of n's content as the listing
+// read and admitted it under the guard in force now.
+func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte) pushJob {
+	return pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data, g: p.v.guard.Load()}
+}
+
+// offerKept queues a kept push; past the eager budget it is offered as an
+// ordinary push (the file is read again when it is its turn).
+func (p *prefetch) offerKept(j pushJob) {
+	if len(j.data) == 0 || j.n.index || !p.on() {
 		return
 	}
-	if p.eagerBytes.Add(int64(len(data))) > maxEagerBytes {
-		p.eagerBytes.Add(-int64(len(data)))
-		p.offer(n, id, id.Size)
+	if p.eagerBytes.Add(int64(len(j.data))) > maxEagerBytes {
+		p.eagerBytes.Add(-int64(len(j.data)))
+		p.offer(j.n, j.id, j.id.Size)
 		return
 	}
 	p.queued.Add(1)
 	select {
-	case p.eager <- pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data, g: p.v.guard.Load()}:
+	case p.eager <- j:
 	default:
-		p.eagerBytes.Add(-int64(len(data)))
+		p.eagerBytes.Add(-int64(len(j.data)))
 		p.queued.Add(-1)
 		p.count("dropped")
 	}
@@ -131,16 +136,20 @@ func (p *prefetch) offerKept(n *node, id fileid.Identity, data []byte) {
 
 func (p *prefetch) workEager() {
 	for j := range p.eager {
-		p.pushKept(j)
+		p.pushKept(j, true)
 		p.eagerBytes.Add(-int64(len(j.data)))
 		p.queued.Add(-1)
 	}
 }
 
 // pushKept stores content the listing read. The version must still be
-// the one admitted, under the same guard, at the node's name, before and
-// after the store; one that moved meanwhile is invalidated again.
-func (p *prefetch) pushKept(j pushJob) {
+// the one admitted, under the same guard, at the node's name after the
+// store; one that moved meanwhile is invalidated again. (A check before
+// the store too made the pushes lose more races with the walker's READs,
+// for a change that the check after it catches anyway.) Inside a request
+// (wait false) it never waits for the kernel to know the inode: it
+// reports false, and the push is queued instead.
+func (p *prefetch) pushKept(j pushJob, wait bool) bool {
 	current := func() bool {
 		g, r, rel, _, errno := j.n.resolve()
 		if errno != 0 || g != j.g {
@@ -149,19 +158,19 @@ func (p *prefetch) pushKept(j pushJob) {
 		e, err := g.Entry(r, rel)
 		return err == nil && fileid.Of(&e.Stat) == j.id && e.Stat.Nlink == 1
 	}
-	if !current() {
-		return
-	}
-	if !p.store(j.in, j.data) {
-		return
+	if errno := p.store(j.in, j.data, wait); errno == syscall.ENOENT {
+		return false // not known yet: to be queued
+	} else if errno != 0 {
+		return true // given up
 	}
 	if !current() {
 		j.in.NotifyContent(0, 0)
 		p.count("changed")
-		return
+		return true
 	}
 	p.bytes.Add(int64(len(j.data)))
 	p.count("pushed")
+	return true
 }
 
 func (p *prefetch) work() {
@@ -198,7 +207,7 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 	if err != io.ErrUnexpectedEOF && err != io.EOF || int64(n) != f.Stat.Size {
 		return
 	}
-	if !p.store(j.in, buf[:n]) {
+	if p.store(j.in, buf[:n], true) != 0 {
 		return
 	}
 	var st unix.Stat_t
@@ -212,20 +221,21 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 }
 
 // store writes data into the kernel's cache of in. The READDIRPLUS reply
-// naming the inode may not be in the kernel yet (ENOENT): it waits for
-// it, longer on a busy machine (a 20 ms bound left files unpushed under
-// load), never more than maxWaitKnown, and counts a push given up.
-func (p *prefetch) store(in *fs.Inode, data []byte) bool {
-	for wait, waited := 100*time.Microsecond, time.Duration(0); ; wait = min(2*wait, 50*time.Millisecond) {
+// naming the inode may not be in the kernel yet (ENOENT): with wait, it
+// waits for it, longer on a busy machine (a 20 ms bound left files
+// unpushed under load), never more than maxWaitKnown; without, it returns
+// ENOENT at once. Any other failure is a push given up, counted.
+func (p *prefetch) store(in *fs.Inode, data []byte, wait bool) syscall.Errno {
+	for delay, waited := 100*time.Microsecond, time.Duration(0); ; delay = min(2*delay, 50*time.Millisecond) {
 		errno := in.WriteCache(0, data)
-		if errno == 0 {
-			return true
+		if errno == 0 || errno == syscall.ENOENT && !wait {
+			return errno
 		}
 		if errno != syscall.ENOENT || waited >= maxWaitKnown {
 			p.count("unknown")
-			return false
+			return errno
 		}
-		time.Sleep(wait)
-		waited += wait
+		time.Sleep(delay)
+		waited += delay
 	}
 }
