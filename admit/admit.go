@@ -271,6 +271,12 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 	return out
 }
 
+// readWhole is the largest file read whole by its first read: its key
+// scan is then that read, with no second pass over the file, and the
+// mount can push those bytes into the page cache (its pushes go up to
+// this size).
+const readWhole = 128 << 10
+
 // sample classifies the start of f, counting a scan; it returns the bytes
 // read, whether they were the whole file, and the buffer they are in (for
 // the whole-content scan) and its pool.
@@ -281,12 +287,24 @@ func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, []byt
 		pool = &d.large
 	}
 	bp := pool.Get().(*[]byte)
-	buf := (*bp)[:min(len(*bp), pol.Limits.SampleBytes)]
+	limit := pol.Limits.SampleBytes
+	if f.Stat.Size <= readWhole {
+		limit = max(limit, int(f.Stat.Size))
+	}
+	buf := (*bp)[:min(len(*bp), limit)]
 	n, err := f.ReadAt(buf, 0)
 	if n == 0 && err != nil && f.Stat.Size > 0 {
 		pool.Put(bp)
 		return sniff.Result{}, nil, false, nil, nil, err
 	}
 	whole := int64(n) >= f.Stat.Size
-	return sniff.Classify(buf[:n], whole), buf[:n], whole, bp, pool, nil
+	if n <= pol.Limits.SampleBytes {
+		return sniff.Classify(buf[:n], whole), buf[:n], whole, bp, pool, nil
+	}
+	// Read whole past the sample: the sample is classified, the whole is
+	// searched for keys, as the scan of the rest would have.
+	if sniff.HasKey(buf[:n]) {
+		return sniff.Result{Class: sniff.PrivateKey, MIME: "application/x-pem-file"}, buf[:n], whole, bp, pool, nil
+	}
+	return sniff.Classify(buf[:pol.Limits.SampleBytes], false), buf[:n], whole, bp, pool, nil
 }

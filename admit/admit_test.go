@@ -1,6 +1,7 @@
 package admit_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,4 +166,36 @@ func statOf(t *testing.T, p string) *unix.Stat_t {
 		t.Fatal(err)
 	}
 	return &st
+}
+
+// TestKeyAnywhereAroundTheWholeRead: a file up to 128 KiB is decided from
+// one read of all of it, a larger one from its sample and a scan of the
+// rest. A key at the very end, or cut across the sample's end, of a file
+// on either side of those bounds is refused; the same file without the
+// key is shown.
+func TestKeyAnywhereAroundTheWholeRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	for _, size := range []int{8 << 10, 9 << 10, 100 << 10, 128 << 10, 128<<10 + 1, 300 << 10} {
+		for _, at := range []string{"at the end", "across the sample's end"} {
+			pad := size - len(key)
+			if at != "at the end" {
+				if size < 9<<10 {
+					continue
+				}
+				pad = 8<<10 - 20 // the marker ends 20 bytes before the sample does
+			}
+			body := strings.Repeat("x", pad) + key
+			body += strings.Repeat("y", size-len(body))
+			name := fmt.Sprintf("k%d-%d.txt", size, len(at))
+			e.write(name, body)
+			if err := e.decide(admit.New(16), name); refusal.CodeOf(err) != refusal.Denied {
+				t.Errorf("%d bytes, key %s: %v, want DENIED", size, at, err)
+			}
+			e.write("clean-"+name, strings.Repeat("x", size))
+			if err := e.decide(admit.New(16), "clean-"+name); err != nil {
+				t.Errorf("%d bytes, no key: %v", size, err)
+			}
+		}
+	}
 }
