@@ -131,7 +131,11 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 	k := key{f.Identity(), pol}
 	if res, ok := d.cached(k); ok {
 		p.Sample = res
-		return finish(verdict(pol, f.Root, f.Rel, f.Name, res))
+		res, err := verdict(pol, f.Root, f.Rel, f.Name, res)
+		if err == nil && keep != nil && f.Stat.Size <= readWhole {
+			d.keepWhole(f, keep)
+		}
+		return finish(res, err)
 	}
 	sample, data, whole, bp, pool, err := d.sample(pol, f)
 	if err != nil {
@@ -163,6 +167,17 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		finish(verdict(pol, f.Root, f.Rel, f.Name, res))
 	}()
 	return p
+}
+
+// keepWhole gives keep the content of f, a small file whose verdict was
+// already known, read whole now.
+func (d *Decider) keepWhole(f *roots.File, keep func([]byte)) {
+	bp, pool := d.buffer(f.Stat.Size)
+	defer pool.Put(bp)
+	buf := (*bp)[:min(int64(len(*bp)), f.Stat.Size+1)]
+	if n, _ := f.ReadAt(buf, 0); int64(n) == f.Stat.Size {
+		keep(buf[:n])
+	}
 }
 
 func ioErr(name string, err error) error {
@@ -220,7 +235,10 @@ func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 		return nil
 	}
 	pol := g.Policy()
-	if st.Nlink <= 1 {
+	// A version already decided costs no open, unless its content is
+	// wanted: a directory listed again after its pages were reclaimed
+	// (an idle machine's memory is) has its small files pushed again.
+	if st.Nlink <= 1 && (keep == nil || st.Size > readWhole) {
 		if res, ok := d.cached(key{fileid.Of(st), pol}); ok {
 			_, err := verdict(pol, r, rel, name, res)
 			return err
@@ -282,11 +300,7 @@ const readWhole = 128 << 10
 // the whole-content scan) and its pool.
 func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, []byte, bool, *[]byte, *sync.Pool, error) {
 	d.scans.Add(1)
-	pool := &d.small
-	if f.Stat.Size > 64<<10 {
-		pool = &d.large
-	}
-	bp := pool.Get().(*[]byte)
+	bp, pool := d.buffer(f.Stat.Size)
 	limit := pol.Limits.SampleBytes
 	if f.Stat.Size <= readWhole {
 		limit = max(limit, int(f.Stat.Size))
@@ -307,4 +321,13 @@ func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, []byt
 		return sniff.Result{Class: sniff.PrivateKey, MIME: "application/x-pem-file"}, buf[:n], whole, bp, pool, nil
 	}
 	return sniff.Classify(buf[:pol.Limits.SampleBytes], false), buf[:n], whole, bp, pool, nil
+}
+
+// buffer takes a scan buffer fit for a file of size bytes from its pool.
+func (d *Decider) buffer(size int64) (*[]byte, *sync.Pool) {
+	pool := &d.small
+	if size > 64<<10 {
+		pool = &d.large
+	}
+	return pool.Get().(*[]byte), pool
 }

@@ -174,3 +174,50 @@ func TestForgottenViewIsWarmedAgain(t *testing.T) {
 		t.Errorf("after the second walk, 3 files read again sent %v READs", sent)
 	}
 }
+
+// TestReclaimedPagesArePushedAgain: an idle machine's memory is reclaimed
+// (here the host pages out file pages idle for a minute), and with it the
+// pages the mount pushed and its cached listings, while the kernel keeps
+// the names. When the agent lists such a directory again, its small files
+// are pushed again at once, though their verdicts are known: reading them
+// then sends no READ.
+//
+// Not parallel: dropping the page cache is machine-wide.
+func TestReclaimedPagesArePushedAgain(t *testing.T) {
+	requireRoot(t)
+	f := newFixture(t)
+	dir := filepath.Join(f.root, "quiet")
+	for i := range 40 {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
+	}
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(dir, old, old))
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
+	sock := filepath.Join(f.base, "ctl.sock")
+	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	mdir := filepath.Join(f.mp, "quiet")
+	pushed := func() float64 { return counters(scrape(t, sock))[`fsguard_prefetch_files_total{result="pushed"}`] }
+	mustRun(t, "ls", mdir)
+	within(t, 60*time.Second, "40 pushed files", func() error {
+		if n := pushed(); n < 40 {
+			return fmt.Errorf("%v pushed", n)
+		}
+		return nil
+	})
+	// Clean pages only: the kernel keeps its names and inodes.
+	must(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0))
+	reads := func() float64 { return counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] }
+	before := reads()
+	mustRun(t, "ls", mdir)
+	for i := range 40 {
+		if got := mustRun(t, "cat", filepath.Join(mdir, fmt.Sprintf("f%02d.txt", i))); got != fmt.Sprintf("file %d\n", i) {
+			t.Fatalf("f%02d: %q", i, got)
+		}
+	}
+	if sent := reads() - before; sent != 0 {
+		t.Errorf("after the listing again, reading 40 reclaimed files sent %v READs", sent)
+	}
+	if n := pushed(); n < 80 {
+		t.Errorf("%v pushes in all, want 40 and 40 again", n)
+	}
+}
