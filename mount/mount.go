@@ -149,9 +149,11 @@ func Mount(cfg Config) (*Server, error) {
 			EnableSymlinkCaching: true,
 			MaxBackground:        64,
 			MaxWrite:             maxRead,
-			DisableXAttrs:        true,
-			MaxStackDepth:        stackDepth(g),
-			Debug:                cfg.Debug,
+			// Only for ACLs: the kernel checks callers against the backing
+			// POSIX ACLs (see node.Getxattr); no other attribute is shown.
+			EnableAcl:     true,
+			MaxStackDepth: stackDepth(g),
+			Debug:         cfg.Debug,
 		},
 	}
 	srv, err := fs.Mount(mp, s.root, opts)

@@ -56,6 +56,7 @@ var (
 	_ fs.NodeLinker         = (*node)(nil)
 	_ fs.NodeSymlinker      = (*node)(nil)
 	_ fs.NodeSetxattrer     = (*node)(nil)
+	_ fs.NodeGetxattrer     = (*node)(nil)
 	_ fs.NodeRemovexattrer  = (*node)(nil)
 	_ fs.NodeCopyFileRanger = (*node)(nil)
 	_ fs.NodeAllocater      = (*node)(nil)
@@ -479,6 +480,31 @@ func (n *node) Symlink(context.Context, string, string, *fuse.EntryOut) (*fs.Ino
 	return nil, syscall.EROFS
 }
 func (n *node) Setxattr(context.Context, string, []byte, uint32) syscall.Errno { return syscall.EROFS }
+
+// Getxattr answers the kernel's question for a POSIX access ACL, which it
+// asks (once per inode, then cached) before it checks a caller who is not
+// the owner against a file or directory: the kernel enforces the backing
+// ACL exactly, at every open and lookup, whoever filled the page cache.
+// Every other attribute is absent from the view.
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	defer n.v.timed("getxattr", time.Now())
+	if attr != "system.posix_acl_access" {
+		return 0, syscall.ENODATA
+	}
+	g, r, rel, _, errno := n.resolve()
+	if errno != 0 {
+		return 0, errno
+	}
+	sz, err := g.AccessACL(r, rel, dest)
+	switch e := err.(type) {
+	case nil:
+		return uint32(sz), 0
+	case syscall.Errno:
+		return 0, e
+	default:
+		return 0, syscall.EACCES // refused now: nobody passes
+	}
+}
 func (n *node) Removexattr(context.Context, string) syscall.Errno              { return syscall.EROFS }
 func (n *node) CopyFileRange(context.Context, fs.FileHandle, uint64, *fs.Inode, fs.FileHandle, uint64, uint64, uint64) (uint32, syscall.Errno) {
 	return 0, syscall.EROFS

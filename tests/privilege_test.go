@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fsguard/fsguard/api"
 	"github.com/fsguard/fsguard/control"
@@ -82,6 +84,8 @@ func newPrivEnv(t *testing.T, control string) *privEnv {
 	file("group.txt", "for the shared group\n", 0o640, 0, sharedGID)
 	file("acl.txt", "granted by an ACL\n", 0o600, 0, 0)
 	setACL(t, filepath.Join(e.root, "acl.txt"), agentUID)
+	file("acl-shut.txt", "everyone but the agent\n", 0o600, 0, 0)
+	shutACL(t, filepath.Join(e.root, "acl-shut.txt"), agentUID)
 	file("rootfile.txt", "root's, readable by all\n", 0o644, 0, 0)
 	dir("agent", 0o755, agentUID, agentGID)
 	file("agent/suid", "#!/bin/sh\necho hi\n", 0o4755, agentUID, agentGID)
@@ -101,14 +105,20 @@ func newPrivEnv(t *testing.T, control string) *privEnv {
 // setACL grants uid read access to path with a POSIX access ACL, written as
 // the kernel's own xattr (what setfacl writes): user::rw-, user:uid:r--,
 // group::---, mask::r--, other::---.
-func setACL(t *testing.T, path string, uid uint32) {
+func setACL(t *testing.T, path string, uid uint32) { writeACL(t, path, uid, 4, 0) }
+
+// shutACL shuts uid out of a file everyone else may read: user::rw-,
+// user:uid:---, group::---, mask::r--, other::r--.
+func shutACL(t *testing.T, path string, uid uint32) { writeACL(t, path, uid, 0, 4) }
+
+func writeACL(t *testing.T, path string, uid uint32, perm, other uint16) {
 	t.Helper()
 	const undefined = 0xffffffff
 	b := bin.LittleEndian.AppendUint32(nil, 2) // POSIX_ACL_XATTR_VERSION
 	for _, e := range []struct {
 		tag, perm uint16
 		id        uint32
-	}{{0x01, 6, undefined}, {0x02, 4, uid}, {0x04, 0, undefined}, {0x10, 4, undefined}, {0x20, 0, undefined}} {
+	}{{0x01, 6, undefined}, {0x02, perm, uid}, {0x04, 0, undefined}, {0x10, 4, undefined}, {0x20, other, undefined}} {
 		b = bin.LittleEndian.AppendUint16(b, e.tag)
 		b = bin.LittleEndian.AppendUint16(b, e.perm)
 		b = bin.LittleEndian.AppendUint32(b, e.id)
@@ -391,4 +401,49 @@ func daemonGoroutines(t *testing.T, sock string) int {
 	}
 	t.Fatalf("no go_goroutines in /metrics:\n%s", b)
 	return 0
+}
+
+// TestMountHonoursACLs: through the mount, a POSIX ACL decides as it does
+// on the backing file system, for a user it lets in (acl.txt, mode 0600)
+// and a user it shuts out of a file all others may read (acl-shut.txt,
+// "other" r--): whether or not root read the file first (its pages are
+// then in the shared cache), and after the ACL changed. Mode bits alone
+// gave the agent the shut file and refused it the granted one.
+func TestMountHonoursACLs(t *testing.T) {
+	e := newPrivEnv(t, "")
+	t.Parallel()
+	agentCat := func(name string) (string, error) {
+		cmd := exec.Command("cat", filepath.Join(e.mp, name))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: agentUID, Gid: agentGID}}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, rootFirst := range []bool{false, true} {
+		if rootFirst {
+			for _, n := range []string{"acl.txt", "acl-shut.txt"} {
+				mustRun(t, "cat", filepath.Join(e.mp, n))
+			}
+		}
+		if out, err := agentCat("acl.txt"); err != nil || out != "granted by an ACL\n" {
+			t.Errorf("root read first %v: the agent, granted by the ACL, got %v %q", rootFirst, err, out)
+		}
+		if out, err := agentCat("acl-shut.txt"); err == nil || strings.Contains(out, "everyone") {
+			t.Errorf("root read first %v: the agent, shut out by the ACL, read %q", rootFirst, out)
+		}
+	}
+	// The ACL changes on the backing file: the mount follows.
+	writeACL(t, filepath.Join(e.root, "acl-shut.txt"), agentUID, 4, 4)
+	within(t, 30*time.Second, "the agent let in by the changed ACL", func() error {
+		if out, err := agentCat("acl-shut.txt"); err != nil {
+			return fmt.Errorf("%v %s", err, out)
+		}
+		return nil
+	})
+	shutACL(t, filepath.Join(e.root, "acl-shut.txt"), agentUID)
+	within(t, 30*time.Second, "the agent shut out again", func() error {
+		if out, err := agentCat("acl-shut.txt"); err == nil {
+			return fmt.Errorf("read %q", out)
+		}
+		return nil
+	})
 }
