@@ -155,7 +155,14 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 	go func() {
 		defer pool.Put(bp)
 		res := sample
-		at, err := sniff.FindKeyIn(f, f.Stat.Size, *bp)
+		var at int64
+		if f.Stat.Size >= splitScan {
+			bp2, pool2 := d.buffer(f.Stat.Size)
+			defer pool2.Put(bp2)
+			at, err = sniff.FindKeyInHalves(f, f.Stat.Size, *bp, *bp2)
+		} else {
+			at, err = sniff.FindKeyIn(f, f.Stat.Size, *bp)
+		}
 		if err != nil {
 			finish(res, ioErr(f.Name, err))
 			return
@@ -288,6 +295,10 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 	}
 	return out
 }
+
+// splitScan is the size from which a file's whole-content scan runs in
+// two halves at once (the first read of a 1 GiB file waits for it).
+const splitScan = 32 << 20
 
 // readWhole is the largest file read whole by its first read: its key
 // scan is then that read, with no second pass over the file, and the

@@ -166,6 +166,26 @@ func TestFindKeyInAcrossChunks(t *testing.T) {
 	}
 }
 
+// TestFindKeyInHalves: split in two halves scanned at once, a key is found
+// wherever the split cuts it, or on either side of it, at the offset of
+// its first marker, as one scan finds it.
+func TestFindKeyInHalves(t *testing.T) {
+	t.Parallel()
+	key := keyKinds(t)["openssh"]
+	for pad := 0; pad < 1500; pad += 3 {
+		data := []byte(strings.Repeat("x", pad) + "\n" + key + strings.Repeat("y", 400))
+		want, _ := FindKeyIn(bytes.NewReader(data), int64(len(data)), nil)
+		at, err := FindKeyInHalves(bytes.NewReader(data), int64(len(data)), make([]byte, 64), make([]byte, 64))
+		if err != nil || at != want || want < 0 {
+			t.Fatalf("key after %d bytes of %d: found at %d (%v), want %d", pad, len(data), at, err, want)
+		}
+	}
+	clean := []byte(strings.Repeat("no key here\n", 100))
+	if at, _ := FindKeyInHalves(bytes.NewReader(clean), int64(len(clean)), make([]byte, 64), make([]byte, 64)); at >= 0 {
+		t.Errorf("a key found in text without one, at %d", at)
+	}
+}
+
 // BenchmarkFindKeyIn is a worst case: a near-marker ("PRIVATE") on every line.
 func BenchmarkFindKeyIn(b *testing.B) {
 	line := "func (s *Service) Read(req ReadRequest) (*ReadResult, error) { // PRIVATE notes, Keys\n"

@@ -25,20 +25,11 @@ func TestPushedPagesFollowChanges(t *testing.T) {
 	content := func(i, v int) string {
 		return fmt.Sprintf("file %02d, version %d: %s\n", i, v, strings.Repeat("x", 100))
 	}
+	files := map[string]string{"key.txt": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n" + canary + "\n-----END OPENSSH PRIVATE KEY-----\n"}
 	for i := range 40 {
-		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), content(i, 1), 0o644)
+		files[fmt.Sprintf("f%02d.txt", i)] = content(i, 1)
 	}
-	writeFile(t, filepath.Join(dir, "key.txt"), "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"+canary+"\n-----END OPENSSH PRIVATE KEY-----\n", 0o644)
-	// A directory that changed within seconds gets no READDIRPLUS entries
-	// (see mount's listing.Lookup); this one has been quiet for an hour.
-	old := time.Now().Add(-time.Hour)
-	must(t, os.Chtimes(dir, old, old))
-	// Without the warm walk, the listing below is the only one: its 40
-	// pushes are the 40 counted (the walk would offer the same files again).
-	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
-	sock := filepath.Join(f.base, "ctl.sock")
-	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
-	mdir := filepath.Join(f.mp, "quiet")
+	mdir, sock := quietMount(t, f, files)
 	if ls := mustRun(t, "ls", "-l", mdir); strings.Contains(ls, "key.txt") {
 		t.Fatalf("the key is listed:\n%s", ls)
 	}
@@ -185,17 +176,11 @@ func TestForgottenViewIsWarmedAgain(t *testing.T) {
 // Not parallel: dropping the page cache is machine-wide.
 func TestReclaimedPagesArePushedAgain(t *testing.T) {
 	requireRoot(t)
-	f := newFixture(t)
-	dir := filepath.Join(f.root, "quiet")
+	files := map[string]string{}
 	for i := range 40 {
-		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
+		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("file %d\n", i)
 	}
-	old := time.Now().Add(-time.Hour)
-	must(t, os.Chtimes(dir, old, old))
-	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
-	sock := filepath.Join(f.base, "ctl.sock")
-	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
-	mdir := filepath.Join(f.mp, "quiet")
+	mdir, sock := quietMount(t, newFixture(t), files)
 	pushed := func() float64 { return counters(scrape(t, sock))[`fsguard_prefetch_files_total{result="pushed"}`] }
 	mustRun(t, "ls", mdir)
 	within(t, 60*time.Second, "40 pushed files", func() error {
@@ -220,4 +205,24 @@ func TestReclaimedPagesArePushedAgain(t *testing.T) {
 	if n := pushed(); n < 80 {
 		t.Errorf("%v pushes in all, want 40 and 40 again", n)
 	}
+}
+
+// quietMount writes files into the fixture's directory "quiet", makes it
+// look unchanged for an hour (a directory that changed within seconds
+// gets no READDIRPLUS entries: see mount's listing.Lookup), and mounts
+// without the warm walk, so the test's own listing is the only one and
+// its pushes are the ones counted. It returns the directory through the
+// mount and the control socket.
+func quietMount(t *testing.T, f *fixture, files map[string]string) (string, string) {
+	t.Helper()
+	dir := filepath.Join(f.root, "quiet")
+	for name, content := range files {
+		writeFile(t, filepath.Join(dir, name), content, 0o644)
+	}
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(dir, old, old))
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
+	sock := filepath.Join(f.base, "ctl.sock")
+	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	return filepath.Join(f.mp, "quiet"), sock
 }
