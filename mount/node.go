@@ -505,7 +505,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 		return 0, syscall.EACCES // refused now: nobody passes
 	}
 }
-func (n *node) Removexattr(context.Context, string) syscall.Errno              { return syscall.EROFS }
+func (n *node) Removexattr(context.Context, string) syscall.Errno { return syscall.EROFS }
 func (n *node) CopyFileRange(context.Context, fs.FileHandle, uint64, *fs.Inode, fs.FileHandle, uint64, uint64, uint64) (uint32, syscall.Errno) {
 	return 0, syscall.EROFS
 }
