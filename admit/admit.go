@@ -168,7 +168,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 			return
 		}
 		if at >= 0 {
-			res = sniff.Result{Class: sniff.PrivateKey, MIME: "application/x-pem-file"}
+			res = keyFound
 		}
 		d.remember(k, res)
 		finish(verdict(pol, f.Root, f.Rel, f.Name, res))
@@ -329,7 +329,7 @@ func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, []byt
 	// Read whole past the sample: the sample is classified, the whole is
 	// searched for keys, as the scan of the rest would have.
 	if sniff.HasKey(buf[:n]) {
-		return sniff.Result{Class: sniff.PrivateKey, MIME: "application/x-pem-file"}, buf[:n], whole, bp, pool, nil
+		return keyFound, buf[:n], whole, bp, pool, nil
 	}
 	return sniff.Classify(buf[:pol.Limits.SampleBytes], false), buf[:n], whole, bp, pool, nil
 }
@@ -342,3 +342,7 @@ func (d *Decider) buffer(size int64) (*[]byte, *sync.Pool) {
 	}
 	return pool.Get().(*[]byte), pool
 }
+
+// keyFound is the class of a file whose content holds a private key past
+// its sample (the scan of the rest found it, or the whole read did).
+var keyFound = sniff.Result{Class: sniff.PrivateKey, MIME: "application/x-pem-file"}
