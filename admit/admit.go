@@ -110,10 +110,20 @@ func (d *Decider) Start(g *roots.Guard, f *roots.File) *Pending {
 	return d.start(g, f, nil)
 }
 
-// Keep is given the whole content of a small file that a listing admitted
-// from its sample: the mount pushes it into the kernel's page cache without
-// reading the file a second time. data is reused once Keep returns.
-type Keep func(rel string, id fileid.Identity, data []byte)
+// Keep asks a listing's admission for the whole content of the small files
+// it admits: the mount pushes it into the kernel's page cache without
+// reading the file a second time.
+type Keep struct {
+	// Fn is given each file's content; data is reused once Fn returns.
+	Fn func(rel string, id fileid.Identity, data []byte)
+	// Known: files whose verdict is already known are read for Fn too. A
+	// directory listed again (its pages were reclaimed, as an idle
+	// machine's are) wants its files pushed again; a first listing of a
+	// directory whose verdicts are known (a fresh node for a directory
+	// listed before) does not pay a read per file for a walker that may
+	// read none of them (find, git status).
+	Known bool
+}
 
 // start is Start; keep, when set, is given the content of a file admitted
 // by a sample that was the whole file.
@@ -232,20 +242,23 @@ func verdict(pol *policy.Policy, r *roots.Root, rel, name string, res sniff.Resu
 // read and nothing it cannot. st is the entry's own stat, from the guard;
 // a version already decided costs no open.
 func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t) error {
-	return d.visible(g, r, rel, name, st, nil)
+	return d.visible(g, r, rel, name, st, nil, false)
 }
 
 // visible is Visible; keep, when set, is given the content of a small file
-// this call admitted from a whole sample.
-func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t, keep func(data []byte)) error {
+// this call admitted from a whole sample, and with known of one whose
+// verdict was already known too (see Keep).
+func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t, keep func(data []byte), known bool) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil
 	}
 	pol := g.Policy()
 	// A version already decided costs no open, unless its content is
-	// wanted: a directory listed again after its pages were reclaimed
-	// (an idle machine's memory is) has its small files pushed again.
-	if st.Nlink <= 1 && (keep == nil || st.Size > readWhole) {
+	// wanted (Keep.Known).
+	if st.Nlink > 1 {
+		keep = nil // never pushed: each read decides afresh
+	}
+	if st.Nlink <= 1 && (keep == nil || !known || st.Size > readWhole) {
 		if res, ok := d.cached(key{fileid.Of(st), pol}); ok {
 			_, err := verdict(pol, r, rel, name, res)
 			return err
@@ -267,7 +280,7 @@ func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 // through it, so both show the same names. rel is the directory beneath
 // r, shown its path in messages. keep (nil: none) is given the content of
 // each small file admitted here from one whole read.
-func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents []roots.DirEntry, skip func(rel string) bool, keep Keep) []roots.DirEntry {
+func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents []roots.DirEntry, skip func(rel string) bool, keep *Keep) []roots.DirEntry {
 	out := ents[:0:0]
 	for _, e := range ents {
 		crel := e.Name
@@ -284,10 +297,12 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 				continue
 			}
 			var kept func([]byte)
+			known := false
 			if keep != nil {
-				kept = func(data []byte) { keep(crel, fileid.Of(&ent.Stat), data) }
+				kept = func(data []byte) { keep.Fn(crel, fileid.Of(&ent.Stat), data) }
+				known = keep.Known
 			}
-			if d.visible(g, r, crel, path.Join(shown, e.Name), &ent.Stat, kept) != nil {
+			if d.visible(g, r, crel, path.Join(shown, e.Name), &ent.Stat, kept, known) != nil {
 				continue
 			}
 		}

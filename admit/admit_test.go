@@ -2,12 +2,15 @@ package admit_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/links"
 	"github.com/fsguard/fsguard/policy"
 	"github.com/fsguard/fsguard/refusal"
@@ -197,5 +200,52 @@ func TestKeyAnywhereAroundTheWholeRead(t *testing.T) {
 				t.Errorf("%d bytes, no key: %v", size, err)
 			}
 		}
+	}
+}
+
+// TestListingKeepsWhatItRead: a listing's admission hands Keep the whole
+// content of each small file it read to decide, and only those it may
+// show: never a key's, never a hard-linked file's, never one past the
+// whole-read size. A second listing of decided files reads none of them
+// again, unless Keep.Known asks for it (a directory listed again).
+func TestListingKeepsWhatItRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "[deny]\nhard_links = \"allow\"\n") // l.txt is shown, and still never kept
+	e.write("d/a.txt", "alpha\n")
+	e.write("d/b.txt", strings.Repeat("b", 1000))
+	e.write("d/big.txt", strings.Repeat("x", 200<<10))
+	e.write("d/k.txt", key)
+	e.write("d/l.txt", "linked\n")
+	if err := os.Link(filepath.Join(e.root, "d/l.txt"), filepath.Join(e.root, "l2.txt")); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := e.g.List(e.g.Roots()[0], "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := admit.New(16)
+	list := func(known bool) map[string]string {
+		got := map[string]string{}
+		keep := &admit.Keep{Known: known, Fn: func(rel string, id fileid.Identity, data []byte) {
+			if int64(len(data)) != id.Size {
+				t.Errorf("%s: kept %d bytes of %d", rel, len(data), id.Size)
+			}
+			got[rel] = string(data)
+		}}
+		shown := d.Shown(e.g, e.g.Roots()[0], "d", "d", ents, nil, keep)
+		if len(shown) != 4 {
+			t.Fatalf("shown %d entries, want a, b, big and l", len(shown))
+		}
+		return got
+	}
+	want := map[string]string{"d/a.txt": "alpha\n", "d/b.txt": strings.Repeat("b", 1000)}
+	if got := list(false); !maps.Equal(got, want) {
+		t.Errorf("first listing kept %q", slices.Sorted(maps.Keys(got)))
+	}
+	if got := list(false); len(got) != 0 {
+		t.Errorf("a listing of decided files read %q again", slices.Sorted(maps.Keys(got)))
+	}
+	if got := list(true); !maps.Equal(got, want) {
+		t.Errorf("a listing again with Known kept %q", slices.Sorted(maps.Keys(got)))
 	}
 }

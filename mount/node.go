@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +38,8 @@ type node struct {
 	key idKey
 	// index: the node is a repository's .git/index, served rewritten.
 	index bool
+	// listed: the directory was listed before (see admit.Keep.Known).
+	listed atomic.Bool
 }
 
 var (
@@ -199,6 +202,7 @@ func (n *node) OnForget() {
 	}
 	n.v.forget(n.key, n.StableAttr().Ino)
 	n.v.drop(n)
+	n.v.prefetch.parked.drop(n.EmbeddedInode())
 	if n.index {
 		n.v.git.hold(n.EmbeddedInode(), false)
 	}
@@ -284,9 +288,9 @@ func (l *listing) load() syscall.Errno {
 	if err != nil {
 		return n.v.refuse(l.caller, r, rel, shown, err)
 	}
-	var keep admit.Keep
+	var keep *admit.Keep
 	if !l.busy && n.v.prefetch.on() {
-		keep = l.keep
+		keep = &admit.Keep{Fn: l.keep, Known: n.listed.Swap(true)}
 	}
 	list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	l.ents = make([]fuse.DirEntry, 0, len(list))
@@ -391,12 +395,16 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 		g, _ := n.v.root(n.root)
 		if h := c.get(n, g); h != nil {
 			defer c.release(h)
+			n.v.prefetch.readIn(n)
 			return readAt(h.f, dest, off)
 		}
 		f, errno := n.admit(ctx)
 		if errno != 0 {
 			return nil, errno
 		}
+		// A walker reading a file of the directory reads its neighbours
+		// next: theirs are pushed while it reads this one.
+		n.v.prefetch.readIn(n)
 		if f.Stat.Nlink != 1 {
 			// Another name may be denied, or become so: decided afresh.
 			defer f.Close()
@@ -614,7 +622,7 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 			// Known to the kernel once this reply is in: its bytes can go
 			// into the page cache before the walker asks for them.
 			id := fileid.Of(st)
-			if held && k.id == id {
+			if held && k.id == id && len(k.data) > 0 {
 				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, k.data))
 			} else {
 				l.n.v.prefetch.offer(c, id, st.Size)
@@ -628,7 +636,7 @@ func (l *listing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno
 	if ctx != l.req {
 		// Each request starts with a Readdirent: the previous reply is in.
 		l.req = ctx
-		l.handOver(inlinePushes)
+		l.handOver()
 	}
 	if !l.loaded {
 		if errno := l.load(); errno != 0 {
@@ -644,28 +652,38 @@ func (l *listing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno
 	return &e, 0
 }
 
-// Releasedir queues what the last reply named: the kernel took it in.
-func (l *listing) Releasedir(context.Context, uint32) { l.handOver(0) }
+// Releasedir hands over what the last reply named: the kernel took it in.
+func (l *listing) Releasedir(context.Context, uint32) { l.handOver() }
 
-// handOver pushes the files named by replies the kernel has taken in:
-// the first inline of them here, inside the request, so a walker that
-// lists a directory and then reads its files in order (grep -r, fts)
-// finds the first ones cached; the others are queued, and the eager
-// worker, which starts as the walker does, stays ahead of it. Pushing
-// all of them here made a walker that reads nothing (find) 15% slower.
-func (l *listing) handOver(inline int) {
-	for i, j := range l.pending {
-		if i >= inline || !l.n.v.prefetch.pushKept(j, false) {
-			l.n.v.prefetch.offerKept(j)
+// handOver hands on the pushes of files named by replies the kernel has
+// taken in. The warm walk's go to the eager worker at once: warming is
+// its purpose. An agent's are parked until it reads a file in the
+// directory (see parked).
+func (l *listing) handOver() {
+	if len(l.pending) == 0 {
+		return
+	}
+	p := &l.n.v.prefetch
+	if l.walk() {
+		for _, j := range l.pending {
+			p.offerKept(j)
+		}
+		clear(l.pending) // the content is the eager queue's now
+		l.pending = l.pending[:0]
+		return
+	}
+	if dropped := p.parked.park(l.n.EmbeddedInode(), l.pending); dropped > 0 {
+		for range dropped {
+			p.count("dropped")
 		}
 	}
-	clear(l.pending) // the content is the eager queue's now
-	l.pending = l.pending[:0]
+	l.pending = nil // parked owns it
 }
 
-// inlinePushes is how many of a reply's files are pushed inside the next
-// request (a fifth of a cold grep -r's READs were left without it).
-const inlinePushes = 16
+// walk reports whether the listing is the warm walk's: the daemon's own.
+func (l *listing) walk() bool {
+	return l.caller != nil && (l.caller.Pid == self || l.caller.Pid == l.n.v.active.walker.Load())
+}
 
 func (l *listing) Seekdir(_ context.Context, off uint64) syscall.Errno {
 	if !l.loaded {

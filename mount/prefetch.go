@@ -33,9 +33,12 @@ type prefetch struct {
 	// eagerBytes is the content they hold (bounded by maxEagerBytes).
 	eager      chan pushJob
 	eagerBytes atomic.Int64
-	report     func(result string) // nil: not counted
-	bytes      atomic.Int64        // pushed so far (the warm walk's budget)
-	queued     atomic.Int64        // offered and not yet pushed or given up
+	// parked are agents' listings' pushes, waiting for a read in their
+	// directory.
+	parked parked
+	report func(result string) // nil: not counted
+	bytes  atomic.Int64        // pushed so far (the warm walk's budget)
+	queued atomic.Int64        // offered and not yet pushed or given up
 }
 
 // drained reports whether every push offered so far is done.
@@ -136,7 +139,7 @@ func (p *prefetch) offerKept(j pushJob) {
 
 func (p *prefetch) workEager() {
 	for j := range p.eager {
-		p.pushKept(j, true)
+		p.pushKept(j)
 		p.eagerBytes.Add(-int64(len(j.data)))
 		p.queued.Add(-1)
 	}
@@ -146,10 +149,14 @@ func (p *prefetch) workEager() {
 // the one admitted, under the same guard, at the node's name after the
 // store; one that moved meanwhile is invalidated again. (A check before
 // the store too made the pushes lose more races with the walker's READs,
-// for a change that the check after it catches anyway.) Inside a request
-// (wait false) it never waits for the kernel to know the inode: it
-// reports false, and the push is queued instead.
-func (p *prefetch) pushKept(j pushJob, wait bool) bool {
+// for a change that the check after it catches anyway.) The kernel took
+// in the reply naming the inode before the push was offered, so it never
+// waits for it: an inode unknown now was forgotten since.
+//
+// Never call it from a request's handler: the kernel may hold the page
+// lock of the very file a READ in flight fills, and the store would wait
+// on it for ever.
+func (p *prefetch) pushKept(j pushJob) {
 	current := func() bool {
 		g, r, rel, _, errno := j.n.resolve()
 		if errno != 0 || g != j.g {
@@ -158,19 +165,37 @@ func (p *prefetch) pushKept(j pushJob, wait bool) bool {
 		e, err := g.Entry(r, rel)
 		return err == nil && fileid.Of(&e.Stat) == j.id && e.Stat.Nlink == 1
 	}
-	if errno := p.store(j.in, j.data, wait); errno == syscall.ENOENT {
-		return false // not known yet: to be queued
+	if errno := p.store(j.in, j.data, false); errno == syscall.ENOENT {
+		p.count("unknown")
+		return
 	} else if errno != 0 {
-		return true // given up
+		return // given up, counted
 	}
 	if !current() {
 		j.in.NotifyContent(0, 0)
 		p.count("changed")
-		return true
+		return
 	}
 	p.bytes.Add(int64(len(j.data)))
 	p.count("pushed")
-	return true
+}
+
+// readIn releases the pushes parked for the directory of n, a file a
+// READ just admitted, to the eager worker; n's own is left out (that READ
+// fills its pages).
+func (p *prefetch) readIn(n *node) {
+	if p.parked.bytes.Load() == 0 {
+		return
+	}
+	_, dir := n.Parent()
+	if dir == nil {
+		return
+	}
+	for _, j := range p.parked.take(dir) {
+		if j.n != n {
+			p.offerKept(j)
+		}
+	}
 }
 
 func (p *prefetch) work() {

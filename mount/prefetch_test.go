@@ -94,7 +94,7 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		s.v.prefetch.pushKept(pushJob{in: in, n: n, id: was, data: []byte(v1), g: s.v.guard.Load()}, true)
+		s.v.prefetch.pushKept(pushJob{in: in, n: n, id: was, data: []byte(v1), g: s.v.guard.Load()})
 		got, _ := os.ReadFile(filepath.Join(mp, "d", name))
 		if string(got) == v1 || strings.Contains(string(got), "PRIVATE KEY") {
 			t.Errorf("%s: after the push of its old version the mount serves %q", name, got)

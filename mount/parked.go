@@ -1,0 +1,84 @@
+package mount
+
+import (
+	"container/list"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+)
+
+// parked holds the pushes an agent's listing of a directory prepared (the
+// content its admission read), until a file of that directory is read.
+// Pushed at once, they cost a walker that lists and reads nothing (find,
+// git status over an unchanged tree) a fifth more time, for pages nobody
+// asks for; a walker that reads one file of a directory (grep -r, cat,
+// an import) reads its neighbours next, and the eager worker pushes them
+// while it reads the first. Bounded: past maxParkedBytes the directories
+// parked longest ago are dropped, and their files read on demand.
+type parked struct {
+	mu    sync.Mutex
+	dirs  map[*fs.Inode]*list.Element // of *parkedDir
+	lru   list.List                   // front: parked most recently
+	bytes atomic.Int64                // content held (read without mu on every READ)
+}
+
+type parkedDir struct {
+	dir   *fs.Inode
+	jobs  []pushJob
+	bytes int64
+}
+
+// maxParkedBytes bounds the content parked for all directories.
+const maxParkedBytes = 64 << 20
+
+// park adds jobs, pushes of files named by a listing of dir that the
+// kernel has taken in, and owns the slice from then on. It reports how
+// many pushes the bound dropped.
+func (p *parked) park(dir *fs.Inode, jobs []pushJob) (dropped int) {
+	var size int64
+	for _, j := range jobs {
+		size += int64(len(j.data))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dirs == nil {
+		p.dirs = map[*fs.Inode]*list.Element{}
+	}
+	if e, ok := p.dirs[dir]; ok {
+		d := e.Value.(*parkedDir)
+		d.jobs = append(d.jobs, jobs...)
+		d.bytes += size
+		p.lru.MoveToFront(e)
+	} else {
+		p.dirs[dir] = p.lru.PushFront(&parkedDir{dir: dir, jobs: jobs, bytes: size})
+	}
+	total := p.bytes.Add(size)
+	for total > maxParkedBytes {
+		d := p.lru.Remove(p.lru.Back()).(*parkedDir)
+		delete(p.dirs, d.dir)
+		total = p.bytes.Add(-d.bytes)
+		dropped += len(d.jobs)
+	}
+	return dropped
+}
+
+// take removes and returns the pushes parked for dir.
+func (p *parked) take(dir *fs.Inode) []pushJob {
+	if p.bytes.Load() == 0 {
+		return nil // the common case of a READ: nothing parked anywhere
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.dirs[dir]
+	if !ok {
+		return nil
+	}
+	d := p.lru.Remove(e).(*parkedDir)
+	delete(p.dirs, dir)
+	p.bytes.Add(-d.bytes)
+	return d.jobs
+}
+
+// drop forgets what is parked for dir (the kernel forgot the directory).
+func (p *parked) drop(dir *fs.Inode) { p.take(dir) }
