@@ -13,11 +13,12 @@ package admit
 
 import (
 	"fmt"
-	"github.com/fsguard/fsguard/fileid"
 	"path"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/policy"
 	"github.com/fsguard/fsguard/refusal"
 	"github.com/fsguard/fsguard/roots"
@@ -279,37 +280,74 @@ func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 // names (nil: none). The mount's READDIR and fsguard read DIR both list
 // through it, so both show the same names. rel is the directory beneath
 // r, shown its path in messages. keep (nil: none) is given the content of
-// each small file admitted here from one whole read.
+// each small file admitted here from one whole read; its Fn may be called
+// from several goroutines at once.
+//
+// The files are decided by up to listWorkers goroutines: a cold listing
+// is a walker's wait (find, grep -r and git status list one directory at
+// a time), and each file costs an open, a read and a sniff.
 func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents []roots.DirEntry, skip func(rel string) bool, keep *Keep) []roots.DirEntry {
-	out := ents[:0:0]
-	for _, e := range ents {
-		crel := e.Name
-		if rel != "." {
-			crel = rel + "/" + e.Name
+	crel := func(name string) string {
+		if rel == "." {
+			return name
 		}
-		if skip != nil && skip(crel) {
+		return rel + "/" + name
+	}
+	show := make([]bool, len(ents))
+	var files []int
+	for i, e := range ents {
+		if skip != nil && skip(crel(e.Name)) {
 			continue
 		}
 		if e.Mode == unix.S_IFREG {
-			// Hidden by content or links: absent, as a denied name is.
-			ent, err := g.Entry(r, crel)
-			if err != nil {
-				continue
-			}
-			var kept func([]byte)
-			known := false
-			if keep != nil {
-				kept = func(data []byte) { keep.Fn(crel, fileid.Of(&ent.Stat), data) }
-				known = keep.Known
-			}
-			if d.visible(g, r, crel, path.Join(shown, e.Name), &ent.Stat, kept, known) != nil {
-				continue
-			}
+			files = append(files, i)
+			continue
 		}
-		out = append(out, e)
+		show[i] = true
+	}
+	decide := func(i int) {
+		e := ents[i]
+		frel := crel(e.Name)
+		// Hidden by content or links: absent, as a denied name is.
+		ent, err := g.Entry(r, frel)
+		if err != nil {
+			return
+		}
+		var kept func([]byte)
+		known := false
+		if keep != nil {
+			kept = func(data []byte) { keep.Fn(frel, fileid.Of(&ent.Stat), data) }
+			known = keep.Known
+		}
+		show[i] = d.visible(g, r, frel, path.Join(shown, e.Name), &ent.Stat, kept, known) == nil
+	}
+	var next atomic.Int64
+	work := func() {
+		for k := next.Add(1) - 1; k < int64(len(files)); k = next.Add(1) - 1 {
+			decide(files[k])
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(listWorkers, runtime.GOMAXPROCS(0), len(files)/minFilesPerWorker) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	out := ents[:0:0]
+	for i, e := range ents {
+		if show[i] {
+			out = append(out, e)
+		}
 	}
 	return out
 }
+
+const (
+	// listWorkers bounds the goroutines deciding one listing's files.
+	listWorkers = 4
+	// minFilesPerWorker: a small directory is decided by one.
+	minFilesPerWorker = 4
+)
 
 // splitScan is the size from which a file's whole-content scan runs in
 // two halves at once (the first read of a 1 GiB file waits for it).

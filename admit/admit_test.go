@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fsguard/fsguard/admit"
@@ -247,5 +248,57 @@ func TestListingKeepsWhatItRead(t *testing.T) {
 	}
 	if got := list(true); !maps.Equal(got, want) {
 		t.Errorf("a listing again with Known kept %q", slices.Sorted(maps.Keys(got)))
+	}
+}
+
+// TestShownInOrderWhileDecidedAtOnce: a listing's files are decided by
+// several goroutines; what it shows is still exactly the files that may
+// be shown, in the listing's order, with directories and links in place,
+// and every key hidden wherever it falls.
+func TestShownInOrderWhileDecidedAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	var want []string
+	for i := range 200 {
+		name := fmt.Sprintf("f%03d.txt", i)
+		switch {
+		case i%7 == 3:
+			e.write("d/"+name, key) // hidden
+			continue
+		case i%50 == 10:
+			name = fmt.Sprintf("f%03d.dir", i)
+			os.MkdirAll(filepath.Join(e.root, "d", name), 0o755)
+		default:
+			e.write("d/"+name, fmt.Sprintf("file %d\n", i))
+		}
+		want = append(want, name)
+	}
+	ents, err := e.g.List(e.g.Roots()[0], "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	kept := 0
+	keep := &admit.Keep{Fn: func(string, fileid.Identity, []byte) { mu.Lock(); kept++; mu.Unlock() }}
+	got := admit.New(1024).Shown(e.g, e.g.Roots()[0], "d", "d", ents, nil, keep)
+	var names []string
+	for _, g := range got {
+		names = append(names, g.Name)
+	}
+	shown := map[string]bool{}
+	for _, w := range want {
+		shown[w] = true
+	}
+	want = want[:0] // in the listing's order
+	for _, e := range ents {
+		if shown[e.Name] {
+			want = append(want, e.Name)
+		}
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("shown %d names, want %d:\n%q\nwant\n%q", len(names), len(want), names, want)
+	}
+	if files := len(want) - 3; kept != files { // f060.dir, f110.dir, f160.dir
+		t.Errorf("kept %d files' content, want %d", kept, files)
 	}
 }

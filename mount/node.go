@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -558,6 +559,7 @@ type listing struct {
 	// keptBytes is its size (bounded by maxKeptPerListing).
 	kept      map[string]keptFile
 	keptBytes int
+	keptMu    sync.Mutex // keep runs on the admission's goroutines
 	// pending are the pushes of files this listing handed the kernel in
 	// its current request; the kernel knows those inodes only once it has
 	// taken the reply in, which it has when the next request of the
@@ -579,6 +581,8 @@ const maxKeptPerListing = 8 << 20
 // keep is the listing's admit.Keep: it copies a small file's content for
 // the push that follows its READDIRPLUS entry.
 func (l *listing) keep(rel string, id fileid.Identity, data []byte) {
+	l.keptMu.Lock()
+	defer l.keptMu.Unlock()
 	if int64(len(data)) != id.Size || id.Size > maxPush || l.keptBytes+len(data) > maxKeptPerListing {
 		return
 	}

@@ -35,6 +35,8 @@ type Guard struct {
 	// reopen of an O_PATH descriptor, a symlink walk) with a caller's
 	// rights; nil is the process's own.
 	as Access
+	// denials is shared by the guards As makes.
+	denials *denials
 }
 
 // Access runs file-system work with some identity's rights (a
@@ -94,7 +96,7 @@ func (r *Root) CrossMounts() bool { return r.crossMounts }
 
 // New opens every root of the policy.
 func New(p *policy.Policy) (*Guard, error) {
-	g := &Guard{pol: p}
+	g := &Guard{pol: p, denials: &denials{}}
 	for _, pr := range p.Roots {
 		fd, err := unix.Open(pr.Real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -131,8 +133,14 @@ func (g *Guard) Roots() []*Root { return g.roots }
 // rule, on its root-relative path or its absolute path. rel is clean and
 // relative ("." for the root itself).
 func (g *Guard) Denied(root *Root, rel string) bool {
-	return g.deniedAbs(root, rel, filepath.Join(root.Real, rel)) ||
+	k := deniedKey{root, rel}
+	if denied, ok := g.denials.get(k); ok {
+		return denied
+	}
+	denied := g.deniedAbs(root, rel, filepath.Join(root.Real, rel)) ||
 		(root.Path != root.Real && g.deniedAbs(root, rel, filepath.Join(root.Path, rel)))
+	g.denials.put(k, denied)
+	return denied
 }
 
 func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
