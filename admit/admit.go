@@ -42,10 +42,26 @@ type Decider struct {
 	// daemon's memory.
 	small, large sync.Pool
 	scans        atomic.Int64
+	keyScans     atomic.Int64
+	// inflight holds the whole-content key scans under way, one per
+	// version: a listing's admission and an agent's open of the same big
+	// file would otherwise both read all of it, each on its own core.
+	inflight map[key]*scan
+}
+
+// scan is one whole-content key scan under way; done closes when res and
+// err are set.
+type scan struct {
+	done chan struct{}
+	res  sniff.Result
+	err  error
 }
 
 // Scans counts the content scans made (a verdict not found in the cache).
 func (d *Decider) Scans() int64 { return d.scans.Load() }
+
+// KeyScans counts the whole-content key scans made (past the sample).
+func (d *Decider) KeyScans() int64 { return d.keyScans.Load() }
 
 // Linker answers for a file with more than one link whether all its names
 // are known, inside the roots, and none of them denied.
@@ -70,7 +86,7 @@ type key struct {
 
 // New returns a decider that remembers at most max verdicts.
 func New(max int) *Decider {
-	d := &Decider{max: max, cache: make(map[key]sniff.Result)}
+	d := &Decider{max: max, cache: make(map[key]sniff.Result), inflight: make(map[key]*scan)}
 	d.small.New = func() any { b := make([]byte, 64<<10); return &b }
 	d.large.New = func() any { b := make([]byte, 1<<20); return &b }
 	return d
@@ -163,28 +179,85 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		pool.Put(bp)
 		return finish(res, err)
 	}
+	sc, mine := d.claim(k)
+	if !mine {
+		// Another decision is scanning this version: its answer is ours.
+		pool.Put(bp)
+		go func() {
+			<-sc.done
+			if sc.err != nil {
+				finish(sample, ioErr(f.Name, sc.err))
+				return
+			}
+			finish(verdict(pol, f.Root, f.Rel, f.Name, sc.res))
+		}()
+		return p
+	}
 	go func() {
 		defer pool.Put(bp)
-		res := sample
-		var at int64
-		if f.Stat.Size >= splitScan {
-			bp2, pool2 := d.buffer(f.Stat.Size)
-			defer pool2.Put(bp2)
-			at, err = sniff.FindKeyInHalves(f, f.Stat.Size, *bp, *bp2)
-		} else {
-			at, err = sniff.FindKeyIn(f, f.Stat.Size, *bp)
+		sc.res, sc.err = d.scanKeys(f, sample, *bp)
+		if sc.err == nil {
+			d.remember(k, sc.res)
 		}
-		if err != nil {
-			finish(res, ioErr(f.Name, err))
+		d.release(k, sc)
+		if sc.err != nil {
+			finish(sample, ioErr(f.Name, sc.err))
 			return
 		}
-		if at >= 0 {
-			res = keyFound
-		}
-		d.remember(k, res)
-		finish(verdict(pol, f.Root, f.Rel, f.Name, res))
+		finish(verdict(pol, f.Root, f.Rel, f.Name, sc.res))
 	}()
 	return p
+}
+
+// claim returns the scan under way for k (or a finished one, when k was
+// decided since the caller looked), or registers a new one that the caller
+// (mine) must run and release.
+func (d *Decider) claim(k key) (sc *scan, mine bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if sc, ok := d.inflight[k]; ok {
+		return sc, false
+	}
+	if res, ok := d.cache[k]; ok {
+		sc = &scan{done: make(chan struct{}), res: res}
+		close(sc.done)
+		return sc, false
+	}
+	sc = &scan{done: make(chan struct{})}
+	d.inflight[k] = sc
+	return sc, true
+}
+
+// release ends a claimed scan whose res and err are set, waking those who
+// wait on it. The verdict is remembered before: a decision that starts
+// after the release finds it in the cache.
+func (d *Decider) release(k key, sc *scan) {
+	d.mu.Lock()
+	delete(d.inflight, k)
+	d.mu.Unlock()
+	close(sc.done)
+}
+
+// scanKeys searches the whole of f for a private key past its sample,
+// whose class is sample; buf is the sample's buffer, reused.
+func (d *Decider) scanKeys(f *roots.File, sample sniff.Result, buf []byte) (sniff.Result, error) {
+	d.keyScans.Add(1)
+	var at int64
+	var err error
+	if f.Stat.Size >= splitScan {
+		bp2, pool2 := d.buffer(f.Stat.Size)
+		defer pool2.Put(bp2)
+		at, err = sniff.FindKeyInHalves(f, f.Stat.Size, buf, *bp2)
+	} else {
+		at, err = sniff.FindKeyIn(f, f.Stat.Size, buf)
+	}
+	if err != nil {
+		return sample, err
+	}
+	if at >= 0 {
+		return keyFound, nil
+	}
+	return sample, nil
 }
 
 // keepWhole gives keep the content of f, a small file whose verdict was

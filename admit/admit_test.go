@@ -302,3 +302,42 @@ func TestShownInOrderWhileDecidedAtOnce(t *testing.T) {
 		t.Errorf("kept %d files' content, want %d", kept, files)
 	}
 }
+
+// TestOneKeyScanPerVersionAtOnce: decisions on one version that overlap
+// (a listing's admission and an agent's open of the same big file) share
+// one whole-content scan, and every one of them gets its verdict: the key
+// past the sample refuses all of them, the clean file admits all.
+func TestOneKeyScanPerVersionAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	body := strings.Repeat("some text\n", 400<<10) // 4 MB: scanned past the sample
+	e.write("clean.txt", body)
+	e.write("key.txt", body+key)
+	for _, c := range []struct {
+		name string
+		want refusal.Code
+	}{{"clean.txt", ""}, {"key.txt", refusal.Denied}} {
+		d := admit.New(16)
+		var files []*roots.File
+		for range 4 {
+			f, err := e.g.Open(c.name, e.root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			files = append(files, f)
+		}
+		var pending []*admit.Pending
+		for _, f := range files {
+			pending = append(pending, d.Start(e.g, f))
+		}
+		for i, p := range pending {
+			if _, err := p.Wait(); refusal.CodeOf(err) != c.want {
+				t.Errorf("%s, decision %d: %v, want %q", c.name, i, err, c.want)
+			}
+		}
+		if n := d.KeyScans(); n != 1 {
+			t.Errorf("%s: 4 overlapping decisions made %d whole-content scans, want 1", c.name, n)
+		}
+	}
+}
