@@ -356,6 +356,8 @@ func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 // each small file admitted here from one whole read; its Fn may be called
 // from several goroutines at once.
 //
+// Each regular file shown carries the stat it was decided on (Stat).
+//
 // The files are decided by up to listWorkers goroutines: a cold listing
 // is a walker's wait (find, grep -r and git status list one directory at
 // a time), and each file costs an open, a read and a sniff.
@@ -367,6 +369,7 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 		return rel + "/" + name
 	}
 	show := make([]bool, len(ents))
+	stats := make([]*unix.Stat_t, len(ents))
 	var files []int
 	for i, e := range ents {
 		if skip != nil && skip(crel(e.Name)) {
@@ -393,6 +396,9 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 			known = keep.Known
 		}
 		show[i] = d.visible(g, r, frel, path.Join(shown, e.Name), &ent.Stat, kept, known) == nil
+		if show[i] {
+			stats[i] = &ent.Stat
+		}
 	}
 	var next atomic.Int64
 	work := func() {
@@ -409,6 +415,7 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 	out := ents[:0:0]
 	for i, e := range ents {
 		if show[i] {
+			e.Stat = stats[i]
 			out = append(out, e)
 		}
 	}

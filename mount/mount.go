@@ -272,6 +272,9 @@ func (s *Server) Reload(p *policy.Policy) error {
 	// Calls in flight on the old roots hold their descriptors; each is
 	// closed when its last call is done (roots.rootFD).
 	old.Close()
+	// A listing made under the old guard is old: its READDIRPLUS hands
+	// over names without entries from now on (see listing.Lookup).
+	s.v.changes.Add(1)
 	s.invalidate()
 	return nil
 }

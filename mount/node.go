@@ -130,12 +130,20 @@ func (n *node) resolve() (*roots.Guard, *roots.Root, string, string, syscall.Err
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	in, _, errno := n.lookup(ctx, name, out)
+	in, _, errno := n.lookup(ctx, name, out, nil)
 	return in, errno
 }
 
-// lookup is Lookup, also returning the entry's own stat.
-func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, *unix.Stat_t, syscall.Errno) {
+// seen is a file's stat as a listing's admission took it, under guard g.
+type seen struct {
+	g  *roots.Guard
+	st *unix.Stat_t
+}
+
+// lookup is Lookup, also returning the entry's own stat. listed (nil:
+// none) is the name's stat from the listing being answered: used under the same
+// guard instead of resolving the name again.
+func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, listed *seen) (*fs.Inode, *unix.Stat_t, syscall.Errno) {
 	defer n.v.timed("lookup", time.Now())
 	n.v.saw(ctx)
 	g, r, rel, shown, errno := n.resolve()
@@ -146,7 +154,13 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if n.v.hidesMountPoint(r, rel) {
 		return nil, nil, syscall.ENOENT
 	}
-	e, err := g.Entry(r, rel)
+	var e roots.Entry
+	var err error
+	if listed != nil && listed.g == g {
+		e.Stat = *listed.st // the guard's Entry of this name, a moment ago
+	} else {
+		e, err = g.Entry(r, rel)
+	}
 	if err == nil {
 		err = n.v.admit.Visible(g, r, rel, shown, &e.Stat)
 	}
@@ -295,8 +309,15 @@ func (l *listing) load() syscall.Errno {
 	}
 	list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	l.ents = make([]fuse.DirEntry, 0, len(list))
+	l.g = g
 	for _, e := range list {
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
+		if e.Stat != nil {
+			if l.seen == nil {
+				l.seen = make(map[string]*unix.Stat_t)
+			}
+			l.seen[e.Name] = e.Stat
+		}
 	}
 	l.loaded = true
 	return 0
@@ -554,6 +575,11 @@ type listing struct {
 	// Lookup.
 	changes int64
 	busy    bool
+	// seen holds the stats the listing's admission took of its regular
+	// files, under guard g: READDIRPLUS's lookups of those names use them
+	// (see Lookup).
+	seen map[string]*unix.Stat_t
+	g    *roots.Guard
 	// kept holds, by name, the content of small files the listing
 	// admitted from one whole read, for the pushes after READDIRPLUS;
 	// keptBytes is its size (bounded by maxKeptPerListing).
@@ -615,7 +641,15 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if l.busy || l.n.v.changes.Load() != l.changes {
 		return nil, syscall.EAGAIN // no entry: not an error the kernel sees
 	}
-	in, st, errno := l.n.lookup(ctx, name, out)
+	// The listing resolved and stat'ed each file under the guard it
+	// names: a reload since brings another guard (and counts as a
+	// change), and a change the watch saw since is caught above. Without
+	// a watch nothing would catch one: the name is resolved again.
+	var s *seen
+	if st, ok := l.seen[name]; ok && l.n.v.open.Load() != nil {
+		s = &seen{l.g, st}
+	}
+	in, st, errno := l.n.lookup(ctx, name, out, s)
 	k, held := l.kept[name]
 	if held {
 		delete(l.kept, name)

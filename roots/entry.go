@@ -130,6 +130,11 @@ type DirEntry struct {
 	Name string
 	Ino  uint64
 	Mode uint32 // file type bits only (S_IFREG, S_IFDIR, S_IFLNK)
+	// Stat, when set, is the entry's own stat as Entry returned it: the
+	// admission of a listing's files (admit.Shown) decides each on it,
+	// and the mount hands the same to the kernel rather than resolving
+	// the name again a moment later.
+	Stat *unix.Stat_t
 }
 
 // List returns the visible entries of the directory rel beneath root, in

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const canary = "CANARY-must-never-be-read"
@@ -315,6 +317,55 @@ func TestSIGHUPReloadsPolicy(t *testing.T) {
 	d.log.waitFor(t, "policy reloaded", 2, 10*time.Second)
 	if out, err := run(t, 5*time.Second, "cat", readme); err != nil {
 		t.Fatalf("README.md still absent after a reload that admits it again: %v %q", err, out)
+	}
+}
+
+// TestReloadMidListingHidesNewlyDenied: a directory read in pieces while
+// the policy is reloaded hands the kernel no entry for a name the new
+// policy denies — not even for names whose listing was made, and stat'ed,
+// under the old one — so none of them can be stat'ed or read after.
+func TestReloadMidListingHidesNewlyDenied(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dir := filepath.Join(f.root, "quiet")
+	for i := range 600 {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%03d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
+	}
+	old := time.Now().Add(-time.Hour) // quiet: READDIRPLUS hands entries over
+	must(t, os.Chtimes(dir, old, old))
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
+	d := startMount(t, f.mp, "--policy", f.policy)
+
+	fd, err := unix.Open(filepath.Join(f.mp, "quiet"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	defer unix.Close(fd)
+	buf := make([]byte, 1024) // a few entries per call: the kernel asks page by page
+	if n, err := unix.Getdents(fd, buf); err != nil || n == 0 {
+		t.Fatalf("getdents: %d, %v", n, err)
+	}
+	// Odd numbers denied: names in every part of the directory's order.
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n[deny]\nglobs = [\"**/f*[13579].txt\"]\n")
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	d.log.waitFor(t, "policy reloaded", 1, 10*time.Second)
+	for i := 0; ; i++ {
+		// A lookup in the directory between pieces, as ls -l or find
+		// make, has the kernel ask for the next piece with entries
+		// (READDIRPLUS) rather than names alone.
+		os.Lstat(filepath.Join(f.mp, "quiet", fmt.Sprintf("missing-%d", i)))
+		n, err := unix.Getdents(fd, buf)
+		must(t, err)
+		if n == 0 {
+			break
+		}
+	}
+	for i := 1; i < 600; i += 2 {
+		p := filepath.Join(f.mp, "quiet", fmt.Sprintf("f%03d.txt", i))
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s denied by the reload, still there after the listing went on", p)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(f.mp, "quiet", "f000.txt")); err != nil {
+		t.Errorf("an admitted name: %v", err)
 	}
 }
 
