@@ -416,9 +416,8 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	if c := n.v.open.Load(); c != nil && !n.index {
 		g, _ := n.v.root(n.root)
 		if h := c.get(n, g); h != nil {
-			defer c.release(h)
 			n.v.prefetch.readIn(n)
-			return readAt(h.f, dest, off)
+			return c.serve(h, dest, off)
 		}
 		f, errno := n.admit(ctx)
 		if errno != 0 {
@@ -432,9 +431,7 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 			defer f.Close()
 			return readAt(f, dest, off)
 		}
-		h := c.put(n, g, f)
-		defer c.release(h)
-		return readAt(f, dest, off)
+		return c.serve(c.put(n, g, f), dest, off)
 	}
 	f, errno := n.admit(ctx)
 	if errno != 0 {
