@@ -305,7 +305,8 @@ func (l *listing) load() syscall.Errno {
 	}
 	var keep *admit.Keep
 	if !l.busy && n.v.prefetch.on() {
-		keep = &admit.Keep{Fn: l.keep, Known: n.listed.Swap(true)}
+		l.again = n.listed.Swap(true)
+		keep = &admit.Keep{Fn: l.keep, Known: l.again}
 	}
 	list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	l.ents = make([]fuse.DirEntry, 0, len(list))
@@ -572,6 +573,10 @@ type listing struct {
 	// Lookup.
 	changes int64
 	busy    bool
+	// again: the directory was listed before, by this node; the kernel
+	// lists it again once it has dropped the listing and, mostly, the
+	// pages of its files with it (an idle machine's reclaim).
+	again bool
 	// seen holds the stats the listing's admission took of its regular
 	// files, under guard g: READDIRPLUS's lookups of those names use them
 	// (see Lookup).
@@ -692,14 +697,19 @@ func (l *listing) Releasedir(context.Context, uint32) { l.handOver() }
 
 // handOver hands on the pushes of files named by replies the kernel has
 // taken in. The warm walk's go to the eager worker at once: warming is
-// its purpose. An agent's are parked until it reads a file in the
-// directory (see parked).
+// its purpose. So do those of a directory listed again: its files were
+// read again for them (see admit.Keep.Known), and the walker that lists
+// after the pages were reclaimed reads next (parked, grep -rn over moby
+// after 5 minutes idle sent 21,195 requests, against 3,809 pushed at
+// once: in directories of a few files the pushes lost the race with the
+// walker's READs). An agent's first listing's are parked until it reads a
+// file in the directory (see parked).
 func (l *listing) handOver() {
 	if len(l.pending) == 0 {
 		return
 	}
 	p := &l.n.v.prefetch
-	if l.walk() {
+	if l.walk() || l.again {
 		for _, j := range l.pending {
 			p.offerKept(j)
 		}

@@ -158,9 +158,9 @@ func TestForgottenViewIsWarmedAgain(t *testing.T) {
 // TestReclaimedPagesArePushedAgain: an idle machine's memory is reclaimed
 // (here the host pages out file pages idle for a minute), and with it the
 // pages the mount pushed and its cached listings, while the kernel keeps
-// the names. When the agent lists such a directory again and reads a file
-// of it, its other small files are pushed again, though their verdicts are
-// known: reading them then sends no READ.
+// the names. When the agent lists such a directory again, its small files
+// are pushed again at once, though their verdicts are known: reading them
+// then sends no READ, not even the first.
 //
 // Not parallel: dropping the page cache is machine-wide.
 func TestReclaimedPagesArePushedAgain(t *testing.T) {
@@ -174,8 +174,25 @@ func TestReclaimedPagesArePushedAgain(t *testing.T) {
 	listAndRead(t, sock, mdir, 40, name)
 	// Clean pages only: the kernel keeps its names and inodes.
 	must(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0))
-	if sent := listAndRead(t, sock, mdir, 40, name); sent != 0 {
-		t.Errorf("after the listing again, reading 39 reclaimed files sent %v READs", sent)
+	// Listed again, the files are pushed at once, not parked until a
+	// read: all 40 are then read with no READ.
+	pushed := counters(scrape(t, sock))[`fsguard_prefetch_files_total{result="pushed"}`]
+	mustRun(t, "ls", mdir)
+	within(t, 60*time.Second, "40 files pushed after the listing again", func() error {
+		if p := counters(scrape(t, sock))[`fsguard_prefetch_files_total{result="pushed"}`] - pushed; p < 40 {
+			return fmt.Errorf("%v pushed", p)
+		}
+		return nil
+	})
+	reads := counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`]
+	for i := range 40 {
+		n, want := name(i)
+		if got := mustRun(t, "cat", filepath.Join(mdir, n)); got != want {
+			t.Fatalf("%s: %q", n, got)
+		}
+	}
+	if sent := counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] - reads; sent != 0 {
+		t.Errorf("after the listing again, reading 40 reclaimed files sent %v READs", sent)
 	}
 }
 
