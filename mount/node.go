@@ -699,11 +699,10 @@ func (l *listing) Releasedir(context.Context, uint32) { l.handOver() }
 // taken in. The warm walk's go to the eager worker at once: warming is
 // its purpose. So do those of a directory listed again: its files were
 // read again for them (see admit.Keep.Known), and the walker that lists
-// after the pages were reclaimed reads next (parked, grep -rn over moby
-// after 5 minutes idle sent 21,195 requests, against 3,809 pushed at
-// once: in directories of a few files the pushes lost the race with the
-// walker's READs). An agent's first listing's are parked until it reads a
-// file in the directory (see parked).
+// after the pages were reclaimed mostly reads next; parked, they would
+// wait for its first READ in the directory and then race its next ones.
+// An agent's first listing's are parked until it reads a file in the
+// directory (see parked).
 func (l *listing) handOver() {
 	if len(l.pending) == 0 {
 		return
