@@ -326,24 +326,43 @@ func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil
 	}
-	pol := g.Policy()
-	// A version already decided costs no open, unless its content is
-	// wanted (Keep.Known).
-	if st.Nlink > 1 {
-		keep = nil // never pushed: each read decides afresh
-	}
-	if st.Nlink <= 1 && (keep == nil || !known || st.Size > readWhole) {
-		if res, ok := d.cached(key{fileid.Of(st), pol}); ok {
-			_, err := verdict(pol, r, rel, name, res)
-			return err
-		}
+	if ok, err := d.decided(g, r, rel, name, st, keep != nil && known); ok {
+		return err
 	}
 	f, err := g.OpenIn(r, rel, name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	_, err = d.start(g, f, keep).Wait()
+	return d.decideOpen(g, f, keep)
+}
+
+// decided answers for the regular file version st from the verdicts
+// already made, with no open; ok is false when the file must be opened:
+// its version is not decided yet, it has other names (decided afresh each
+// time), or its content is wanted (Keep.Known) and it is small enough to
+// be kept.
+func (d *Decider) decided(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t, content bool) (ok bool, err error) {
+	if st.Nlink > 1 || content && st.Size <= readWhole {
+		return false, nil
+	}
+	pol := g.Policy()
+	res, ok := d.cached(key{fileid.Of(st), pol})
+	if !ok {
+		return false, nil
+	}
+	_, err = verdict(pol, r, rel, name, res)
+	return true, err
+}
+
+// decideOpen decides the open file f; keep, when set, is given its content
+// if a whole read admitted it (never a multi-link file's: each read of one
+// decides afresh).
+func (d *Decider) decideOpen(g *roots.Guard, f *roots.File, keep func(data []byte)) error {
+	if f.Stat.Nlink > 1 {
+		keep = nil
+	}
+	_, err := d.start(g, f, keep).Wait()
 	return err
 }
 
@@ -383,19 +402,35 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 	}
 	decide := func(i int) {
 		e := ents[i]
-		frel := crel(e.Name)
-		// Hidden by content or links: absent, as a denied name is.
-		ent, err := g.Entry(r, frel)
+		frel, name := crel(e.Name), path.Join(shown, e.Name)
+		content := keep != nil && keep.Known
+		// One resolution of the name for its stat and, when its verdict
+		// is not known yet, its content: a cold listing decides every
+		// file, and resolving each twice was two fifths of the daemon's
+		// time in a cold find.
+		var known error
+		answered := false
+		ent, f, err := g.EntryFile(r, frel, name, func(st *unix.Stat_t) bool {
+			answered, known = d.decided(g, r, frel, name, st, content)
+			return !answered
+		})
 		if err != nil {
-			return
+			return // hidden by name, kind, content or links: absent, as a denied name is
 		}
 		var kept func([]byte)
-		known := false
 		if keep != nil {
-			kept = func(data []byte) { keep.Fn(frel, fileid.Of(&ent.Stat), data) }
-			known = keep.Known
+			id := fileid.Of(&ent.Stat)
+			kept = func(data []byte) { keep.Fn(frel, id, data) }
 		}
-		show[i] = d.visible(g, r, frel, path.Join(shown, e.Name), &ent.Stat, kept, known) == nil
+		switch {
+		case answered:
+			show[i] = known == nil
+		case f != nil:
+			show[i] = d.decideOpen(g, f, kept) == nil
+			f.Close()
+		default: // not a regular file any more, or met a link: as Visible decides
+			show[i] = d.visible(g, r, frel, name, &ent.Stat, kept, content) == nil
+		}
 		if show[i] {
 			stats[i] = &ent.Stat
 		}

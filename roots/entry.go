@@ -46,35 +46,61 @@ func (e Entry) IsDir() bool { return e.Stat.Mode&unix.S_IFMT == unix.S_IFDIR }
 // links are refused even when they point inside the root, because inside a
 // container they name a different file.
 func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
+	e, _, err := g.entry(root, rel, "", nil)
+	return e, err
+}
+
+// EntryFile is Entry, and for a regular file for whose stat want says yes,
+// the file opened as OpenIn opens it (display names it in messages): from
+// the very inode Entry checked, with one resolution of the path for both.
+// A listing's admission wants the stat of each file, and its content when
+// its verdict is not known yet. The file is nil when not wanted, and when
+// the path met a symbolic link (a race: then OpenIn decides afresh).
+func (g *Guard) EntryFile(root *Root, rel, display string, want func(*unix.Stat_t) bool) (Entry, *File, error) {
+	return g.entry(root, rel, display, want)
+}
+
+func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) bool) (Entry, *File, error) {
 	display := filepath.Join(root.Path, rel)
 	e := Entry{Name: filepath.Base(rel), Rel: rel}
 	if g.Denied(root, rel) {
-		return e, deniedErr(display)
+		return e, nil, deniedErr(display)
 	}
 	pfd, viaLink, err := g.open(root, rel, unix.O_PATH|unix.O_NOFOLLOW)
 	if err == unix.EXDEV {
-		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
+		return e, nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
 	}
 	if err != nil {
-		return e, g.entryErr(err, root, rel, display)
+		return e, nil, g.entryErr(err, root, rel, display)
 	}
 	defer unix.Close(pfd)
 	if viaLink {
 		// Only a race can put a link in the middle of a path the mount
 		// walked component by component; answer for the real place.
 		if _, _, err := g.landed(pfd, root, display); err != nil {
-			return e, err
+			return e, nil, err
 		}
 	}
 	if err := unix.Fstat(pfd, &e.Stat); err != nil {
-		return e, ioErr(display, err)
+		return e, nil, ioErr(display, err)
 	}
 	if e.Stat.Mode&unix.S_IFMT != unix.S_IFLNK {
 		if !e.Visible() {
-			return e, notAFile(display, KindOf(e.Stat.Mode))
+			return e, nil, notAFile(display, KindOf(e.Stat.Mode))
 		}
-		return e, nil
+		if want == nil || viaLink || e.Stat.Mode&unix.S_IFMT != unix.S_IFREG || !want(&e.Stat) {
+			return e, nil, nil
+		}
+		f, err := g.reopen(pfd, root, rel, filepath.Join(root.Real, rel), shown, &e.Stat)
+		return e, f, err
 	}
+	e.Link, err = g.linkEntry(pfd, root, rel, display)
+	return e, nil, err
+}
+
+// linkEntry checks the symbolic link pfd, at rel beneath root, and returns
+// its text when it is admitted (see Entry).
+func (g *Guard) linkEntry(pfd int, root *Root, rel, display string) (string, error) {
 	// The text read from this very link is what the kernel will follow,
 	// from the link's directory in the view: that text, and only it, is
 	// resolved and checked. Resolving the link's path a second time could
@@ -82,38 +108,37 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 	// served with this one's text.
 	link, err := readlinkAt(pfd)
 	if err != nil {
-		return e, ioErr(display, err)
+		return "", ioErr(display, err)
 	}
 	if filepath.IsAbs(link) {
-		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "an absolute symbolic link is not followed")
+		return "", refusal.Cannot(refusal.OutsideAllowedRoots, display, "an absolute symbolic link is not followed")
 	}
 	target := filepath.Join(filepath.Dir(rel), link)
 	if target == ".." || strings.HasPrefix(target, "../") {
-		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
+		return "", refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
 	}
 	if g.Denied(root, target) {
-		return e, deniedErr(display)
+		return "", deniedErr(display)
 	}
 	tfd, _, err := g.open(root, target, unix.O_PATH)
 	if err == unix.EXDEV {
-		return e, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
+		return "", refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
 	}
 	if err != nil {
-		return e, g.entryErr(err, root, target, display)
+		return "", g.entryErr(err, root, target, display)
 	}
 	defer unix.Close(tfd)
 	if _, _, err := g.landed(tfd, root, display); err != nil {
-		return e, err
+		return "", err
 	}
 	var tst unix.Stat_t
 	if err := unix.Fstat(tfd, &tst); err != nil {
-		return e, ioErr(display, err)
+		return "", ioErr(display, err)
 	}
 	if k := tst.Mode & unix.S_IFMT; k != unix.S_IFREG && k != unix.S_IFDIR {
-		return e, notAFile(display, KindOf(tst.Mode))
+		return "", notAFile(display, KindOf(tst.Mode))
 	}
-	e.Link = link
-	return e, nil
+	return link, nil
 }
 
 func readlinkAt(fd int) (string, error) {

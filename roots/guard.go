@@ -379,21 +379,26 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 	if kind := KindOf(st.Mode); kind != "regular file" {
 		return nil, notAFile(display, kind)
 	}
-	// Reopen the very inode we checked. /proc/self/fd/N of an O_PATH
-	// descriptor is a magic link to that open file, not a path that could
-	// have changed, so the stat above describes what is opened here and
-	// needs no second fstat (this runs on every read through the mount).
-	// With a caller's access, this open is where the kernel checks the
-	// file's mode bits and ACL against the caller.
+	return g.reopen(pfd, root, rel, real, display, &st)
+}
+
+// reopen opens for reading the regular file the O_PATH descriptor pfd
+// holds, whose stat is st, at rel beneath root. /proc/self/fd/N of an
+// O_PATH descriptor is a magic link to that open file, not a path that
+// could have changed, so st describes what is opened here and needs no
+// second fstat (this runs on every read through the mount). With a
+// caller's access, this open is where the kernel checks the file's mode
+// bits and ACL against the caller.
+func (g *Guard) reopen(pfd int, root *Root, rel, real, display string, st *unix.Stat_t) (*File, error) {
 	fd := -1
-	err = g.Do(func() (err error) {
+	err := g.Do(func() (err error) {
 		fd, err = unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
 		return err
 	})
 	if err != nil {
 		return nil, g.openErr(err, root, rel, display)
 	}
-	return &File{File: os.NewFile(uintptr(fd), display), Name: display, Root: root, Rel: rel, Real: real, Stat: st}, nil
+	return &File{File: os.NewFile(uintptr(fd), display), Name: display, Root: root, Rel: rel, Real: real, Stat: *st}, nil
 }
 
 // openAcross handles a path that RESOLVE_BENEATH refused: an absolute

@@ -91,3 +91,92 @@ func TestComponentSwapRace(t *testing.T) {
 		t.Fatalf("the race did not run both ways: %d reads, %d refusals, %d flips", reads.Load(), refusals.Load(), flips.Load())
 	}
 }
+
+// TestEntryFileSwapRace: EntryFile opens the very inode its stat came from.
+// While a final name flips between a regular file and a link to an outside
+// canary, and a directory on a path flips between a real one and a link
+// outside (both with RENAME_EXCHANGE), every file it hands back holds the
+// inside bytes, and its stat is that file's.
+func TestEntryFileSwapRace(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
+	// Two races that cannot meet: a directory on the path flips in one
+	// place, the final name in another (a rename through a flipping
+	// directory could carry the canary inside the root).
+	for _, d := range []string{filepath.Join(root, "flip"), filepath.Join(root, "fixed"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "flip", "f.txt"), []byte("inside\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "fixed", "f.txt"), []byte("inside\n"), 0o644)
+	os.WriteFile(filepath.Join(outside, "f.txt"), []byte("CANARY\n"), 0o644)
+	for link, target := range map[string]string{
+		filepath.Join(root, "spare"):          outside,
+		filepath.Join(root, "fixed", "l.txt"): "../../outside/f.txt",
+	} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := guardFor(t, root)
+	r := g.Roots()[0]
+
+	stop := make(chan struct{})
+	var flips atomic.Int64
+	var wg sync.WaitGroup
+	flip := func(a, b string) {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
+				t.Error(err)
+				return
+			}
+			flips.Add(1)
+		}
+	}
+	wg.Add(2)
+	go flip(filepath.Join(root, "flip"), filepath.Join(root, "spare"))
+	go flip(filepath.Join(root, "fixed", "f.txt"), filepath.Join(root, "fixed", "l.txt"))
+	var files, leaks atomic.Int64
+	deadline := time.Now().Add(2 * time.Second)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 64)
+			for time.Now().Before(deadline) {
+				for _, rel := range []string{"flip/f.txt", "spare/f.txt", "fixed/f.txt", "fixed/l.txt"} {
+					e, f, err := g.EntryFile(r, rel, rel, func(*unix.Stat_t) bool { return true })
+					if err != nil || f == nil {
+						continue
+					}
+					n, _ := f.ReadAt(buf, 0)
+					var st unix.Stat_t
+					unix.Fstat(int(f.Fd()), &st)
+					f.Close()
+					if strings.Contains(string(buf[:n]), "CANARY") || st.Ino != e.Stat.Ino {
+						leaks.Add(1)
+					}
+					files.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Until(deadline)) // the test's duration, not synchronisation
+	close(stop)
+	wg.Wait()
+	t.Logf("%d flips, %d files opened", flips.Load(), files.Load())
+	if leaks.Load() != 0 {
+		t.Fatalf("%d files held the outside canary or another inode than their stat", leaks.Load())
+	}
+	if files.Load() == 0 || flips.Load() < 100 {
+		t.Fatalf("the race did not run: %d files, %d flips", files.Load(), flips.Load())
+	}
+}
