@@ -39,22 +39,7 @@ func TestComponentSwapRace(t *testing.T) {
 	var flips atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a, b := filepath.Join(root, "flip"), filepath.Join(root, "spare")
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
-				t.Error(err)
-				return
-			}
-			flips.Add(1)
-		}
-	}()
+	go exchange(t, &wg, stop, &flips, filepath.Join(root, "flip"), filepath.Join(root, "spare"))
 	var reads, refusals, leaks atomic.Int64
 	deadline := time.Now().Add(3 * time.Second)
 	for i := 0; i < 4; i++ {
@@ -126,24 +111,9 @@ func TestEntryFileSwapRace(t *testing.T) {
 	stop := make(chan struct{})
 	var flips atomic.Int64
 	var wg sync.WaitGroup
-	flip := func(a, b string) {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
-				t.Error(err)
-				return
-			}
-			flips.Add(1)
-		}
-	}
 	wg.Add(2)
-	go flip(filepath.Join(root, "flip"), filepath.Join(root, "spare"))
-	go flip(filepath.Join(root, "fixed", "f.txt"), filepath.Join(root, "fixed", "l.txt"))
+	go exchange(t, &wg, stop, &flips, filepath.Join(root, "flip"), filepath.Join(root, "spare"))
+	go exchange(t, &wg, stop, &flips, filepath.Join(root, "fixed", "f.txt"), filepath.Join(root, "fixed", "l.txt"))
 	var files, leaks atomic.Int64
 	deadline := time.Now().Add(2 * time.Second)
 	for range 2 {
@@ -178,5 +148,23 @@ func TestEntryFileSwapRace(t *testing.T) {
 	}
 	if files.Load() == 0 || flips.Load() < 100 {
 		t.Fatalf("the race did not run: %d files, %d flips", files.Load(), flips.Load())
+	}
+}
+
+// exchange swaps a and b atomically (RENAME_EXCHANGE) until stop closes,
+// counting the swaps in flips.
+func exchange(t *testing.T, wg *sync.WaitGroup, stop <-chan struct{}, flips *atomic.Int64, a, b string) {
+	defer wg.Done()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
+			t.Error(err)
+			return
+		}
+		flips.Add(1)
 	}
 }
