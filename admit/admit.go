@@ -179,27 +179,19 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		pool.Put(bp)
 		return finish(res, err)
 	}
+	// One whole-content scan per version at a time: the first decision
+	// runs it, any that overlaps waits for its answer.
 	sc, mine := d.claim(k)
-	if !mine {
-		// Another decision is scanning this version: its answer is ours.
-		pool.Put(bp)
-		go func() {
-			<-sc.done
-			if sc.err != nil {
-				finish(sample, ioErr(f.Name, sc.err))
-				return
-			}
-			finish(verdict(pol, f.Root, f.Rel, f.Name, sc.res))
-		}()
-		return p
-	}
 	go func() {
-		defer pool.Put(bp)
-		sc.res, sc.err = d.scanKeys(f, sample, *bp)
-		if sc.err == nil {
-			d.remember(k, sc.res)
+		if mine {
+			sc.res, sc.err = d.scanKeys(f, sample, *bp)
+			if sc.err == nil {
+				d.remember(k, sc.res)
+			}
+			d.release(k, sc)
 		}
-		d.release(k, sc)
+		pool.Put(bp)
+		<-sc.done
 		if sc.err != nil {
 			finish(sample, ioErr(f.Name, sc.err))
 			return

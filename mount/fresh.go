@@ -96,7 +96,7 @@ func (s *Server) apply(evs []watch.Event) {
 		}
 		for _, dir := range s.held(e.Dir) {
 			c := dir.GetChild(e.Name)
-			if cn, ok := nodeOf(c); ok && s.v.open.Load() != nil {
+			if cn, ok := nodeOf(c); ok && s.v.watched() {
 				s.v.open.Load().drop(cn) // the name may mean another file now
 			}
 			switch e.Op {

@@ -167,7 +167,7 @@ func Mount(cfg Config) (*Server, error) {
 	s.raiseReadahead()
 	s.stopRoots = make(chan struct{})
 	go s.watchRoots(s.stopRoots)
-	if pol.Mount.Warm && v.kernelOpen && v.open.Load() != nil {
+	if pol.Mount.Warm && v.kernelOpen && v.watched() {
 		go s.keepWarm(s.stopRoots, pol.Mount.WarmMaxBytes)
 	}
 	return s, nil

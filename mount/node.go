@@ -648,7 +648,7 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	// change), and a change the watch saw since is caught above. Without
 	// a watch nothing would catch one: the name is resolved again.
 	var s *seen
-	if st, ok := l.seen[name]; ok && l.n.v.open.Load() != nil {
+	if st, ok := l.seen[name]; ok && l.n.v.watched() {
 		s = &seen{l.g, st}
 	}
 	in, st, errno := l.n.lookup(ctx, name, out, s)

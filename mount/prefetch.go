@@ -62,7 +62,7 @@ func (p *prefetch) start(v *view, report func(string)) {
 // on reports whether pushes are made at all: only with a watch (which
 // drops what changes) and in kernel open mode (where the page cache is
 // what READs fill anyway).
-func (p *prefetch) on() bool { return p.v.kernelOpen && p.v.open.Load() != nil }
+func (p *prefetch) on() bool { return p.v.kernelOpen && p.v.watched() }
 
 func (p *prefetch) count(result string) {
 	if p.report != nil {

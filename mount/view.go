@@ -149,6 +149,12 @@ func (v *view) timed(op string, start time.Time) {
 
 func (v *view) policy() *policy.Policy { return v.guard.Load().Policy() }
 
+// watched reports whether a watch of the backing tree holds: then every
+// change invalidates what the kernel and the daemon hold for it, and the
+// caches that only a watch keeps fresh (kept descriptors, pushes, a
+// listing's stats) are used.
+func (v *view) watched() bool { return v.open.Load() != nil }
+
 // root finds a root of the current guard by name.
 func (v *view) root(name string) (*roots.Guard, *roots.Root) {
 	g := v.guard.Load()

@@ -51,13 +51,13 @@ func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
 }
 
 // EntryFile is Entry, and for a regular file for whose stat want says yes,
-// the file opened as OpenIn opens it (display names it in messages): from
+// the file opened as OpenIn opens it (shown names it in messages): from
 // the very inode Entry checked, with one resolution of the path for both.
 // A listing's admission wants the stat of each file, and its content when
 // its verdict is not known yet. The file is nil when not wanted, and when
 // the path met a symbolic link (a race: then OpenIn decides afresh).
-func (g *Guard) EntryFile(root *Root, rel, display string, want func(*unix.Stat_t) bool) (Entry, *File, error) {
-	return g.entry(root, rel, display, want)
+func (g *Guard) EntryFile(root *Root, rel, shown string, want func(*unix.Stat_t) bool) (Entry, *File, error) {
+	return g.entry(root, rel, shown, want)
 }
 
 func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) bool) (Entry, *File, error) {
