@@ -632,16 +632,39 @@ var (
 // to hand the kernel its entries.
 const quiet = 2 * time.Second
 
-// Lookup answers READDIRPLUS's lookup of one entry. A reply made before a
-// rename but taken in by the kernel after a fresher LOOKUP of the same name
-// would put the replaced file back under that name in the kernel's cache,
-// and the next read would get ESTALE. So a listing of a directory that was
-// changing when it was made, or made before the latest change the watch
-// saw, hands over names without entries: the kernel then looks each name
-// up itself, afresh, when it is used. A quiet tree keeps READDIRPLUS.
+// Lookup answers READDIRPLUS's lookup of one entry. The kernel takes the
+// reply in some time after it was made, and an entry in it replaces the
+// one the kernel holds for the name. So an entry made just before a
+// rename, taken in after a fresher LOOKUP of the name, puts the replaced
+// file back under it, and reads of the name get ESTALE until the kernel
+// looks it up again; the watch's invalidation, sent before, does not
+// help. Three rules keep READDIRPLUS from handing over such an entry:
+//   - a name the kernel holds a node for gets no entry: the kernel's is as
+//     fresh as the listing's, and the watch keeps it so;
+//   - a listing of a directory that was changing when it was made gets no
+//     entries at all;
+//   - nor does one made before the latest change the watch saw.
+//
+// A name without an entry is looked up by the kernel itself, afresh, when
+// it is used. A quiet tree keeps READDIRPLUS for every name it has not
+// seen yet, which is what a first listing is for.
 func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if l.busy || l.n.v.changes.Load() != l.changes {
 		return nil, syscall.EAGAIN // no entry: not an error the kernel sees
+	}
+	k, held := l.kept[name]
+	if held {
+		delete(l.kept, name)
+		l.keptBytes -= len(k.data)
+	}
+	if ch := l.n.GetChild(name); ch != nil {
+		// Its pages may be gone (reclaim is what makes the kernel list a
+		// directory again): the content read for the listing still goes
+		// in, if it is of the version the node stands for.
+		if c, ok := nodeOf(ch); ok && held && c.key.dev == k.id.Dev && c.key.ino == k.id.Ino && len(k.data) > 0 {
+			l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, k.id, k.data))
+		}
+		return nil, syscall.EAGAIN
 	}
 	// The listing resolved and stat'ed each file under the guard it
 	// names: a reload since brings another guard (and counts as a
@@ -652,11 +675,6 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		s = &seen{l.g, st}
 	}
 	in, st, errno := l.n.lookup(ctx, name, out, s)
-	k, held := l.kept[name]
-	if held {
-		delete(l.kept, name)
-		l.keptBytes -= len(k.data)
-	}
 	if errno == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
 		if c, ok := nodeOf(in); ok {
 			// Known to the kernel once this reply is in: its bytes can go
