@@ -48,30 +48,43 @@ type Options struct {
 	// MaxBlobBytes is how many blob bytes the key scan reads per
 	// repository (0: 1 GiB); blobs over 4 MiB are not scanned.
 	MaxBlobBytes int64
+	// Quiet, when set, is called between the scan's steps (a directory of
+	// the walk for repositories, a line of git's output, a blob) and
+	// returns when the scan may go on: the mount passes a wait for the
+	// agent's pause, so the scan does not take the CPU its commands want.
+	// Its error ends the scan.
+	Quiet func(context.Context) error
 }
 
-// Repos finds the git working trees under the guard's roots: directories
-// holding a .git directory. It does not look inside .git directories or
-// cross into other file systems.
-func Repos(g *roots.Guard) []struct {
+// pace is o.Quiet, or nothing to wait for.
+func (o Options) pace(ctx context.Context) error {
+	if o.Quiet == nil {
+		return ctx.Err()
+	}
+	return o.Quiet(ctx)
+}
+
+// repo is a git working tree: a directory holding a .git directory.
+type repo struct {
 	Root *roots.Root
 	Rel  string
-} {
-	var out []struct {
-		Root *roots.Root
-		Rel  string
-	}
+}
+
+// repos finds the git working trees under the guard's roots. It does not
+// look inside .git directories or node_modules.
+func repos(ctx context.Context, g *roots.Guard, o Options) ([]repo, error) {
+	var out []repo
 	for _, r := range g.Roots() {
-		filepath.WalkDir(r.Real, func(p string, d os.DirEntry, err error) error {
+		err := filepath.WalkDir(r.Real, func(p string, d os.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {
 				return nil
 			}
+			if err := o.pace(ctx); err != nil {
+				return err
+			}
 			if d.Name() == ".git" {
 				rel, _ := filepath.Rel(r.Real, filepath.Dir(p))
-				out = append(out, struct {
-					Root *roots.Root
-					Rel  string
-				}{r, rel})
+				out = append(out, repo{r, rel})
 				return filepath.SkipDir
 			}
 			if d.Name() == "node_modules" {
@@ -79,8 +92,11 @@ func Repos(g *roots.Guard) []struct {
 			}
 			return nil
 		})
+		if err != nil {
+			return out, err
+		}
 	}
-	return out
+	return out, nil
 }
 
 // Scan reports what the history of every repository under the roots
@@ -89,8 +105,12 @@ func Scan(ctx context.Context, g *roots.Guard, o Options) ([]Report, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, fmt.Errorf("git is not installed: history cannot be checked")
 	}
+	all, err := repos(ctx, g, o)
+	if err != nil {
+		return nil, err
+	}
 	var out []Report
-	for _, repo := range Repos(g) {
+	for _, repo := range all {
 		rep, err := scanRepo(ctx, g, repo.Root, repo.Rel, o)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", filepath.Join(repo.Root.Path, repo.Rel), err)
@@ -108,7 +128,7 @@ func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o 
 	seen := map[string]bool{}
 	// Paths: every path any commit of any ref touched.
 	commit := ""
-	err := gitLines(ctx, dir, []string{"log", "--all", "--no-renames", "--format=%x00%H", "--name-only"}, func(line string) {
+	err := gitLines(ctx, o, dir, []string{"log", "--all", "--no-renames", "--format=%x00%H", "--name-only"}, func(line string) {
 		if strings.HasPrefix(line, "\x00") {
 			commit = line[1:]
 			return
@@ -127,7 +147,7 @@ func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o 
 	// Blobs: every object of every ref, with the path it was reached by.
 	var blobs []string
 	paths := map[string]string{}
-	err = gitLines(ctx, dir, []string{"rev-list", "--all", "--objects"}, func(line string) {
+	err = gitLines(ctx, o, dir, []string{"rev-list", "--all", "--objects"}, func(line string) {
 		oid, p, ok := strings.Cut(line, " ")
 		if ok && p != "" {
 			blobs = append(blobs, oid)
@@ -141,7 +161,7 @@ func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o 
 	if budget <= 0 {
 		budget = 1 << 30
 	}
-	keys, incomplete, err := keyBlobs(ctx, dir, blobs, budget)
+	keys, incomplete, err := keyBlobs(ctx, o, dir, blobs, budget)
 	if err != nil {
 		return rep, err
 	}
@@ -161,10 +181,12 @@ func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o 
 
 // keyBlobs streams blobs through `git cat-file --batch` and returns those
 // holding a private key.
-func keyBlobs(ctx context.Context, dir string, oids []string, budget int64) ([]string, bool, error) {
+func keyBlobs(ctx context.Context, o Options, dir string, oids []string, budget int64) ([]string, bool, error) {
 	if len(oids) == 0 {
 		return nil, false, nil
 	}
+	ctx, stop := context.WithCancel(ctx) // a pause's error ends git too
+	defer stop()
 	cmd := gitCmd(ctx, dir, "cat-file", "--batch")
 	in, _ := cmd.StdinPipe()
 	outPipe, _ := cmd.StdoutPipe()
@@ -181,9 +203,15 @@ func keyBlobs(ctx context.Context, dir string, oids []string, budget int64) ([]s
 	}()
 	br := bufio.NewReaderSize(outPipe, 1<<20)
 	var found []string
+	var buf []byte
 	var read int64
 	incomplete := false
+	var paced error
 	for range oids {
+		if paced = o.pace(ctx); paced != nil {
+			stop()
+			break
+		}
 		header, err := br.ReadString('\n')
 		if err != nil {
 			break
@@ -201,17 +229,26 @@ func keyBlobs(ctx context.Context, dir string, oids []string, budget int64) ([]s
 			io.Copy(io.Discard, body)
 			continue
 		}
-		data, err := io.ReadAll(body)
-		if err != nil {
+		// One buffer for every blob: the scan runs beside the mount, and
+		// a fresh one per blob (a repository's history is gigabytes) kept
+		// the daemon's garbage collector busy under the agent's requests.
+		if int64(cap(buf)) < size+1 {
+			buf = make([]byte, size+1)
+		}
+		data := buf[:size+1]
+		if _, err := io.ReadFull(body, data); err != nil {
 			break
 		}
 		read += size
-		if sniff.HasKey(data[:min(len(data), int(size))]) {
+		if sniff.HasKey(data[:size]) {
 			found = append(found, f[0])
 		}
 	}
 	io.Copy(io.Discard, br)
-	return found, incomplete, cmd.Wait()
+	if err := cmd.Wait(); paced == nil {
+		paced = err
+	}
+	return found, incomplete, paced
 }
 
 // gitCmd is git in the repository dir, run as the repository's owner: a
@@ -233,8 +270,11 @@ func gitOutput(ctx context.Context, dir string, args ...string) (string, error) 
 	return string(out), err
 }
 
-// gitLines runs git and calls each for every line of its output.
-func gitLines(ctx context.Context, dir string, args []string, each func(string)) error {
+// gitLines runs git and calls each for every line of its output, pacing
+// itself by o.
+func gitLines(ctx context.Context, o Options, dir string, args []string, each func(string)) error {
+	ctx, stop := context.WithCancel(ctx) // a pause's error ends git too
+	defer stop()
 	cmd := gitCmd(ctx, dir, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -248,6 +288,11 @@ func gitLines(ctx context.Context, dir string, args []string, each func(string))
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
+		if err := o.pace(ctx); err != nil {
+			stop()
+			cmd.Wait()
+			return err
+		}
 		each(sc.Text())
 	}
 	if err := cmd.Wait(); err != nil {

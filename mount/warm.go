@@ -38,8 +38,43 @@ func (a *activity) idleFor() time.Duration {
 	return time.Duration(time.Now().UnixNano() - a.last.Load())
 }
 
-// yieldAfter is how long the walk waits after another process's request.
+// yieldAfter is how long background work waits after another process's
+// request.
 const yieldAfter = 250 * time.Millisecond
+
+// quiet waits until no other process has asked anything for yieldAfter,
+// and busy (when set) says no more; false if stop closed first.
+func (a *activity) quiet(stop <-chan struct{}, busy func() bool) bool {
+	for {
+		wait := yieldAfter - a.idleFor()
+		if busy != nil && busy() {
+			wait = max(wait, time.Millisecond)
+		}
+		if wait <= 0 {
+			select {
+			case <-stop:
+				return false
+			default:
+				return true
+			}
+		}
+		select {
+		case <-stop:
+			return false
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Quiet waits until no process but the daemon has used the mount for a
+// moment: background work (the git history check) calls it between steps,
+// so it runs in the agent's pauses, not beside its commands.
+func (s *Server) Quiet(ctx context.Context) error {
+	if !s.v.active.quiet(ctx.Done(), nil) {
+		return ctx.Err()
+	}
+	return nil
+}
 
 // warm walks the mount itself, as a tree walker would, right after it is
 // mounted: each directory listed is a READDIRPLUS that puts its names in
@@ -56,17 +91,8 @@ func (s *Server) warm(stop <-chan struct{}, budget int64) {
 	queue := []string{s.mp}
 	dirs, files := 0, 0
 	for len(queue) > 0 && s.v.prefetch.bytes.Load()-pushed < budget {
-		for s.v.prefetch.busy() || s.v.active.idleFor() < yieldAfter {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond): // the workers, or the agent, go first
-			}
-		}
-		select {
-		case <-stop:
+		if !s.v.active.quiet(stop, s.v.prefetch.busy) { // the workers, or the agent, go first
 			return
-		default:
 		}
 		d := queue[0]
 		queue = queue[1:]

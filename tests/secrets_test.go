@@ -461,28 +461,7 @@ func TestHistoryIsReported(t *testing.T) {
 	}
 	f := newFixture(t)
 	repo := filepath.Join(f.root, "repo")
-	gitIn := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	writeFile(t, filepath.Join(repo, "main.go"), "package main\n", 0o644)
-	writeFile(t, filepath.Join(repo, ".env"), canary+"=1\n", 0o644)
-	writeFile(t, filepath.Join(repo, "deploy", "notes.txt"), realKeys(t)["rsa"], 0o644)
-	gitIn("init", "-q")
-	gitIn("add", "-A")
-	gitIn("commit", "-qm", "oops")
-	gitIn("rm", "-q", ".env", "deploy/notes.txt")
-	gitIn("commit", "-qm", "remove the secrets")
-	// The repository is the agent's, not root's: the scan runs git as its
-	// owner (root's git would refuse it as a "dubious ownership" and must
-	// not run a repository's configuration with root's rights anyway).
-	if os.Geteuid() == 0 {
-		filepath.Walk(repo, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, agentUID, agentGID) })
-	}
+	leakyHistory(t, repo)
 
 	out, errs, code, _ := runBinary(t, f.base, nil, "", "policy", "check", f.policy)
 	if code != 0 || !strings.Contains(errs, "Warning: the git history of "+repo) || !strings.Contains(errs, ".env (denied path") || !strings.Contains(errs, "deploy/notes.txt (private key") {
@@ -541,4 +520,111 @@ func TestOpenHandleReadmits(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// leakyHistory makes a git repository at repo whose history holds a .env
+// and a private key, both removed by its last commit. It is the agent's,
+// not root's: the scan runs git as its owner (root's git would refuse it
+// as a "dubious ownership" and must not run a repository's configuration
+// with root's rights anyway).
+func leakyHistory(t *testing.T, repo string) {
+	t.Helper()
+	gitIn := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	writeFile(t, filepath.Join(repo, "main.go"), "package main\n", 0o644)
+	writeFile(t, filepath.Join(repo, ".env"), canary+"=1\n", 0o644)
+	writeFile(t, filepath.Join(repo, "deploy", "notes.txt"), realKeys(t)["rsa"], 0o644)
+	gitIn("init", "-q")
+	gitIn("add", "-A")
+	gitIn("commit", "-qm", "oops")
+	gitIn("rm", "-q", ".env", "deploy/notes.txt")
+	gitIn("commit", "-qm", "remove the secrets")
+	if os.Geteuid() == 0 {
+		filepath.Walk(repo, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, agentUID, agentGID) })
+	}
+}
+
+// TestHistoryScanWaitsForThePause: the mount's history scan is a warning,
+// not a gate, and runs in the agent's pauses: while a process keeps using
+// the mount it starts no further git; once the process stops, the scan
+// finishes and warns.
+func TestHistoryScanWaitsForThePause(t *testing.T) {
+	t.Parallel()
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	f := newFixture(t)
+	repo := filepath.Join(f.root, "repo")
+	leakyHistory(t, repo)
+	// A git first in the daemon's PATH notes each run's subcommand; the
+	// first run waits on a FIFO, so the scan is held inside its first step
+	// until the agent below is busy.
+	stub, err := os.MkdirTemp("", "fsguard-git-stub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stub) })
+	must(t, os.Chmod(stub, 0o777)) // git runs as the repository's owner
+	calls, fifo, first := filepath.Join(stub, "calls"), filepath.Join(stub, "fifo"), filepath.Join(stub, "first")
+	must(t, unix.Mkfifo(fifo, 0o666))
+	must(t, os.Chmod(fifo, 0o666))
+	writeFile(t, filepath.Join(stub, "git"), fmt.Sprintf("#!/bin/sh\necho \"$3\" >> %s\nif mkdir %s 2>/dev/null; then cat %s > /dev/null; fi\nexec %s \"$@\"\n", calls, first, fifo, realGit), 0o755)
+	d := startMountEnv(t, f.mp, []string{"PATH=" + stub + ":" + os.Getenv("PATH")}, "--policy", f.policy)
+	ran := func() string { b, _ := os.ReadFile(calls); return strings.TrimSpace(string(b)) }
+	within(t, 30*time.Second, "the scan's first git", func() error {
+		if ran() == "" {
+			return fmt.Errorf("no git run yet")
+		}
+		return nil
+	})
+
+	// The agent: a LOOKUP of a new name, again and again.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	var asked atomic.Int64
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Stat(filepath.Join(f.mp, fmt.Sprintf("missing-%d", i)))
+			asked.Add(1)
+		}
+	}()
+	within(t, 30*time.Second, "the agent's requests", func() error {
+		if asked.Load() < 10 {
+			return fmt.Errorf("%d requests", asked.Load())
+		}
+		return nil
+	})
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close() // the first git goes on
+	// While the agent is busy, no next step: a scan that did not wait
+	// would start its next git within milliseconds.
+	tick := time.NewTicker(5 * time.Millisecond)
+	for busy := time.Now(); time.Since(busy) < time.Second; <-tick.C {
+		if got := ran(); got != "log" {
+			t.Errorf("git ran %q while the agent was using the mount, want only the first log", got)
+			break
+		}
+	}
+	tick.Stop()
+	close(stop)
+	<-stopped
+	d.log.waitFor(t, "the git history of "+repo, 1, 60*time.Second)
+	if got := ran(); !strings.Contains(got, "rev-list") || !strings.Contains(got, "cat-file") {
+		t.Errorf("the scan's git runs: %q", got)
+	}
 }
