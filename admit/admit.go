@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/policy"
@@ -32,7 +33,7 @@ import (
 type Decider struct {
 	mu    sync.Mutex
 	max   int
-	cache map[key]sniff.Result
+	cache map[key]known
 	// Links, when set, knows every name of a multi-link file under the
 	// roots (the daemon's index); without it a multi-link file is refused
 	// unless the policy allows hard links.
@@ -47,6 +48,16 @@ type Decider struct {
 	// version: a listing's admission and an agent's open of the same big
 	// file would otherwise both read all of it, each on its own core.
 	inflight map[key]*scan
+	// settle: see Save (a field so that tests need not wait for it).
+	settle time.Duration
+}
+
+// known is a version's class, and when its content was read for it (unix
+// nanoseconds): Save keeps only classes read well after the version's
+// last change.
+type known struct {
+	res sniff.Result
+	at  int64
 }
 
 // scan is one whole-content key scan under way; done closes when res and
@@ -86,7 +97,7 @@ type key struct {
 
 // New returns a decider that remembers at most max verdicts.
 func New(max int) *Decider {
-	d := &Decider{max: max, cache: make(map[key]sniff.Result), inflight: make(map[key]*scan)}
+	d := &Decider{max: max, cache: make(map[key]known), inflight: make(map[key]*scan), settle: settle}
 	d.small.New = func() any { b := make([]byte, 64<<10); return &b }
 	d.large.New = func() any { b := make([]byte, 1<<20); return &b }
 	return d
@@ -164,6 +175,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		}
 		return finish(res, err)
 	}
+	began := time.Now().UnixNano()
 	sample, data, whole, bp, pool, err := d.sample(pol, f)
 	if err != nil {
 		return finish(sample, ioErr(f.Name, err))
@@ -171,7 +183,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 	p.Sample = sample
 	// A sample that is the whole file was searched for keys whole.
 	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) || whole {
-		d.remember(k, sample)
+		d.remember(k, sample, began)
 		res, err := verdict(pol, f.Root, f.Rel, f.Name, sample)
 		if err == nil && whole && keep != nil {
 			keep(data)
@@ -186,7 +198,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		if mine {
 			sc.res, sc.err = d.scanKeys(f, sample, *bp)
 			if sc.err == nil {
-				d.remember(k, sc.res)
+				d.remember(k, sc.res, began)
 			}
 			d.release(k, sc)
 		}
@@ -210,8 +222,8 @@ func (d *Decider) claim(k key) (sc *scan, mine bool) {
 	if sc, ok := d.inflight[k]; ok {
 		return sc, false
 	}
-	if res, ok := d.cache[k]; ok {
-		sc = &scan{done: make(chan struct{}), res: res}
+	if c, ok := d.cache[k]; ok {
+		sc = &scan{done: make(chan struct{}), res: c.res}
 		close(sc.done)
 		return sc, false
 	}
@@ -271,20 +283,20 @@ func ioErr(name string, err error) error {
 func (d *Decider) cached(k key) (sniff.Result, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	res, ok := d.cache[k]
-	return res, ok
+	c, ok := d.cache[k]
+	return c.res, ok
 }
 
-// remember caches a version's class.
-func (d *Decider) remember(k key, res sniff.Result) {
+// remember caches a version's class, read for it at (unix nanoseconds).
+func (d *Decider) remember(k key, res sniff.Result, at int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.cache) >= d.max {
 		// Dropped whole: cheaper than LRU bookkeeping on every open, and it
 		// costs at most one rescan per file.
-		d.cache = make(map[key]sniff.Result)
+		d.cache = make(map[key]known)
 	}
-	d.cache[k] = res
+	d.cache[k] = known{res, at}
 }
 
 // verdict applies the policy's refused classes to a file's class.

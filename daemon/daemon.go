@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsguard/fsguard/admit"
@@ -63,6 +65,12 @@ type Daemon struct {
 	scrapeAt net.Addr
 	sink     *denialSink
 	opens    *opens.Recorder
+	// dec is the one admission decider; verdicts is where its classes
+	// are kept across runs ("": nowhere), saved under the policy pol.
+	dec      *admit.Decider
+	verdicts string
+	pol      atomic.Pointer[policy.Policy]
+	saveMu   sync.Mutex
 	// stopFiles ends the watch of the journal's files.
 	stopFiles, filesDone chan struct{}
 }
@@ -135,11 +143,19 @@ func Start(cfg Config) (*Daemon, error) {
 	// file version, whichever door asks, and the index of hard links.
 	dec := admit.New(1 << 16)
 	dec.Links = links.New()
+	d.dec, d.Metrics.Scans = dec, dec.Scans
+	d.pol.Store(pol)
+	d.loadVerdicts(pol)
 	srv, err := mount.Mount(mount.Config{
 		Policy: pol, MountPoint: cfg.MountPoint, AllowOther: cfg.AllowOther, Admit: dec,
 		Audit: d.sink, Debug: cfg.Debug, Log: d.log,
-		Latency:    func(op string, t time.Duration) { d.Metrics.FuseOps.Observe(op, t) },
-		Event:      func(name string) { d.Metrics.Events.Add(name, 1) },
+		Latency: func(op string, t time.Duration) { d.Metrics.FuseOps.Observe(op, t) },
+		Event: func(name string) {
+			d.Metrics.Events.Add(name, 1)
+			if name == "warm_walk_done" {
+				go d.saveVerdicts() // the walk decided most of the tree
+			}
+		},
 		Prefetched: func(result string) { d.Metrics.Prefetched.Add(result, 1) },
 	})
 	if err != nil {
@@ -212,7 +228,13 @@ func (d *Daemon) Server() *mount.Server { return d.srv }
 func (d *Daemon) Wait() { d.srv.Wait() }
 
 // Reload swaps in a new policy; a bad one is refused and the old one kept.
-func (d *Daemon) Reload(pol *policy.Policy) error { return d.srv.Reload(pol) }
+func (d *Daemon) Reload(pol *policy.Policy) error {
+	if err := d.srv.Reload(pol); err != nil {
+		return err
+	}
+	d.pol.Store(pol)
+	return nil
+}
 
 // Stop unmounts, waits for the mount to be gone, and writes what is left
 // of the denials before closing the journal.
@@ -221,8 +243,41 @@ func (d *Daemon) Stop() error {
 		return err
 	}
 	d.srv.Wait()
+	d.saveVerdicts()
 	d.close()
 	return nil
+}
+
+// loadVerdicts adds the classes a previous run saved beside the journal.
+func (d *Daemon) loadVerdicts(pol *policy.Policy) {
+	if d.journal == nil {
+		return
+	}
+	d.verdicts = d.journal.Path() + ".verdicts"
+	n, err := d.dec.Load(d.verdicts, pol)
+	if err != nil {
+		d.log.Warn("saved verdicts not used: every file is read and scanned afresh", "path", d.verdicts, "err", err.Error())
+		return
+	}
+	if n > 0 {
+		d.log.Info("saved verdicts loaded", "path", d.verdicts, "classes", n)
+	}
+}
+
+// saveVerdicts writes the decider's trustworthy classes beside the
+// journal, for the next run.
+func (d *Daemon) saveVerdicts() {
+	if d.verdicts == "" {
+		return
+	}
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
+	n, err := d.dec.Save(d.verdicts, d.pol.Load())
+	if err != nil {
+		d.log.Warn("verdicts not saved: the next run scans afresh", "path", d.verdicts, "err", err.Error())
+		return
+	}
+	d.log.Info("verdicts saved", "path", d.verdicts, "classes", n)
 }
 
 // MetricsAddr is where the TCP metrics listener listens (nil: none).

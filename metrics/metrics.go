@@ -152,6 +152,8 @@ type Set struct {
 	// HeldBytes, when set, is the held-content store's size, read at
 	// each scrape.
 	HeldBytes func() (int64, error)
+	// Scans, when set, counts the admission decider's content scans.
+	Scans func() int64
 }
 
 // New returns the daemon's metric set.
@@ -191,6 +193,9 @@ func (s *Set) Write(w io.Writer) {
 		if n, err := s.HeldBytes(); err == nil {
 			fmt.Fprintf(w, "# HELP fsguard_held_content_bytes Compressed bytes in the held-content store (capped by journal.held_max_bytes).\n# TYPE fsguard_held_content_bytes gauge\nfsguard_held_content_bytes %d\n", n)
 		}
+	}
+	if s.Scans != nil {
+		fmt.Fprintf(w, "# HELP fsguard_admit_scans_total Files read and classified because their version's verdict was not known (not remembered, nor saved by an earlier run).\n# TYPE fsguard_admit_scans_total counter\nfsguard_admit_scans_total %d\n", s.Scans())
 	}
 	writeProcess(w)
 	fmt.Fprintf(w, "# HELP fsguard_build_info The running build: version and Go version.\n# TYPE fsguard_build_info gauge\nfsguard_build_info{version=%q,goversion=%q} 1\n", Version(), runtime.Version())
