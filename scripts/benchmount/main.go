@@ -39,6 +39,7 @@ var (
 	cold   = flag.Bool("cold", false, "measure the first command on a fresh mount, each run")
 	tree   = flag.String("tree", "", "a real tree to walk instead of the generated one (e.g. a moby checkout)")
 	base   = flag.String("base", "", "another fsguard binary (an older build) measured in the same run, as column \"base\"")
+	kept   = flag.Bool("kept", false, "cold: fsguard starts with the verdicts an earlier run saved (a restart on a tree seen before), not as on a first mount ever")
 )
 
 func main() {
@@ -148,6 +149,9 @@ func (m *mounts) up() { m.upOnly("loopback", "fsguard", "base") }
 func (m *mounts) fsguard(bin, mp, journal string) (*exec.Cmd, <-chan struct{}) {
 	cmd := exec.Command(bin, "mount", "--policy", m.pol, mp)
 	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(*dir, journal))
+	if !*kept {
+		os.Remove(filepath.Join(*dir, journal+".verdicts")) // a first mount ever
+	}
 	return startWarm(cmd, `"msg":"mounted"`)
 }
 
@@ -209,7 +213,13 @@ func runCold(m *mounts, data string) {
 		}
 		makeColdData(data)
 	}
-	fmt.Printf("fsguard mount.open = %q, cold: a fresh mount for each of %d runs, backing tree page-cached, medians\n\n", *open, *runs)
+	if *kept {
+		// One run to save from: a mount whose warm walk decided the tree.
+		m.upOnly("fsguard")
+		<-m.warmed
+		m.down()
+	}
+	fmt.Printf("fsguard mount.open = %q, cold: a fresh mount for each of %d runs, backing tree page-cached, verdicts kept from an earlier run: %v, medians\n\n", *open, *runs, *kept)
 	header()
 	for _, b := range benches {
 		if *only != "" && !strings.Contains(b.name, *only) {
