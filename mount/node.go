@@ -680,9 +680,15 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 			// Known to the kernel once this reply is in: its bytes can go
 			// into the page cache before the walker asks for them.
 			id := fileid.Of(st)
-			if held && k.id == id && len(k.data) > 0 {
+			switch {
+			case held && k.id == id && len(k.data) > 0:
 				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, k.data))
-			} else {
+			case !held && l.first() && st.Size > 0 && st.Size <= maxPush:
+				// Its verdict was known (a restart kept it), so the
+				// listing read nothing: parked like the others, the push
+				// reads the file when a neighbour is read.
+				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, nil))
+			default:
 				l.n.v.prefetch.offer(c, id, st.Size)
 			}
 		}
@@ -726,7 +732,7 @@ func (l *listing) handOver() {
 		return
 	}
 	p := &l.n.v.prefetch
-	if l.walk() || l.again {
+	if !l.first() {
 		for _, j := range l.pending {
 			p.offerKept(j)
 		}
@@ -741,6 +747,10 @@ func (l *listing) handOver() {
 	}
 	l.pending = nil // parked owns it
 }
+
+// first reports whether the listing is an agent's first of the directory:
+// its pushes are parked (see handOver).
+func (l *listing) first() bool { return !l.walk() && !l.again }
 
 // walk reports whether the listing is the warm walk's: the daemon's own.
 func (l *listing) walk() bool {

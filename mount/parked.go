@@ -9,7 +9,8 @@ import (
 )
 
 // parked holds the pushes an agent's listing of a directory prepared (the
-// content its admission read), until a file of that directory is read.
+// content its admission read, or, for a file whose verdict was known and
+// so not read, the push to make), until a file of that directory is read.
 // Pushed at once, they cost a walker that lists and reads nothing (find,
 // git status over an unchanged tree) a fifth more time, for pages nobody
 // asks for; a walker that reads one file of a directory (grep -r, cat,
@@ -20,8 +21,15 @@ type parked struct {
 	mu    sync.Mutex
 	dirs  map[*fs.Inode]*list.Element // of *parkedDir
 	lru   list.List                   // front: parked most recently
-	bytes atomic.Int64                // content held (read without mu on every READ)
+	bytes atomic.Int64                // memory held, see weight (read without mu on every READ)
 }
+
+// weight is the memory a parked push holds: its content, if any, and the
+// job itself.
+func weight(j pushJob) int64 { return int64(len(j.data)) + jobBytes }
+
+// jobBytes is about what a pushJob takes in memory.
+const jobBytes = 128
 
 type parkedDir struct {
 	dir   *fs.Inode
@@ -29,7 +37,7 @@ type parkedDir struct {
 	bytes int64
 }
 
-// maxParkedBytes bounds the content parked for all directories.
+// maxParkedBytes bounds the memory parked for all directories.
 const maxParkedBytes = 64 << 20
 
 // park adds jobs, pushes of files named by a listing of dir that the
@@ -38,7 +46,7 @@ const maxParkedBytes = 64 << 20
 func (p *parked) park(dir *fs.Inode, jobs []pushJob) (dropped int) {
 	var size int64
 	for _, j := range jobs {
-		size += int64(len(j.data))
+		size += weight(j)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -116,10 +116,13 @@ func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte) pushJob {
 	return pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data, g: p.v.guard.Load()}
 }
 
-// offerKept queues a kept push; past the eager budget it is offered as an
-// ordinary push (the file is read again when it is its turn).
+// offerKept queues a push for the eager worker: one with the content the
+// listing read, or one without (a file whose verdict was known, so the
+// listing did not read it), which the worker reads. Past the eager budget
+// a kept push is offered as an ordinary one (read again when it is its
+// turn).
 func (p *prefetch) offerKept(j pushJob) {
-	if len(j.data) == 0 || j.n.index || !p.on() {
+	if j.n.index || !p.on() {
 		return
 	}
 	if p.eagerBytes.Add(int64(len(j.data))) > maxEagerBytes {
@@ -138,8 +141,13 @@ func (p *prefetch) offerKept(j pushJob) {
 }
 
 func (p *prefetch) workEager() {
+	buf := make([]byte, maxPush+1)
 	for j := range p.eager {
-		p.pushKept(j)
+		if j.data == nil {
+			p.push(j, buf)
+		} else {
+			p.pushKept(j)
+		}
 		p.eagerBytes.Add(-int64(len(j.data)))
 		p.queued.Add(-1)
 	}
@@ -185,7 +193,7 @@ func (p *prefetch) pushKept(j pushJob) {
 // fills its pages).
 func (p *prefetch) readIn(n *node) {
 	if p.parked.bytes.Load() == 0 {
-		return
+		return // the common case of a READ: nothing parked anywhere
 	}
 	_, dir := n.Parent()
 	if dir == nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -248,4 +249,83 @@ func quietMount(t *testing.T, f *fixture, files map[string]string) (string, stri
 	sock := filepath.Join(f.base, "ctl.sock")
 	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
 	return filepath.Join(f.mp, "quiet"), sock
+}
+
+// keepBusy has this process use the mount at mp without a pause (a LOOKUP
+// of a new name, again and again), as an agent's command does, from the
+// moment it returns until the function it returns is called.
+func keepBusy(t *testing.T, mp string) (stop func()) {
+	t.Helper()
+	done, stopped := make(chan struct{}), make(chan struct{})
+	var asked atomic.Int64
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			os.Stat(filepath.Join(mp, fmt.Sprintf("missing-%d", i)))
+			asked.Add(1)
+		}
+	}()
+	within(t, 30*time.Second, "the agent's requests", func() error {
+		if asked.Load() < 10 {
+			return fmt.Errorf("%d requests", asked.Load())
+		}
+		return nil
+	})
+	return func() { close(done); <-stopped }
+}
+
+// TestPushesAfterARestart: a daemon started again on a tree it decided
+// before knows every verdict, so its listings read no file; an agent's
+// first read in a directory still has the neighbours pushed at once,
+// while the agent goes on using the mount, and reading them then sends
+// the daemon no READ.
+func TestPushesAfterARestart(t *testing.T) { // not parallel: see TestPushedPagesFollowChanges
+	f := newFixture(t)
+	dir := filepath.Join(f.root, "quiet")
+	content := func(i int) string { return fmt.Sprintf("file %02d: %s\n", i, strings.Repeat("y", 100)) }
+	for i := range 40 {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), content(i), 0o644)
+	}
+	aged(t, dir) // old enough for their verdicts to be saved
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(dir, old, old))
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	mustRun(t, "grep", "-r", "file", filepath.Join(f.mp, "quiet"))
+	d.stop()
+
+	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	mdir := filepath.Join(f.mp, "quiet")
+	mustRun(t, "ls", mdir) // reads to the end: its last READDIRPLUS hands the pushes over
+	if n := counters(scrape(t, sock))["fsguard_admit_scans_total"]; n != 0 {
+		t.Fatalf("the second daemon scanned %v files: the verdicts were not kept", n)
+	}
+	idle := keepBusy(t, f.mp)
+	defer idle()
+	pushed := func() float64 { return counters(scrape(t, sock))[`fsguard_prefetch_files_total{result="pushed"}`] }
+	if got := mustRun(t, "cat", filepath.Join(mdir, "f00.txt")); got != content(0) {
+		t.Fatalf("f00.txt: %q", got)
+	}
+	within(t, 60*time.Second, "39 files pushed while the agent is busy", func() error {
+		if p := pushed(); p < 39 {
+			return fmt.Errorf("%v pushed", p)
+		}
+		return nil
+	})
+	reads := func() float64 { return counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] }
+	before := reads()
+	for i := 1; i < 40; i++ {
+		if got := mustRun(t, "cat", filepath.Join(mdir, fmt.Sprintf("f%02d.txt", i))); got != content(i) {
+			t.Fatalf("f%02d.txt: %q", i, got)
+		}
+	}
+	if n := reads() - before; n != 0 {
+		t.Errorf("reading 39 pushed files sent %v READs", n)
+	}
 }

@@ -585,27 +585,7 @@ func TestHistoryScanWaitsForThePause(t *testing.T) {
 		return nil
 	})
 
-	// The agent: a LOOKUP of a new name, again and again.
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	var asked atomic.Int64
-	go func() {
-		defer close(stopped)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.Stat(filepath.Join(f.mp, fmt.Sprintf("missing-%d", i)))
-			asked.Add(1)
-		}
-	}()
-	within(t, 30*time.Second, "the agent's requests", func() error {
-		if asked.Load() < 10 {
-			return fmt.Errorf("%d requests", asked.Load())
-		}
-		return nil
-	})
+	idle := keepBusy(t, f.mp)
 	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -621,8 +601,7 @@ func TestHistoryScanWaitsForThePause(t *testing.T) {
 		}
 	}
 	tick.Stop()
-	close(stop)
-	<-stopped
+	idle()
 	d.log.waitFor(t, "the git history of "+repo, 1, 60*time.Second)
 	if got := ran(); !strings.Contains(got, "rev-list") || !strings.Contains(got, "cat-file") {
 		t.Errorf("the scan's git runs: %q", got)
