@@ -56,7 +56,9 @@ func (p *prefetch) start(v *view, report func(string)) {
 	for range pushWorkers {
 		go p.work()
 	}
-	go p.workEager()
+	for range eagerWorkers {
+		go p.workEager()
+	}
 }
 
 // on reports whether pushes are made at all: only with a watch (which
@@ -88,6 +90,10 @@ const (
 	// (a full queue drops the push: the file is then read on demand).
 	pushWorkers = 2
 	pushQueue   = 4096
+	// eagerWorkers push what a read released, racing the walker's next
+	// READs: pushes that read the file (verdicts kept by a restart) need
+	// both cores to stay ahead of a first grep -r.
+	eagerWorkers = 2
 	// maxWaitKnown bounds the wait for the kernel to know an inode.
 	maxWaitKnown = 2 * time.Second
 	// maxEagerBytes bounds the content waiting in eager pushes; past it a
