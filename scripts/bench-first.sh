@@ -10,7 +10,9 @@
 #
 # Environment: WARM=1 keeps the warm walk (default off: the command alone);
 # OPEN=daemon for mount.open = "daemon" (passthrough); BIN=path measures
-# another fsguard binary (an older build) instead of building this tree.
+# another fsguard binary (an older build) instead of building this tree;
+# KEPT=1 starts each mount with the verdicts the one before saved (the
+# first run is then the priming one).
 #
 #   scripts/bench-first.sh /tmp/fsguard-bench/data 'dd if=$M/big.bin of=/dev/null bs=1M status=none'
 #   scripts/bench-first.sh /tmp/moby 'find $M > /dev/null' 5

@@ -27,7 +27,13 @@ bench_cleanup() {
 bench_build() { go build -o "$work/fsguard" ./cmd/fsguard; }
 
 bench_mount() {
-  rm -f "$work"/journal.*
+  # A first mount ever, unless KEPT=1: then the verdicts the last run saved
+  # stay (a restart on a tree seen before; the first run saves them).
+  if [ "${KEPT:-0}" = 1 ]; then
+    find "$work" -maxdepth 1 -name 'journal.*' ! -name '*.verdicts' -delete
+  else
+    rm -f "$work"/journal.*
+  fi
   FSGUARD_JOURNAL=$work/journal.db "$work/fsguard" mount "$@" --policy "$work/policy.toml" "$work/mnt" > "$work/ready" 2> "$work/log" &
   daemon=$!
   for _ in $(seq 200); do grep -q '"msg":"mounted"' "$work/ready" 2>/dev/null && return; sleep 0.05; done
