@@ -245,10 +245,11 @@ func keyBlobs(ctx context.Context, o Options, dir string, oids []string, budget 
 		}
 	}
 	io.Copy(io.Discard, br)
-	if err := cmd.Wait(); paced == nil {
-		paced = err
+	err := cmd.Wait()
+	if paced != nil {
+		return found, incomplete, paced // git was stopped: its error says only that
 	}
-	return found, incomplete, paced
+	return found, incomplete, err
 }
 
 // gitCmd is git in the repository dir, run as the repository's owner: a
