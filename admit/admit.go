@@ -33,7 +33,7 @@ import (
 type Decider struct {
 	mu    sync.Mutex
 	max   int
-	cache map[key]known
+	cache map[key]remembered
 	// Links, when set, knows every name of a multi-link file under the
 	// roots (the daemon's index); without it a multi-link file is refused
 	// unless the policy allows hard links.
@@ -52,10 +52,10 @@ type Decider struct {
 	settle time.Duration
 }
 
-// known is a version's class, and when its content was read for it (unix
-// nanoseconds): Save keeps only classes read well after the version's
-// last change.
-type known struct {
+// remembered is a version's class, and when its content was read for it
+// (unix nanoseconds): Save keeps only classes read well after the
+// version's last change.
+type remembered struct {
 	res sniff.Result
 	at  int64
 }
@@ -97,7 +97,7 @@ type key struct {
 
 // New returns a decider that remembers at most max verdicts.
 func New(max int) *Decider {
-	d := &Decider{max: max, cache: make(map[key]known), inflight: make(map[key]*scan), settle: settle}
+	d := &Decider{max: max, cache: make(map[key]remembered), inflight: make(map[key]*scan), settle: settle}
 	d.small.New = func() any { b := make([]byte, 64<<10); return &b }
 	d.large.New = func() any { b := make([]byte, 1<<20); return &b }
 	return d
@@ -294,9 +294,9 @@ func (d *Decider) remember(k key, res sniff.Result, at int64) {
 	if len(d.cache) >= d.max {
 		// Dropped whole: cheaper than LRU bookkeeping on every open, and it
 		// costs at most one rescan per file.
-		d.cache = make(map[key]known)
+		d.cache = make(map[key]remembered)
 	}
-	d.cache[k] = known{res, at}
+	d.cache[k] = remembered{res, at}
 }
 
 // verdict applies the policy's refused classes to a file's class.

@@ -159,7 +159,7 @@ func (d *Decider) Load(path string, pol *policy.Policy) (int, error) {
 		if c.At-c.ID.CtimeNs < int64(d.settle) {
 			continue // never saved so; a file made by hand
 		}
-		d.cache[key{c.ID, pol}] = known{c.Res, c.At}
+		d.cache[key{c.ID, pol}] = remembered{c.Res, c.At}
 		n++
 	}
 	return n, nil

@@ -217,9 +217,7 @@ func (p *prefetch) work() {
 	for j := range p.queue {
 		// Background work: while an agent's command is running, its
 		// requests go first (a push races the walker's own READ anyway).
-		for p.v.active.idleFor() < yieldAfter {
-			time.Sleep(time.Millisecond)
-		}
+		p.v.active.quiet(nil, nil)
 		p.push(j, buf)
 		p.queued.Add(-1)
 	}

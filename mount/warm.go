@@ -43,7 +43,9 @@ func (a *activity) idleFor() time.Duration {
 const yieldAfter = 250 * time.Millisecond
 
 // quiet waits until no other process has asked anything for yieldAfter,
-// and busy (when set) says no more; false if stop closed first.
+// and busy (when set) says no more; false if stop (nil: never) closed
+// first. Every piece of background work waits by it: the warm walk, the
+// push workers, the git history check.
 func (a *activity) quiet(stop <-chan struct{}, busy func() bool) bool {
 	for {
 		wait := yieldAfter - a.idleFor()
