@@ -105,8 +105,14 @@ func (w *inotify) loop() {
 			if !ok {
 				return
 			}
-			evs := w.convert(nil, ev)
-			// Take what else is queued, so one git checkout is a few batches.
+			// Take what else is queued, so one git checkout is a few
+			// batches, and convert each name once, with its operations
+			// merged: a name renamed back and forth thousands of times a
+			// second (a directory swapped with a link) costs a scan of the
+			// watch list per event, which put every other change seconds
+			// behind under load.
+			var b batch
+			b.add(ev)
 			for more := true; more; {
 				select {
 				case ev, ok := <-w.w.Events:
@@ -114,10 +120,14 @@ func (w *inotify) loop() {
 						more = false
 						break
 					}
-					evs = w.convert(evs, ev)
+					b.add(ev)
 				default:
 					more = false
 				}
+			}
+			var evs []Event
+			for _, ev := range b.events {
+				evs = w.convert(evs, ev)
 			}
 			if len(evs) > 0 {
 				w.fn(evs)
@@ -153,4 +163,25 @@ func (w *inotify) convert(out []Event, ev fsnotify.Event) []Event {
 		out = append(out, split(Changed, ev.Name))
 	}
 	return out
+}
+
+// batch is the events taken at once, one per name in first-seen order,
+// each with every operation seen for that name. Converting the merged
+// event reports what converting each would (a removal before an
+// addition), and a directory's watches are renewed from its state now.
+type batch struct {
+	events []fsnotify.Event
+	at     map[string]int
+}
+
+func (b *batch) add(ev fsnotify.Event) {
+	if i, ok := b.at[ev.Name]; ok {
+		b.events[i].Op |= ev.Op
+		return
+	}
+	if b.at == nil {
+		b.at = map[string]int{}
+	}
+	b.at[ev.Name] = len(b.events)
+	b.events = append(b.events, ev)
 }
