@@ -595,6 +595,8 @@ type listing struct {
 	// meet an inode the kernel does not know yet. req is the request.
 	pending []pushJob
 	req     context.Context
+	// loadReq is the request that made the listing (see Lookup).
+	loadReq context.Context
 }
 
 // keptFile is a file's content as the listing read it, and its version.
@@ -667,11 +669,16 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, syscall.EAGAIN
 	}
 	// The listing resolved and stat'ed each file under the guard it
-	// names: a reload since brings another guard (and counts as a
-	// change), and a change the watch saw since is caught above. Without
-	// a watch nothing would catch one: the name is resolved again.
+	// names, in this very request: a reload since brings another guard
+	// (and counts as a change), and a change the watch saw since is
+	// caught above. A later request of the listing (a directory of more
+	// entries than one reply holds) resolves each name again: the walker
+	// may have paused between them for long, and under load the watch
+	// reports a change seconds late (a rename storm beside it), so the
+	// counter alone would let a stat from before a rename through. Without
+	// a watch nothing would catch one either.
 	var s *seen
-	if st, ok := l.seen[name]; ok && l.n.v.watched() {
+	if st, ok := l.seen[name]; ok && l.n.v.watched() && ctx == l.loadReq {
 		s = &seen{l.g, st}
 	}
 	in, st, errno := l.n.lookup(ctx, name, out, s)
@@ -706,6 +713,7 @@ func (l *listing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno
 		if errno := l.load(); errno != 0 {
 			return nil, errno
 		}
+		l.loadReq = ctx
 	}
 	if l.pos >= len(l.ents) {
 		return nil, 0
