@@ -156,7 +156,7 @@ func Mount(cfg Config) (*Server, error) {
 			Debug:         cfg.Debug,
 		},
 	}
-	srv, err := fs.Mount(mp, s.root, opts)
+	srv, err := serve(mp, s.root, opts)
 	if err != nil {
 		s.stopWatch()
 		g.Close()
@@ -171,6 +171,20 @@ func Mount(cfg Config) (*Server, error) {
 		go s.keepWarm(s.stopRoots, pol.Mount.WarmMaxBytes)
 	}
 	return s, nil
+}
+
+// serve mounts root on mp, as fs.Mount does, with the node bridge behind
+// openless (see there).
+func serve(mp string, root fs.InodeEmbedder, opts *fs.Options) (*fuse.Server, error) {
+	srv, err := fuse.NewServer(newOpenless(fs.NewNodeFS(root, opts)), mp, &opts.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		return nil, err // the serve loop ends with the failed mount
+	}
+	return srv, nil
 }
 
 // raiseReadahead lets the kernel read ahead as far as one READ reaches.

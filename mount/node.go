@@ -272,6 +272,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	n.v.saw(ctx)
+	defer n.v.timed("opendir", time.Now())
 	if _, r := n.v.root(n.root); r == nil {
 		return nil, 0, syscall.ENOENT
 	}

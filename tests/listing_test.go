@@ -1,0 +1,68 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestListingIsAskedOnceUntilItChanges: a directory listed once is listed
+// again, by anyone, without a request to the daemon (no OPENDIR, READDIR
+// or RELEASEDIR: the kernel keeps the listing), until the directory
+// changes; then the next listing shows the change.
+//
+// Not parallel, like the tests that count READs: a parallel test that
+// kills a daemon makes the next mount drop the machine's clean caches
+// (mount.ClearStale), listings with them.
+func TestListingIsAskedOnceUntilItChanges(t *testing.T) {
+	f := newFixture(t)
+	files := map[string]string{}
+	var want []string
+	for i := range 60 { // more than one READDIRPLUS reply holds
+		name := fmt.Sprintf("f%02d.txt", i)
+		files[name] = name + "\n"
+		want = append(want, name)
+	}
+	mdir, sock := quietMount(t, f, files)
+	ops := func(op string) float64 {
+		return counters(scrape(t, sock))[fmt.Sprintf(`fsguard_fuse_op_seconds_count{op=%q}`, op)]
+	}
+	list := func() []string {
+		ents, err := os.ReadDir(mdir)
+		must(t, err)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if got := list(); !slices.Equal(got, want) {
+		t.Fatalf("listed %q", got)
+	}
+	made, opened := ops("readdir"), ops("opendir")
+	if made == 0 || opened == 0 {
+		t.Fatal("the first listing was never asked of the daemon: the test measures nothing")
+	}
+	for range 3 {
+		mustRun(t, "ls", mdir)
+		mustRun(t, "find", mdir)
+	}
+	if again, reopened := ops("readdir")-made, ops("opendir")-opened; again != 0 || reopened != 0 {
+		t.Errorf("listing the directory again opened it %v times in the daemon and listed it %v times", reopened, again)
+	}
+
+	dir := filepath.Join(f.root, "quiet")
+	writeFile(t, filepath.Join(dir, "new.txt"), "new\n", 0o644)
+	must(t, os.Remove(filepath.Join(dir, "f00.txt")))
+	want = append(want[1:], "new.txt")
+	slices.Sort(want)
+	within(t, 10*time.Second, "a file added and one removed, in the listing", func() error {
+		if got := list(); !slices.Equal(got, want) {
+			return fmt.Errorf("listed %q", got)
+		}
+		return nil
+	})
+}
