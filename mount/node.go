@@ -514,11 +514,19 @@ func (n *node) Setxattr(context.Context, string, []byte, uint32) syscall.Errno {
 // asks (once per inode, then cached) before it checks a caller who is not
 // the owner against a file or directory: the kernel enforces the backing
 // ACL exactly, at every open and lookup, whoever filled the page cache.
-// Every other attribute is absent from the view.
+// The view has no other attribute: a default ACL is absent (ENODATA, which
+// the kernel caches like an ACL), and any other name is not supported
+// (ENOTSUP). The kernel caches no answer for those, but tools do: `ls -l`
+// asks for security.selinux of every file until a device says ENOTSUP,
+// and then stops asking, where ENODATA cost a round trip per file.
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	defer n.v.timed("getxattr", time.Now())
-	if attr != "system.posix_acl_access" {
+	switch attr {
+	case "system.posix_acl_access":
+	case "system.posix_acl_default":
 		return 0, syscall.ENODATA
+	default:
+		return 0, syscall.ENOTSUP
 	}
 	g, r, rel, _, errno := n.resolve()
 	if errno != 0 {

@@ -1,18 +1,24 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestListingIsAskedOnceUntilItChanges: a directory listed once is listed
 // again, by anyone, without a request to the daemon (no OPENDIR, READDIR
 // or RELEASEDIR: the kernel keeps the listing), until the directory
-// changes; then the next listing shows the change.
+// changes; then the next listing shows the change. And `ls -l` asks the
+// daemon for no attribute per file once it has been told the view has
+// none but ACLs (ENOTSUP), where ENODATA cost a request per file, every
+// time.
 //
 // Not parallel, like the tests that count READs: a parallel test that
 // kills a daemon makes the next mount drop the machine's clean caches
@@ -65,4 +71,24 @@ func TestListingIsAskedOnceUntilItChanges(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Attributes: only ACLs are in the view.
+	p := filepath.Join(mdir, "f01.txt")
+	buf := make([]byte, 256)
+	for _, name := range []string{"security.selinux", "user.note", "trusted.x"} {
+		if _, err := unix.Lgetxattr(p, name, buf); !errors.Is(err, unix.ENOTSUP) {
+			t.Errorf("getxattr %s: %v, want ENOTSUP", name, err)
+		}
+	}
+	for _, name := range []string{"system.posix_acl_access", "system.posix_acl_default"} {
+		if _, err := unix.Lgetxattr(mdir, name, buf); !errors.Is(err, unix.ENODATA) {
+			t.Errorf("getxattr %s of the directory: %v, want ENODATA (no ACL)", name, err)
+		}
+	}
+	mustRun(t, "ls", "-l", mdir) // the kernel caches each file's ACL answer
+	asked := ops("getxattr")
+	mustRun(t, "ls", "-l", mdir)
+	if n := ops("getxattr") - asked; n > 5 {
+		t.Errorf("ls -l of 60 files asked the daemon for %v attributes", n)
+	}
 }
