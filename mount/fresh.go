@@ -81,14 +81,23 @@ func (s *Server) apply(evs []watch.Event) {
 	if !s.live.Load() {
 		return
 	}
-	defer s.v.git.changed() // any change may hide or show a tracked file
 	s.v.changes.Add(1)
 	seen := make(map[watch.Event]bool, len(evs))
+	tree := false // a change outside every .git directory
+	defer func() {
+		if tree {
+			// It may hide or show a tracked file. What git writes in
+			// .git cannot (it tracks no path there), and a new index
+			// is a new file to the rewrite anyway.
+			s.v.git.changed()
+		}
+	}()
 	for _, e := range evs {
 		if seen[e] {
 			continue
 		}
 		seen[e] = true
+		tree = tree || e.Op == watch.Lost || !inGitDir(e.Dir, e.Name)
 		if e.Op == watch.Lost {
 			s.event("watch_overflow") // events were lost: forget everything
 			s.invalidate()
@@ -122,6 +131,12 @@ func (s *Server) apply(evs []watch.Event) {
 			}
 		}
 	}
+}
+
+// inGitDir reports whether dir/name lies in a .git directory (a change of
+// .git itself is not: it is rare, and counted as the tree's).
+func inGitDir(dir, name string) bool {
+	return strings.Contains(dir+"/", "/.git/")
 }
 
 // held finds the kernel's node of a real directory path, in each root

@@ -449,6 +449,25 @@ func TestGitInViewIgnoresHiddenFiles(t *testing.T) {
 		}
 		return nil
 	})
+	// git rewrites its index (a change only in .git: the view keeps what it
+	// decided of each tracked path), then the key in util.go goes again:
+	// the view shows it to git again, changed.
+	if out, err := gitIn(repo, "add", "main.go"); err != nil {
+		t.Fatalf("git add: %v %s", err, out)
+	}
+	within(t, 10*time.Second, "git status after the index was rewritten", func() error {
+		if out, _ := gitIn(view, "status", "--porcelain"); out != "M  main.go\n" {
+			return fmt.Errorf("git status: %q, want main.go staged", out)
+		}
+		return nil
+	})
+	writeFile(t, filepath.Join(repo, "util.go"), "package main\n\nfunc util() { println() }\n", 0o644)
+	within(t, 10*time.Second, "git status after the key went", func() error {
+		if out, _ := gitIn(view, "status", "--porcelain"); out != "M  main.go\n M util.go\n" {
+			return fmt.Errorf("git status: %q, want main.go staged and util.go modified", out)
+		}
+		return nil
+	})
 }
 
 // TestHistoryIsReported: a repository whose history holds a .env and a key
