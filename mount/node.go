@@ -276,16 +276,15 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if _, r := n.v.root(n.root); r == nil {
 		return nil, 0, syscall.ENOENT
 	}
-	// The kernel may cache the listing (FOPEN_CACHE_DIR) until the
-	// directory's attributes show it changed; then it sends no READDIR,
-	// so the listing is made only when the first READDIR asks for it.
+	// Opened by openless when a READDIR comes (the kernel sends no
+	// OPENDIR), so the listing is made at the first Readdirent.
 	l := &listing{n: n}
 	if c := fuseCaller(ctx); c != nil {
 		// go-fuse reuses request memory once the request is answered.
 		cc := *c
 		l.caller = &cc
 	}
-	return l, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	return l, 0, 0 // the kernel's flags for an open it made itself: see openless
 }
 
 // load lists the directory through the guard.

@@ -20,6 +20,8 @@ echo "native: $(timed "$tree") ms"
 o0=$(ops); t=$(timed "$work/mnt"); o1=$(ops)
 echo "warm: $t ms, $((o1 - o0)) FUSE requests"
 sleep "$idle"
+byop() { curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | awk '/^fsguard_fuse_op_seconds_count/ {print $1, $2}' | sort; }
+byop > "$work/ops0"
 o0=$(ops); t=$(timed "$work/mnt"); o1=$(ops)
-echo "after ${idle}s idle: $t ms, $((o1 - o0)) FUSE requests"
+echo "after ${idle}s idle: $t ms, $((o1 - o0)) FUSE requests:" $(byop | join - "$work/ops0" | awk '$2 > $3 {sub(/.*op="/, "", $1); sub(/".*/, "", $1); printf "%s %d, ", $1, $2 - $3}')
 echo "native after idle: $(timed "$tree") ms"
