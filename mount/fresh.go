@@ -97,7 +97,7 @@ func (s *Server) apply(evs []watch.Event) {
 			continue
 		}
 		seen[e] = true
-		tree = tree || e.Op == watch.Lost || !inGitDir(e.Dir, e.Name)
+		tree = tree || e.Op == watch.Lost || !s.inGitDir(e.Dir)
 		if e.Op == watch.Lost {
 			s.event("watch_overflow") // events were lost: forget everything
 			s.invalidate()
@@ -133,10 +133,22 @@ func (s *Server) apply(evs []watch.Event) {
 	}
 }
 
-// inGitDir reports whether dir/name lies in a .git directory (a change of
-// .git itself is not: it is rare, and counted as the tree's).
-func inGitDir(dir, name string) bool {
-	return strings.Contains(dir+"/", "/.git/")
+// inGitDir reports whether the real directory dir lies in a .git
+// directory beneath a root (a change of .git itself is not: it is rare,
+// and counted as the tree's). Only the path beneath a root counts (a root
+// that is itself inside some .git still has a tree of its own), and it
+// must lie in a .git beneath every root that holds it.
+func (s *Server) inGitDir(dir string) bool {
+	in := false
+	for _, r := range s.v.guard.Load().Roots() {
+		if rel, ok := roots.Within(r.Real, dir); ok {
+			if !strings.Contains("/"+rel+"/", "/.git/") {
+				return false
+			}
+			in = true
+		}
+	}
+	return in
 }
 
 // held finds the kernel's node of a real directory path, in each root

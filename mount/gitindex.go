@@ -1,11 +1,11 @@
 package mount
 
 import (
-	"github.com/fsguard/fsguard/fileid"
 	"io"
 	"path"
 	"sync"
 
+	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/gitindex"
 	"github.com/fsguard/fsguard/policy"
 	"github.com/fsguard/fsguard/refusal"
