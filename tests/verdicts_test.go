@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +91,26 @@ func TestVerdictsSurviveARestart(t *testing.T) {
 	second, shown, log := v.run(t, "")
 	if second != 0 || shown["deep.txt"] || !shown["later.txt"] || !shown["src/f07.txt"] {
 		t.Errorf("second run: %v scans (want 0), shown %v\n%s", second, shown, log)
+	}
+}
+
+// TestWalkVerdictsSurviveAKill: what the warm walk decided is saved while
+// the daemon runs, in the first pause after the walk (not beside the
+// agent's next command), so a daemon killed with SIGKILL, which saves
+// nothing at exit, restarts with the tree's content classes and scans no
+// file again.
+func TestWalkVerdictsSurviveAKill(t *testing.T) {
+	t.Parallel()
+	v := newVerdictTree(t)
+	pol := filepath.Join(v.base, "policy.toml")
+	writePolicy(t, pol, []string{v.root}, "")
+	d := startMount(t, v.mp, "--policy", pol, "--socket", v.sock)
+	d.log.waitFor(t, "verdicts saved", 1, 60*time.Second) // a hang guard: the walk takes well under a second
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+	syscall.Unmount(v.mp, syscall.MNT_DETACH)
+	if scans, shown, log := v.run(t, ""); scans != 0 || shown["deep.txt"] || !shown["later.txt"] || !shown["src/f07.txt"] {
+		t.Errorf("after a kill: %v scans (want 0), shown %v\n%s", scans, shown, log)
 	}
 }
 
