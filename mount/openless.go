@@ -2,6 +2,7 @@ package mount
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -31,6 +32,12 @@ import (
 type openless struct {
 	fuse.RawFileSystem
 
+	// on: the kernel said at INIT that it opens directories without
+	// OPENDIR (FUSE_NO_OPENDIR_SUPPORT). An older one would fail every
+	// opendir(3) on ENOSYS; it gets the bridge's OPENDIR, and its READDIRs
+	// carry that handle.
+	on atomic.Bool
+
 	mu    sync.Mutex
 	dirs  map[uint64]*dirRead // by node ID
 	clock uint64              // orders dirs by last use, for eviction
@@ -52,7 +59,15 @@ func newOpenless(fs fuse.RawFileSystem) *openless {
 	return &openless{RawFileSystem: fs, dirs: map[uint64]*dirRead{}}
 }
 
-func (o *openless) OpenDir(<-chan struct{}, *fuse.OpenIn, *fuse.OpenOut) fuse.Status {
+func (o *openless) Init(s *fuse.Server) {
+	o.on.Store(s.KernelSettings().Flags64()&fuse.CAP_NO_OPENDIR_SUPPORT != 0)
+	o.RawFileSystem.Init(s)
+}
+
+func (o *openless) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if !o.on.Load() {
+		return o.RawFileSystem.OpenDir(cancel, in, out)
+	}
 	return fuse.ENOSYS
 }
 
@@ -71,6 +86,9 @@ func (o *openless) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fus
 // positions it at each request's offset.
 func (o *openless) read(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList,
 	list func(<-chan struct{}, *fuse.ReadIn, *fuse.DirEntryList) fuse.Status) fuse.Status {
+	if in.Fh != 0 {
+		return list(cancel, in, out) // the kernel opened the directory: its handle
+	}
 	d := o.dir(in.NodeId)
 	defer d.mu.Unlock()
 	if d.fh != 0 && in.Offset == 0 {

@@ -31,6 +31,18 @@ func TestOpenlessListings(t *testing.T) {
 	root, err := fs.NewLoopbackRoot(dir)
 	must(t, err)
 	o := newOpenless(fs.NewNodeFS(root, &fs.Options{}))
+	// A kernel without FUSE_NO_OPENDIR_SUPPORT gets a handle, and lists
+	// through it.
+	var opened fuse.OpenOut
+	if st := o.OpenDir(nil, &fuse.OpenIn{InHeader: fuse.InHeader{NodeId: 1}}, &opened); st != fuse.OK || opened.Fh == 0 {
+		t.Fatalf("OPENDIR from an older kernel: %v, handle %d", st, opened.Fh)
+	}
+	top := fuse.NewDirEntryList(make([]byte, 1<<16), 0)
+	if st := o.ReadDir(nil, &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: 1}, Fh: opened.Fh}, top); st != fuse.OK || len(direntNames(top)) < dirs {
+		t.Fatalf("READDIR through the older kernel's handle: %v, %d names", st, len(direntNames(top)))
+	}
+	o.ReleaseDir(&fuse.ReleaseIn{InHeader: fuse.InHeader{NodeId: 1}, Fh: opened.Fh})
+	o.on.Store(true) // as Init does for a kernel that offers it
 	if st := o.OpenDir(nil, &fuse.OpenIn{}, &fuse.OpenOut{}); st != fuse.ENOSYS {
 		t.Fatalf("OPENDIR: %v, want ENOSYS (the kernel then stops sending it)", st)
 	}
