@@ -732,7 +732,12 @@ func (l *listing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno
 	return &e, 0
 }
 
-// Releasedir hands over what the last reply named: the kernel took it in.
+// Releasedir hands over what the last reply named. openless releases a
+// listing at the request that finds its end, which the kernel sends only
+// once it took the reply before in; a listing let go early (another
+// reader starting over, an eviction, a FORGET) may hand over pushes of
+// nodes the kernel does not know yet or any more, which the kernel
+// refuses (counted as "unknown").
 func (l *listing) Releasedir(context.Context, uint32) { l.handOver() }
 
 // handOver hands on the pushes of files named by replies the kernel has
