@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -142,4 +143,68 @@ func direntNames(l *fuse.DirEntryList) []string {
 		b = b[(24+n+7)&^7:]
 	}
 	return names
+}
+
+// TestOpenlessConcurrentReaders: many readers list the same directories at
+// once, each from the start to its end in small replies, with more
+// directories than listings are held (so some are evicted under them):
+// each reader gets each name once, and the bridge never meets a handle
+// that was released (it panics on one).
+func TestOpenlessConcurrentReaders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const dirs, files = maxDirReads + 36, 30
+	var want []string
+	for f := range files {
+		want = append(want, fmt.Sprintf("file-%02d", f))
+	}
+	for d := range dirs {
+		for _, name := range want {
+			p := filepath.Join(dir, fmt.Sprintf("d%03d", d), name)
+			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			must(t, os.WriteFile(p, nil, 0o644))
+		}
+	}
+	root, err := fs.NewLoopbackRoot(dir)
+	must(t, err)
+	o := newOpenless(fs.NewNodeFS(root, &fs.Options{}))
+	o.on.Store(true)
+	ids := make([]uint64, dirs)
+	for d := range dirs {
+		var out fuse.EntryOut
+		if st := o.Lookup(nil, &fuse.InHeader{NodeId: 1}, fmt.Sprintf("d%03d", d), &out); st != fuse.OK {
+			t.Fatalf("lookup d%03d: %v", d, st)
+		}
+		ids[d] = out.NodeId
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 150 {
+				d := (w*31 + i*7) % dirs
+				var names []string
+				for off := uint64(0); ; {
+					out := fuse.NewDirEntryList(make([]byte, 300), off)
+					if st := o.ReadDir(nil, &fuse.ReadIn{InHeader: fuse.InHeader{NodeId: ids[d]}, Offset: off}, out); st != fuse.OK {
+						t.Errorf("readdir d%03d at %d: %v", d, off, st)
+						return
+					}
+					if out.Offset == off {
+						break
+					}
+					for _, n := range direntNames(out) {
+						if n != "." && n != ".." {
+							names = append(names, n)
+						}
+					}
+					off = out.Offset
+				}
+				if slices.Sort(names); !slices.Equal(names, want) {
+					t.Errorf("reader %d, d%03d: %d names, %q", w, d, len(names), names)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
