@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fsguard/fsguard/admit"
@@ -66,10 +65,10 @@ type Daemon struct {
 	sink     *denialSink
 	opens    *opens.Recorder
 	// dec is the one admission decider; verdicts is where its classes
-	// are kept across runs ("": nowhere), saved under the policy pol.
+	// are kept across runs ("": nowhere), saved under the policy of the
+	// mount's guard in force.
 	dec      *admit.Decider
 	verdicts string
-	pol      atomic.Pointer[policy.Policy]
 	saveMu   sync.Mutex
 	// mounted is closed once srv is set; bg ends with the daemon (the
 	// background work that waits for the agent's pauses).
@@ -150,7 +149,6 @@ func Start(cfg Config) (*Daemon, error) {
 	dec := admit.New(1 << 16)
 	dec.Links = links.New()
 	d.dec, d.Metrics.Scans = dec, dec.Scans
-	d.pol.Store(pol)
 	d.loadVerdicts(pol)
 	srv, err := mount.Mount(mount.Config{
 		Policy: pol, MountPoint: cfg.MountPoint, AllowOther: cfg.AllowOther, Admit: dec,
@@ -235,13 +233,7 @@ func (d *Daemon) Server() *mount.Server { return d.srv }
 func (d *Daemon) Wait() { d.srv.Wait() }
 
 // Reload swaps in a new policy; a bad one is refused and the old one kept.
-func (d *Daemon) Reload(pol *policy.Policy) error {
-	if err := d.srv.Reload(pol); err != nil {
-		return err
-	}
-	d.pol.Store(pol)
-	return nil
-}
+func (d *Daemon) Reload(pol *policy.Policy) error { return d.srv.Reload(pol) }
 
 // Stop unmounts, waits for the mount to be gone, and writes what is left
 // of the denials before closing the journal.
@@ -293,7 +285,7 @@ func (d *Daemon) saveVerdicts() {
 	}
 	d.saveMu.Lock()
 	defer d.saveMu.Unlock()
-	n, err := d.dec.Save(d.verdicts, d.pol.Load())
+	n, err := d.dec.Save(d.verdicts, d.srv.Guard().Policy())
 	if err != nil {
 		d.log.Warn("verdicts not saved: the next run scans afresh", "path", d.verdicts, "err", err.Error())
 		return
