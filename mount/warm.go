@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"golang.org/x/sys/unix"
 )
 
 // self is the daemon's pid: its own requests (the warm walk's) are not
@@ -88,7 +87,7 @@ func (s *Server) Quiet(ctx context.Context) error {
 // the pushes queued are many or while another process is using the
 // mount (it yields to real requests), and stops at the byte budget, at
 // stop, or at the end of the tree. Symbolic links are not followed.
-func (s *Server) warm(stop <-chan struct{}, budget int64) {
+func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) {
 	start, pushed := time.Now(), s.v.prefetch.bytes.Load()
 	queue := []string{s.mp}
 	dirs, files := 0, 0
@@ -98,14 +97,14 @@ func (s *Server) warm(stop <-chan struct{}, budget int64) {
 		}
 		d := queue[0]
 		queue = queue[1:]
-		ents, err := os.ReadDir(d)
+		ents, err := ls.list(d)
 		if err != nil {
 			continue // gone, or hidden meanwhile: nothing to warm
 		}
 		dirs++
 		for _, e := range ents {
-			if e.IsDir() {
-				queue = append(queue, filepath.Join(d, e.Name()))
+			if e.dir {
+				queue = append(queue, filepath.Join(d, e.name))
 			} else {
 				files++
 			}
@@ -139,9 +138,17 @@ const (
 // keepWarm walks the mount once right after mounting, and again whenever
 // the kernel has forgotten much of it while the agent was away.
 func (s *Server) keepWarm(stop <-chan struct{}, budget int64) {
-	runtime.LockOSThread() // its requests carry this thread's id
+	// The child dies with this thread (Pdeathsig): it stays locked to
+	// it, and the child lives as long as the walks.
+	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s.v.active.walker.Store(uint32(unix.Gettid()))
+	ls, err := startLister()
+	if err != nil {
+		s.log.Warn("no warm walk: its lister process did not start", "err", err.Error())
+		return
+	}
+	defer ls.close()
+	s.v.active.walker.Store(ls.tid) // its requests are not an agent's
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for walks := 0; ; walks++ {
@@ -149,7 +156,7 @@ func (s *Server) keepWarm(stop <-chan struct{}, budget int64) {
 			s.log.Info("warm walk again: the kernel forgot part of the view", "forgotten_nodes", s.v.forgotten.Load())
 		}
 		s.v.forgotten.Store(0)
-		s.warm(stop, budget)
+		s.warm(stop, budget, ls)
 		for s.v.forgotten.Load() < rewarmForgets || s.v.active.idleFor() < rewarmIdle {
 			select {
 			case <-stop:

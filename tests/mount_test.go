@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -440,5 +441,76 @@ func TestDeadMountServesNoPast(t *testing.T) {
 	}
 	if got := mustRun(t, "cat", filepath.Join(f.mp, "README.md")); got != "# changed\n" {
 		t.Errorf("the new mount: %q", got)
+	}
+}
+
+// TestKilledMidWalkDies: a daemon killed with SIGKILL while its warm walk
+// lists the mount is gone at once, every time. The walk's listings are
+// requests to the daemon's own mount; made by a thread of the daemon, one
+// the daemon had read when it was killed would be waited out by the
+// kernel for ever, and the daemon with it (seen once under load). So the
+// walk lists through a child process, which goes too. (The hang itself
+// is a narrow race this test rarely meets; what it always checks is that
+// the walk runs in a child and that both die.)
+func TestKilledMidWalkDies(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i := range 300 {
+		writeFile(t, filepath.Join(f.root, "walk", fmt.Sprintf("d%03d", i), "x.txt"), "x\n", 0o644)
+	}
+	for round := range 5 {
+		d := startMount(t, f.mp, "--policy", f.policy)
+		var children []int
+		within(t, 30*time.Second, "the walk's lister child", func() error {
+			if children = listerChildren(d.cmd.Process.Pid); len(children) == 0 {
+				return fmt.Errorf("none yet")
+			}
+			return nil
+		})
+		d.cmd.Process.Signal(syscall.SIGKILL)
+		select {
+		case <-d.done:
+		case <-time.After(30 * time.Second): // a hang guard: it is gone in milliseconds
+			abortConnection(t, f.mp)
+			<-d.done
+			t.Fatalf("round %d: the daemon outlived SIGKILL by 30 s (its connection aborted by hand)", round)
+		}
+		syscall.Unmount(f.mp, syscall.MNT_DETACH)
+		for _, c := range children {
+			within(t, 30*time.Second, fmt.Sprintf("round %d: lister child %d gone", round, c), func() error {
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c)); err == nil && !strings.Contains(string(b), ") Z ") {
+					return fmt.Errorf("still running")
+				}
+				return nil
+			})
+		}
+	}
+}
+
+// listerChildren returns the pids of pid's child processes.
+func listerChildren(pid int) []int {
+	var out []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// abortConnection aborts the FUSE connection of the mount at mp, as an
+// operator would free a hung one.
+func abortConnection(t *testing.T, mp string) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == mp {
+			if _, minor, ok := strings.Cut(f[2], ":"); ok {
+				os.WriteFile("/sys/fs/fuse/connections/"+minor+"/abort", []byte("1"), 0)
+			}
+		}
 	}
 }
