@@ -30,8 +30,8 @@ const (
 var ErrUnsupported = errors.New("gitindex: unsupported index")
 
 // Hide returns the index with skip-worktree set on every entry whose path
-// hidden reports, and how many entries it set. An index in which nothing is
-// hidden is returned as it is.
+// hidden reports, and how many entries it set. Its length does not depend
+// on what is hidden (see Size).
 func Hide(data []byte, hidden func(path string) bool) ([]byte, int, error) {
 	if len(data) < 12 || string(data[:4]) != "DIRC" {
 		return nil, 0, fmt.Errorf("gitindex: not an index")
@@ -109,19 +109,19 @@ func hide(data []byte, version uint32, hashLen int, hidden func(string) bool) ([
 			}
 		}
 		prev = name
-		hideIt := hidden(name)
-		if hideIt && ext&extSkipWorktree == 0 {
-			set++
+		if hidden(name) {
+			if ext&extSkipWorktree == 0 {
+				set++
+			}
+			ext |= extSkipWorktree
 		}
-		if !hideIt {
-			out.Write(body[start:pos]) // a v2 entry is a valid v3 entry
-			continue
-		}
-		// Rewrite the entry: extended flags present (skip-worktree set when
-		// hidden), name, and v2/v3 padding.
+		// Every entry is written with extended flags, hidden or not (a v2
+		// entry so becomes a valid v3 one): see Size.
 		out.Write(body[start : start+fixed])
-		binary.Write(out, binary.BigEndian, flags|flagExtended)
-		binary.Write(out, binary.BigEndian, ext|extSkipWorktree)
+		var fl [4]byte
+		binary.BigEndian.PutUint16(fl[:], flags|flagExtended)
+		binary.BigEndian.PutUint16(fl[2:], ext)
+		out.Write(fl[:])
 		nameStart := start + fixed + 2
 		if flags&flagExtended != 0 {
 			nameStart += 2
@@ -154,13 +154,24 @@ func hide(data []byte, version uint32, hashLen int, hidden func(string) bool) ([
 		}
 		pos += 8 + size
 	}
-	if set == 0 {
-		return data, 0, nil
-	}
 	h := newHash()
 	h.Write(out.Bytes())
 	out.Write(h.Sum(nil))
 	return out.Bytes(), set, nil
+}
+
+// Size is the length of every index Hide makes of data, whatever it hides,
+// or of data itself where Hide refuses it (served as it is). Every entry is
+// written with extended flags and the extensions that record byte offsets
+// are dropped whether or not anything is hidden, so the length is known
+// without deciding a single path: a walker that only stats .git/index (find,
+// ls -l) never makes the view decide every tracked file.
+func Size(data []byte) int64 {
+	out, _, err := Hide(data, func(string) bool { return false })
+	if err != nil {
+		return int64(len(data))
+	}
+	return int64(len(out))
 }
 
 func checksumOK(data []byte, n int, newHash func() hash.Hash) bool {

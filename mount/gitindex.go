@@ -12,6 +12,8 @@ import (
 	"github.com/fsguard/fsguard/roots"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // A repository's index lists every tracked file. When the view hides some
@@ -46,11 +48,18 @@ type indexView struct {
 	data []byte
 }
 
+// indexLen is the length of the rewritten index of one version of the file.
+type indexLen struct {
+	id fileid.Identity
+	n  int64
+}
+
 // gitIndexes is the view's state for rewritten indexes.
 type gitIndexes struct {
 	mu    sync.Mutex
 	gen   int64                  // moves with every change in the tree outside .git
 	views map[string]*indexView  // by root name and rel
+	sizes map[string]indexLen    // by root name and rel
 	nodes map[*fs.Inode]struct{} // index nodes the kernel holds
 	// hidden remembers, by root name and path, whether the view hides a
 	// tracked path, for one generation and policy (hiddenFor): git
@@ -123,6 +132,46 @@ func (v *view) gitIndex(g *roots.Guard, r *roots.Root, rel string, f *roots.File
 	x.views[at] = &indexView{key: key, data: out}
 	x.mu.Unlock()
 	return out
+}
+
+// indexSize puts the size of the index the view shows in attributes; st is
+// the index file's stat. The size depends on the file alone
+// (gitindex.Size), so it is kept per version of the file, and no path is
+// decided for it: a walker that lists .git (find, ls -l) does not make the
+// view decide the whole tree, only a reader of the index does.
+func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, st *unix.Stat_t, a *fuse.Attr) {
+	if st.Size > maxIndex {
+		return
+	}
+	x := &v.git
+	at := r.Name + "\x00" + rel
+	x.mu.Lock()
+	l, ok := x.sizes[at]
+	x.mu.Unlock()
+	if ok && l.id == fileid.Of(st) {
+		a.Size = uint64(l.n)
+		return
+	}
+	f, err := g.OpenIn(r, rel, shown)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if f.Stat.Size > maxIndex {
+		return
+	}
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, f.Stat.Size))
+	if err != nil {
+		return
+	}
+	l = indexLen{f.Identity(), gitindex.Size(data)}
+	x.mu.Lock()
+	if x.sizes == nil {
+		x.sizes = map[string]indexLen{}
+	}
+	x.sizes[at] = l
+	x.mu.Unlock()
+	a.Size = uint64(l.n)
 }
 
 // hiddenTracked is hidden, remembered for the generation and policy of key

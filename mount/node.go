@@ -177,7 +177,7 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	c := &node{v: n.v, root: n.root, base: n.base, key: key}
 	if _, ok := isIndex(rel); ok && e.Stat.Mode&unix.S_IFMT == unix.S_IFREG {
 		c.index = true
-		n.v.indexSize(g, r, rel, shown, &out.Attr)
+		n.v.indexSize(g, r, rel, shown, &e.Stat, &out.Attr)
 	}
 	ino := n.NewInode(ctx, c, fs.StableAttr{Mode: key.typ, Ino: out.Attr.Ino})
 	// go-fuse keeps the node it already has for this number, if any, and
@@ -193,18 +193,6 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 		n.v.git.hold(ino, true)
 	}
 	return ino, &e.Stat, 0
-}
-
-// indexSize puts the rewritten index's size in attributes.
-func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, a *fuse.Attr) {
-	f, err := g.OpenIn(r, rel, shown)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if data := v.gitIndex(g, r, rel, f); data != nil {
-		a.Size = uint64(len(data))
-	}
 }
 
 // OnForget runs when the kernel has forgotten the node: its inode number
@@ -248,7 +236,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	if n.index {
-		n.v.indexSize(g, r, rel, shown, &out.Attr)
+		n.v.indexSize(g, r, rel, shown, &e.Stat, &out.Attr)
 	}
 	out.Attr.Ino = n.StableAttr().Ino
 	return 0

@@ -2,10 +2,12 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha1"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -422,6 +424,31 @@ func TestGitInViewIgnoresHiddenFiles(t *testing.T) {
 	}
 	startMount(t, f.mp, "--policy", f.policy)
 	view := filepath.Join(f.mp, "repo")
+	// The size the view states for its index (stated before the index is
+	// read: see gitindex.Size) is the size of the bytes it serves; a
+	// mismatch would hand git a cut or padded index.
+	indexAgrees := func() error {
+		st, err := os.Stat(filepath.Join(view, ".git", "index"))
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(filepath.Join(view, ".git", "index"))
+		if err != nil {
+			return err
+		}
+		if st.Size() != int64(len(data)) {
+			return fmt.Errorf("the view's index: stat says %d bytes, read gives %d", st.Size(), len(data))
+		}
+		// The kernel cuts a read at the stated size, and git does not
+		// check the trailing checksum: only the checksum shows a cut.
+		if sum := sha1.Sum(data[:max(len(data)-sha1.Size, 0)]); len(data) < sha1.Size || !bytes.Equal(sum[:], data[len(data)-sha1.Size:]) {
+			return fmt.Errorf("the view's index (%d bytes) does not end in its checksum: cut or padded", len(data))
+		}
+		return nil
+	}
+	if err := indexAgrees(); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := gitIn(view, "status", "--porcelain"); err != nil || out != "" {
 		t.Fatalf("git status in the view: %v %q, want nothing", err, out)
 	}
@@ -447,7 +474,7 @@ func TestGitInViewIgnoresHiddenFiles(t *testing.T) {
 		if out != " M main.go\n" {
 			return fmt.Errorf("git status: %q, want only main.go modified", out)
 		}
-		return nil
+		return indexAgrees()
 	})
 	// git rewrites its index (a change only in .git: the view keeps what it
 	// decided of each tracked path), then the key in util.go goes again:
