@@ -14,11 +14,11 @@ package admit
 import (
 	"fmt"
 	"path"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fsguard/fsguard/fanout"
 	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/policy"
 	"github.com/fsguard/fsguard/refusal"
@@ -439,18 +439,7 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 			stats[i] = &ent.Stat
 		}
 	}
-	var next atomic.Int64
-	work := func() {
-		for k := next.Add(1) - 1; k < int64(len(files)); k = next.Add(1) - 1 {
-			decide(files[k])
-		}
-	}
-	var wg sync.WaitGroup
-	for range min(listWorkers, runtime.GOMAXPROCS(0), len(files)/minFilesPerWorker) - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
+	fanout.Each(len(files), listWorkers, minFilesPerWorker, func(k int) { decide(files[k]) })
 	out := ents[:0:0]
 	for i, e := range ents {
 		if show[i] {

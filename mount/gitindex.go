@@ -5,6 +5,7 @@ import (
 	"path"
 	"sync"
 
+	"github.com/fsguard/fsguard/fanout"
 	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/gitindex"
 	"github.com/fsguard/fsguard/policy"
@@ -24,6 +25,9 @@ import (
 // index is computed per version of the index file and of the view (any
 // change the watch reports may hide or show a tracked file), and the kernel
 // forgets its copy whenever either moves.
+
+// indexWorkers bounds the goroutines deciding one index's paths.
+const indexWorkers = 4
 
 // maxIndex bounds the index files rewritten; a larger one is served as is.
 const maxIndex = 256 << 20
@@ -121,7 +125,25 @@ func (v *view) gitIndex(g *roots.Guard, r *roots.Root, rel string, f *roots.File
 	if err != nil {
 		return nil
 	}
-	out, _, err := gitindex.Hide(data, func(p string) bool { return v.hiddenTracked(g, r, path.Join(repo, p), key) })
+	var paths []string
+	out, _, err := gitindex.Hide(data, func(p string) bool {
+		paths = append(paths, p)
+		return false
+	})
+	if err == nil {
+		// A cold index names every tracked file, and git waits for this
+		// read before anything else: the paths are decided on a few
+		// goroutines, then written in one pass.
+		hide := make([]bool, len(paths))
+		fanout.Each(len(paths), indexWorkers, 64, func(i int) {
+			hide[i] = v.hiddenTracked(g, r, path.Join(repo, paths[i]), key)
+		})
+		i := 0
+		out, _, err = gitindex.Hide(data, func(string) bool {
+			i++
+			return hide[i-1] // Hide names the paths in the same order each pass
+		})
+	}
 	if err != nil {
 		out = data // not an index we rewrite: as it is
 	}
