@@ -156,6 +156,34 @@ func (v *view) gitIndex(g *roots.Guard, r *roots.Root, rel string, f *roots.File
 	return out
 }
 
+// warmIndexes makes the view of every index the kernel holds (the warm
+// walk's listings looked them up), so that the first reader of one — git
+// status, grep -r — does not wait inside its READ while every tracked path
+// is decided again.
+func (v *view) warmIndexes() {
+	x := &v.git
+	x.mu.Lock()
+	nodes := make([]*fs.Inode, 0, len(x.nodes))
+	for in := range x.nodes {
+		nodes = append(nodes, in)
+	}
+	x.mu.Unlock()
+	for _, in := range nodes {
+		n, ok := nodeOf(in)
+		if !ok {
+			continue
+		}
+		g, r, rel, shown, errno := n.resolve()
+		if errno != 0 {
+			continue
+		}
+		if f, err := g.OpenIn(r, rel, shown); err == nil {
+			v.gitIndex(g, r, rel, f)
+			f.Close()
+		}
+	}
+}
+
 // indexSize puts the size of the index the view shows in attributes; st is
 // the index file's stat. The size depends on the file alone
 // (gitindex.Size), so it is kept per version of the file, and no path is

@@ -110,6 +110,7 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) {
 			}
 		}
 	}
+	s.v.warmIndexes()
 	// Done means warm: the pushes the walk's listings queued are in.
 	for !s.v.prefetch.drained() {
 		select {
