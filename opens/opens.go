@@ -181,6 +181,10 @@ func (r *Recorder) readOnce(buf []byte) {
 		return // EAGAIN, EINTR, or an event whose descriptor could not be opened
 	}
 	now := time.Now().UTC()
+	// Openers are named once per batch: /proc is read after the events
+	// anyway, so naming each of a walker's thousands of opens in one read
+	// again would tell nothing more, at a pread each.
+	named := map[uint32]Process{}
 	for b := buf[:n]; len(b) >= metaLen; {
 		md := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&b[0]))
 		if md.Event_len < uint32(metaLen) || int(md.Event_len) > len(b) {
@@ -197,7 +201,7 @@ func (r *Recorder) readOnce(buf []byte) {
 			r.mu.Unlock()
 		}
 		if md.Fd >= 0 {
-			r.event(int(md.Fd), uint32(md.Pid), now)
+			r.event(int(md.Fd), uint32(md.Pid), now, named)
 			unix.Close(int(md.Fd))
 		}
 	}
@@ -213,7 +217,8 @@ func (r *Recorder) noteLost(now time.Time) {
 
 // event aggregates one open. A repeat within the interval costs a statx
 // (of attributes the kernel holds; never a FUSE request) and a map probe.
-func (r *Recorder) event(fd int, pid uint32, now time.Time) {
+// named holds the openers this batch named already.
+func (r *Recorder) event(fd int, pid uint32, now time.Time, named map[uint32]Process) {
 	if pid == r.self {
 		return
 	}
@@ -244,7 +249,11 @@ func (r *Recorder) event(fd int, pid uint32, now time.Time) {
 	}
 	// Named while the opener most likely still lives: its name and
 	// cgroup are gone from /proc once it is reaped.
-	p := r.procs.get(pid)
+	p, ok := named[pid]
+	if !ok {
+		p = r.procs.get(pid)
+		named[pid] = p
+	}
 	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil {
 		path = ""
