@@ -4,11 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -46,7 +47,13 @@ func TestHideSkipsWorktree(t *testing.T) {
 			idx := filepath.Join(dir, ".git", "index")
 			data, _ := os.ReadFile(idx)
 			hide := map[string]bool{".env": true, "keys/id.pem": true, "src/deep/very-long-name-other.go": true}
-			out, n, err := Hide(data, func(p string) bool { return hide[p] })
+			out, n, err := Hide(data, func(paths []string) []bool {
+				h := make([]bool, len(paths))
+				for i, p := range paths {
+					h[i] = hide[p]
+				}
+				return h
+			})
 			if err != nil || n != 3 {
 				t.Fatalf("Hide: %d entries, %v", n, err)
 			}
@@ -68,7 +75,7 @@ func TestHideSkipsWorktree(t *testing.T) {
 			}
 			// The length does not depend on what is hidden, and Size
 			// knows it without a decision.
-			none, n, err := Hide(data, func(string) bool { return false })
+			none, n, err := Hide(data, func(paths []string) []bool { return make([]bool, len(paths)) })
 			if err != nil || n != 0 || len(none) != len(out) || Size(data) != int64(len(out)) {
 				t.Fatalf("lengths: nothing hidden %d (%d set, %v), three hidden %d, Size %d", len(none), n, err, len(out), Size(data))
 			}
@@ -85,4 +92,59 @@ func TestHideSkipsWorktree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzHide: whatever bytes an index file holds (the backing tree is the
+// agent's to write), Hide neither panics nor loops; what it accepts comes
+// out as an index it accepts again, with the same paths, of the length
+// Size states, with exactly the entries chosen skip-worktree.
+func FuzzHide(f *testing.F) {
+	if _, err := exec.LookPath("git"); err == nil {
+		for _, version := range []string{"2", "3", "4"} {
+			dir := f.TempDir()
+			git(f, dir, "init", "-q")
+			for _, p := range []string{"a.txt", "src/deep/b.go", "src/deep/c.go", "z"} {
+				os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+				os.WriteFile(filepath.Join(dir, p), []byte(p), 0o644)
+			}
+			git(f, dir, "add", "-A")
+			git(f, dir, "update-index", "--index-version", version)
+			data, _ := os.ReadFile(filepath.Join(dir, ".git", "index"))
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("DIRC\x00\x00\x00\x02\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		every := func(paths []string) []bool {
+			h := make([]bool, len(paths))
+			for i := range h {
+				h[i] = i%2 == 0
+			}
+			return h
+		}
+		var first []string
+		out, n, err := Hide(data, func(paths []string) []bool { first = paths; return every(paths) })
+		if err != nil {
+			return
+		}
+		if int64(len(out)) != Size(data) {
+			t.Fatalf("Hide made %d bytes, Size says %d", len(out), Size(data))
+		}
+		again, err := parseAny(out)
+		if err != nil {
+			t.Fatalf("Hide's own output refused: %v", err)
+		}
+		if !slices.Equal(first, again.paths) {
+			t.Fatalf("paths changed: %q then %q", first, again.paths)
+		}
+		chosen := every(first)
+		for i, e := range again.ents {
+			if e.ext&extSkipWorktree == 0 && chosen[i] {
+				t.Fatalf("%q chosen, not skip-worktree", first[i])
+			}
+		}
+		if n > len(first) {
+			t.Fatalf("%d set of %d entries", n, len(first))
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"errors"
 	"io"
 	"path"
 	"sync"
@@ -109,7 +110,7 @@ func (x *gitIndexes) hold(n *fs.Inode, held bool) {
 // beneath r (nil: f is not an index, serve it as it is).
 func (v *view) gitIndex(g *roots.Guard, r *roots.Root, rel string, f *roots.File) []byte {
 	repo, ok := isIndex(rel)
-	if !ok || f.Stat.Size > maxIndex {
+	if !ok {
 		return nil
 	}
 	x := &v.git
@@ -121,29 +122,20 @@ func (v *view) gitIndex(g *roots.Guard, r *roots.Root, rel string, f *roots.File
 		return iv.data
 	}
 	x.mu.Unlock()
-	data, err := io.ReadAll(io.NewSectionReader(f, 0, f.Stat.Size))
+	data, err := readIndex(f)
 	if err != nil {
 		return nil
 	}
-	var paths []string
-	out, _, err := gitindex.Hide(data, func(p string) bool {
-		paths = append(paths, p)
-		return false
-	})
-	if err == nil {
+	out, _, err := gitindex.Hide(data, func(paths []string) []bool {
 		// A cold index names every tracked file, and git waits for this
 		// read before anything else: the paths are decided on a few
-		// goroutines, then written in one pass.
+		// goroutines.
 		hide := make([]bool, len(paths))
 		fanout.Each(len(paths), indexWorkers, 64, func(i int) {
 			hide[i] = v.hiddenTracked(g, r, path.Join(repo, paths[i]), key)
 		})
-		i := 0
-		out, _, err = gitindex.Hide(data, func(string) bool {
-			i++
-			return hide[i-1] // Hide names the paths in the same order each pass
-		})
-	}
+		return hide
+	})
 	if err != nil {
 		out = data // not an index we rewrite: as it is
 	}
@@ -190,9 +182,6 @@ func (v *view) warmIndexes() {
 // decided for it: a walker that lists .git (find, ls -l) does not make the
 // view decide the whole tree, only a reader of the index does.
 func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, st *unix.Stat_t, a *fuse.Attr) {
-	if st.Size > maxIndex {
-		return
-	}
 	x := &v.git
 	at := r.Name + "\x00" + rel
 	x.mu.Lock()
@@ -207,10 +196,7 @@ func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, st *u
 		return
 	}
 	defer f.Close()
-	if f.Stat.Size > maxIndex {
-		return
-	}
-	data, err := io.ReadAll(io.NewSectionReader(f, 0, f.Stat.Size))
+	data, err := readIndex(f)
 	if err != nil {
 		return
 	}
@@ -222,6 +208,15 @@ func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, st *u
 	x.sizes[at] = l
 	x.mu.Unlock()
 	a.Size = uint64(l.n)
+}
+
+// readIndex reads the index file f whole, refusing one larger than
+// maxIndex (served as it is).
+func readIndex(f *roots.File) ([]byte, error) {
+	if f.Stat.Size > maxIndex {
+		return nil, errors.New("index too large to rewrite")
+	}
+	return io.ReadAll(io.NewSectionReader(f, 0, f.Stat.Size))
 }
 
 // hiddenTracked is hidden, remembered for the generation and policy of key
