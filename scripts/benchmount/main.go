@@ -140,7 +140,7 @@ type mounts struct {
 	bin, root, loop, fsg, pol string
 	baseBin, baseMnt          string
 	loopCmd, fsgCmd, baseCmd  *exec.Cmd
-	warmed                    <-chan struct{} // fsguard's warm walk is done
+	warmed, baseWarmed        <-chan struct{} // fsguard's (base's) warm walk is done
 }
 
 // up mounts every server.
@@ -168,7 +168,7 @@ func (m *mounts) upOnly(names ...string) {
 		case name == "fsguard":
 			m.fsgCmd, m.warmed = m.fsguard(filepath.Join(m.bin, "fsguard"), m.fsg, "journal.db")
 		case name == "base" && m.baseBin != "":
-			m.baseCmd, _ = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
+			m.baseCmd, m.baseWarmed = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
 		}
 	}
 }
@@ -234,11 +234,15 @@ func runCold(m *mounts, data string) {
 				if t.name == "native" {
 					timeIt(strings.ReplaceAll(b.script, "$R", t.root)) // the page cache, warm
 				}
-				if t.name == "fsguard" && strings.Contains(b.name, "after fsguard's warm walk") {
+				if strings.Contains(b.name, "after fsguard's warm walk") && (t.name == "fsguard" || t.name == "base") {
+					warmed := m.warmed
+					if t.name == "base" {
+						warmed = m.baseWarmed
+					}
 					select {
-					case <-m.warmed:
+					case <-warmed:
 					case <-time.After(5 * time.Minute):
-						fatal("no warm walk done in 5 minutes")
+						fatal("no warm walk done in 5 minutes (" + t.name + ")")
 					}
 				}
 				times[t.name] = append(times[t.name], timeIt(strings.ReplaceAll(b.script, "$R", t.root)))
