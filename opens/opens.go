@@ -76,8 +76,15 @@ type Config struct {
 type Recorder struct {
 	fd   int    // the fanotify group, non-blocking, never in the netpoller
 	wake [2]int // a pipe: a byte in it stops the reader
-	cfg  Config
-	self uint32 // the daemon: its own opens (none, but a test's) are not the agent's
+	// fdDir is /proc/self/fd, held open: each new open is named by a
+	// readlinkat of its event's descriptor in it, not by resolving
+	// /proc/self/fd/N from the root again (2.5 µs against 4.3 µs, for
+	// each of a walker's thousands of files). link is the reader's
+	// buffer for it.
+	fdDir int
+	link  []byte
+	cfg   Config
+	self  uint32 // the daemon: its own opens (none, but a test's) are not the agent's
 
 	mu      sync.Mutex
 	pending map[key]*Access
@@ -124,6 +131,13 @@ func Start(mountPoint string, cfg Config) (*Recorder, error) {
 		unix.Close(fd)
 		return nil, err
 	}
+	if r.fdDir, err = unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		unix.Close(fd)
+		unix.Close(r.wake[0])
+		unix.Close(r.wake[1])
+		return nil, fmt.Errorf("recording opens: %w", err)
+	}
+	r.link = make([]byte, unix.PathMax+1)
 	go r.read()
 	go r.flushEvery()
 	return r, nil
@@ -136,6 +150,7 @@ func (r *Recorder) Close() error {
 	err := unix.Close(r.fd)
 	unix.Close(r.wake[0])
 	unix.Close(r.wake[1])
+	unix.Close(r.fdDir)
 	close(r.stop)
 	<-r.flushDone
 	r.procs.close()
@@ -254,9 +269,9 @@ func (r *Recorder) event(fd int, pid uint32, now time.Time, named map[uint32]Pro
 		p = r.procs.get(pid)
 		named[pid] = p
 	}
-	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
-		path = ""
+	path := ""
+	if n, err := unix.Readlinkat(r.fdDir, strconv.Itoa(fd), r.link); err == nil && n < len(r.link) {
+		path = string(r.link[:n])
 	}
 	a := &Access{Time: now, Pid: pid, Process: p, Path: path, Opens: 1, Ino: k.ino, Size: k.size, MtimeNs: k.mtimeNs, CtimeNs: k.ctime}
 	r.mu.Lock()
