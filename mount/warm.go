@@ -110,6 +110,10 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) {
 			}
 		}
 	}
+	// The indexes the walk met, made in a pause like every step of it.
+	if !s.v.active.quiet(stop, nil) {
+		return
+	}
 	s.v.warmIndexes()
 	// Done means warm: the pushes the walk's listings queued are in.
 	for !s.v.prefetch.drained() {
