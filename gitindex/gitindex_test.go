@@ -1,6 +1,7 @@
 package gitindex
 
 import (
+	"crypto/sha1"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,4 +148,20 @@ func FuzzHide(f *testing.F) {
 			t.Fatalf("%d set of %d entries", n, len(first))
 		}
 	})
+}
+
+// TestHugeCountIsRefused: an index whose header claims four billion
+// entries, with a valid checksum, is refused without making room for them
+// (room for them is some 200 GB: the test would die making it).
+func TestHugeCountIsRefused(t *testing.T) {
+	t.Parallel()
+	body := []byte("DIRC\x00\x00\x00\x02\xff\xff\xff\xff")
+	sum := sha1.Sum(body)
+	data := append(body, sum[:]...)
+	if _, _, err := Hide(data, func(p []string) []bool { return make([]bool, len(p)) }); err == nil {
+		t.Fatal("an index of four billion entries in 12 bytes was accepted")
+	}
+	if Size(data) != int64(len(data)) {
+		t.Errorf("Size of a refused index: %d, want its own %d", Size(data), len(data))
+	}
 }
