@@ -9,6 +9,8 @@
 #   scripts/bench-first.sh TREE 'COMMAND using $M' [RUNS]
 #
 # Environment: WARM=1 keeps the warm walk (default off: the command alone);
+# WARM=after times the command once the walk is done (native just before);
+# AUDIT=off (or record) sets [audit] opens;
 # OPEN=daemon for mount.open = "daemon" (passthrough); BIN=path measures
 # another fsguard binary (an older build) instead of building this tree;
 # KEPT=1 starts each mount with the verdicts the one before saved (the
@@ -25,13 +27,20 @@ runs=${3:-3}
 bench_work first
 if [ -n "${BIN:-}" ]; then cp "$BIN" "$work/fsguard"; else bench_build; fi
 warm=false
-[ "${WARM:-0}" = 1 ] && warm=true
+case "${WARM:-0}" in 1 | after) warm=true ;; esac
 printf '[[root]]\npath = "%s"\n[mount]\nopen = "%s"\nwarm = %s\n' "$tree" "${OPEN:-kernel}" "$warm" > "$work/policy.toml"
+[ -n "${AUDIT:-}" ] && printf '[audit]\nopens = "%s"\n' "$AUDIT" >> "$work/policy.toml"
 metrics() { curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | grep '^fsguard_fuse_op_seconds_\(sum\|count\)' || true; }
 timed() { local t0 t1; t0=$(date +%s%N); M=$1 bash -c "$cmd" > /dev/null; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
 for _ in $(seq "$runs"); do
-  native=$(timed "$tree")
-  bench_mount --socket "$work/ctl.sock"
+  if [ "${WARM:-0}" = after ]; then
+    bench_mount --socket "$work/ctl.sock"
+    for _ in $(seq 6000); do grep -q '"msg":"warm walk done"' "$work/log" 2>/dev/null && break; sleep 0.05; done
+    native=$(timed "$tree")
+  else
+    native=$(timed "$tree")
+    bench_mount --socket "$work/ctl.sock"
+  fi
   metrics > "$work/m0"
   t=$(timed "$work/mnt")
   metrics > "$work/m1"
