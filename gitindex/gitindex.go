@@ -6,8 +6,10 @@
 // does not delete them.
 //
 // The format is git's Documentation/gitformat-index.txt. Only what this
-// needs is parsed; every other byte is kept, and the trailing checksum is
-// recomputed.
+// needs is parsed. The rewrite is version 3 or 4 with extended flags on
+// every entry and without the extensions that record byte offsets (EOIE,
+// IEOT), whatever it hides, so its length depends on the file alone (Size);
+// every other byte is kept, and the trailing checksum is recomputed.
 package gitindex
 
 import (
