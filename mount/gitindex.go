@@ -144,8 +144,18 @@ func (v *view) gitIndex(g *roots.Guard, r *roots.Root, rel string, f *roots.File
 		x.views = map[string]*indexView{}
 	}
 	x.views[at] = &indexView{key: key, data: out}
+	x.setSizeLocked(at, indexLen{key.id, int64(len(out))}) // a GETATTR after this READ reads nothing
 	x.mu.Unlock()
 	return out
+}
+
+// setSizeLocked keeps the length of the view of one version of the index
+// at at; x.mu is held.
+func (x *gitIndexes) setSizeLocked(at string, l indexLen) {
+	if x.sizes == nil {
+		x.sizes = map[string]indexLen{}
+	}
+	x.sizes[at] = l
 }
 
 // warmIndexes makes the view of every index the kernel holds (the warm
@@ -202,10 +212,7 @@ func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, st *u
 	}
 	l = indexLen{f.Identity(), gitindex.Size(data)}
 	x.mu.Lock()
-	if x.sizes == nil {
-		x.sizes = map[string]indexLen{}
-	}
-	x.sizes[at] = l
+	x.setSizeLocked(at, l)
 	x.mu.Unlock()
 	a.Size = uint64(l.n)
 }
