@@ -263,9 +263,10 @@ func (d *Daemon) loadVerdicts(pol *policy.Policy) {
 	}
 }
 
-// saveWhenQuiet saves the verdicts in the agent's next pause: a save (a
-// quarter of a second of CPU for 44,000 classes) made at once, beside the
-// agent's first command after the walk, slowed that command.
+// saveWhenQuiet saves the verdicts in the agent's next pause: a save (for
+// 44,000 classes, 30 ms of encoding and a 2–3 MB write with an fsync,
+// 54–112 ms in all) made at once, beside the agent's first command after
+// the walk, slowed that command.
 func (d *Daemon) saveWhenQuiet() {
 	select {
 	case <-d.mounted:
