@@ -350,7 +350,10 @@ func TestSocketBoundsResources(t *testing.T) {
 // TestSocketCallsReuseConnections: 100 calls through control.Call hold the
 // number of goroutines and descriptors constant on both sides (one client
 // per process, connections reused). Not parallel: it counts this process's
-// goroutines and descriptors, which other tests would move.
+// goroutines and descriptors, which other tests would move. The slack is 10,
+// not 0: the daemon's own background work (the verdicts save after a quiet
+// spell, the warm walk, SQLite's checkpoint) holds a few descriptors for a
+// moment (CI once saw 29→32), while a leak of one per call would show 100.
 func TestSocketCallsReuseConnections(t *testing.T) {
 	e := newPrivEnv(t, "")
 	call := func() {
@@ -368,7 +371,8 @@ func TestSocketCallsReuseConnections(t *testing.T) {
 	}
 	g1, f1, dg1, df1 := runtime.NumGoroutine(), fdCount(t, os.Getpid()), daemonGoroutines(t, e.sock), fdCount(t, pid)
 	t.Logf("client: %d→%d goroutines, %d→%d fds; daemon: %d→%d goroutines, %d→%d fds", g0, g1, f0, f1, dg0, dg1, df0, df1)
-	if g1 > g0+2 || f1 > f0+2 || dg1 > dg0+2 || df1 > df0+2 {
+	const slack = 10
+	if g1 > g0+slack || f1 > f0+slack || dg1 > dg0+slack || df1 > df0+slack {
 		t.Errorf("100 calls grew goroutines or descriptors: client %d→%d goroutines, %d→%d fds; daemon %d→%d goroutines, %d→%d fds", g0, g1, f0, f1, dg0, dg1, df0, df1)
 	}
 }
