@@ -270,7 +270,7 @@ func (d *Decider) keepWhole(f *roots.File, keep func([]byte)) {
 	bp, pool := d.buffer(f.Stat.Size)
 	defer pool.Put(bp)
 	buf := (*bp)[:min(int64(len(*bp)), f.Stat.Size+1)]
-	if n, _ := f.ReadAt(buf, 0); int64(n) == f.Stat.Size {
+	if n, _ := f.ReadAtSized(buf, 0); int64(n) == f.Stat.Size {
 		keep(buf[:n])
 	}
 }
@@ -478,7 +478,7 @@ func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, []byt
 		limit = max(limit, int(f.Stat.Size))
 	}
 	buf := (*bp)[:min(len(*bp), limit)]
-	n, err := f.ReadAt(buf, 0)
+	n, err := f.ReadAtSized(buf, 0)
 	if n == 0 && err != nil && f.Stat.Size > 0 {
 		pool.Put(bp)
 		return sniff.Result{}, nil, false, nil, nil, err

@@ -1,6 +1,7 @@
 package roots
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
@@ -31,6 +32,48 @@ func (f *File) Restat() (fileid.Identity, error) {
 		return fileid.Identity{}, err
 	}
 	return fileid.Of(&st), nil
+}
+
+// ReadAtSized is ReadAt for a file that is as long as it was when
+// opened (Stat.Size): a count that reaches that size is taken as the end.
+// ReadAt reads again after a short count only to be told EOF, a second
+// system call for each small file a cold walker's listing reads whole. A
+// count short of both len(b) and the size is read on, as ReadAt would.
+func (f *File) ReadAtSized(b []byte, off int64) (int, error) {
+	n, err := f.pread(b, off)
+	if err != nil || n == len(b) || off+int64(n) >= f.Stat.Size {
+		return n, err
+	}
+	m, err := f.ReadAt(b[n:], off+int64(n))
+	return n + m, err
+}
+
+// pread is one pread(2), with ReadAt's errors: io.EOF for no bytes.
+func (f *File) pread(b []byte, off int64) (n int, err error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	if cerr := rc.Read(func(fd uintptr) bool {
+		for {
+			n, err = unix.Pread(int(fd), b, off)
+			if err != unix.EINTR {
+				return true
+			}
+		}
+	}); cerr != nil {
+		return 0, cerr
+	}
+	switch {
+	case err != nil:
+		return 0, &os.PathError{Op: "read", Path: f.Name, Err: err}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 func validUTF8(s string) bool { return utf8.ValidString(s) }
