@@ -124,6 +124,10 @@ func TestKeysFoundWhereverTheySit(t *testing.T) {
 			if !HasKey([]byte(data)) {
 				t.Errorf("%s %s: not recognised:\n%.300q", kind, where, data)
 			}
+			// The scan of a file in chunks finds what the scan in place does.
+			if at, err := FindKeyIn(strings.NewReader(data), int64(len(data)), make([]byte, 700)); at < 0 || err != nil {
+				t.Errorf("%s %s: not found in chunks (%v)", kind, where, err)
+			}
 		}
 	}
 }
@@ -143,6 +147,9 @@ func TestProseStaysReadable(t *testing.T) {
 	} {
 		if HasKey([]byte(s)) {
 			t.Errorf("prose taken for a key:\n%s", s)
+		}
+		if at, _ := FindKeyIn(strings.NewReader(s), int64(len(s)), make([]byte, 64)); at >= 0 {
+			t.Errorf("prose taken for a key in chunks:\n%s", s)
 		}
 	}
 }
