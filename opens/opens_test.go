@@ -128,3 +128,74 @@ func TestNamesAndAggregates(t *testing.T) {
 		t.Fatalf("cat's three opens counted %d times", cats)
 	}
 }
+
+// TestBatchWaitsForAPause: while opens keep arriving the batch is held,
+// and handed on at MaxDelay even so; it goes at once when the opens
+// paused, when it is half the pending bound, or when opens were lost.
+func TestBatchWaitsForAPause(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const maxDelay = 200 * time.Millisecond
+	var mu sync.Mutex
+	var emitted time.Time
+	// Opens never pause for an hour: only MaxDelay lets the batch go.
+	// Started after t0, so no open pending in it is older than t0.
+	t0 := time.Now()
+	r := start(t, dir, Config{Interval: time.Millisecond, Pause: time.Hour, MaxDelay: maxDelay, Emit: func(a []Access, _ Lost) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, x := range a {
+			if x.Path == p && emitted.IsZero() {
+				emitted = time.Now()
+			}
+		}
+	}})
+	defer r.Close()
+	if out, err := exec.Command("cat", p).CombinedOutput(); err != nil {
+		t.Fatalf("cat: %v %s", err, out)
+	}
+	deadline := time.Now().Add(60 * time.Second) // a hang guard
+	for {
+		mu.Lock()
+		at := emitted
+		mu.Unlock()
+		if !at.IsZero() {
+			if waited := at.Sub(t0); waited < maxDelay {
+				t.Errorf("the batch went %v after the open, while opens had not paused; want MaxDelay (%v) or later", waited, maxDelay)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batch was never handed on")
+		}
+		time.Sleep(time.Millisecond) // a poll interval
+	}
+
+	// What holds a batch, one condition at a time, on a recorder that
+	// reads nothing.
+	held := func(change func(*Recorder)) bool {
+		h := &Recorder{cfg: Config{Pause: time.Hour, MaxDelay: time.Hour, MaxPending: 1 << 16},
+			pending: map[key]*Access{{ino: 1}: {}}, since: time.Now(), last: time.Now()}
+		change(h)
+		return h.deferred()
+	}
+	if !held(func(*Recorder) {}) {
+		t.Error("a fresh batch while opens arrive is not held")
+	}
+	if held(func(h *Recorder) { h.cfg.Pause = time.Nanosecond }) {
+		t.Error("a batch after a pause in the opens is held")
+	}
+	if held(func(h *Recorder) { h.cfg.MaxDelay = time.Nanosecond }) {
+		t.Error("a batch older than MaxDelay is held")
+	}
+	if held(func(h *Recorder) { h.cfg.MaxPending = 2 }) {
+		t.Error("a batch of half the pending bound is held")
+	}
+	if held(func(h *Recorder) { h.lost.Overflows = 1 }) {
+		t.Error("a batch with lost opens is held")
+	}
+}
