@@ -77,11 +77,9 @@ type pushJob struct {
 	n  *node
 	id fileid.Identity
 	// data is the version's content when the listing read it (eager);
-	// g is the guard that admitted it, and changes the view's count of
-	// the watch's changes before the read (see pushKept).
-	data    []byte
-	g       *roots.Guard
-	changes int64
+	// g is the guard that admitted it.
+	data []byte
+	g    *roots.Guard
 }
 
 const (
@@ -120,8 +118,8 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 
 // keptJob is the push of data, version id of n's content as the listing
 // read and admitted it under the guard in force now.
-func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte, changes int64) pushJob {
-	return pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data, g: p.v.guard.Load(), changes: changes}
+func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte) pushJob {
+	return pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data, g: p.v.guard.Load()}
 }
 
 // offerKept queues a push for the eager worker: one with the content the
@@ -165,15 +163,7 @@ func (p *prefetch) workEager() {
 // the one admitted, under the same guard, at the node's name after the
 // store; one that moved meanwhile is invalidated again. (A check before
 // the store too made the pushes lose more races with the walker's READs,
-// for a change that the check after it catches anyway.)
-//
-// While the watch holds, a store made with the view's change count where
-// it was before the listing read the file needs no stat to know that: the
-// watch counts a change before it invalidates, so an invalidation that
-// came before the store shows in the count, and one still to come drops
-// the stored pages when it does. That spares a cold walker's pushes an
-// openat2, fstat and close each (a third of a cold grep -r's per-file
-// system calls besides the admission's). The kernel took
+// for a change that the check after it catches anyway.) The kernel took
 // in the reply naming the inode before the push was offered, so it never
 // waits for it: an inode unknown now was forgotten since.
 //
@@ -185,9 +175,6 @@ func (p *prefetch) pushKept(j pushJob) {
 		g, r, rel, _, errno := j.n.resolve()
 		if errno != 0 || g != j.g {
 			return false
-		}
-		if p.v.watched() && p.v.changes.Load() == j.changes {
-			return true
 		}
 		e, err := g.Entry(r, rel)
 		return err == nil && fileid.Of(&e.Stat) == j.id && e.Stat.Nlink == 1
