@@ -1,6 +1,9 @@
 package admit
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/gob"
 	"os"
 	"path/filepath"
 	"testing"
@@ -86,5 +89,49 @@ func BenchmarkSave(b *testing.B) {
 		if n, err := d.Save(path, pol); err != nil || n != 44000 {
 			b.Fatalf("saved %d, %v", n, err)
 		}
+	}
+}
+
+// TestLoadIgnoresAClassOutOfRange: a verdicts file whose stamp and
+// checksum are right (written by hand, or by a daemon of another build
+// that kept the stamp) but whose version names a class the file does not
+// hold loads nothing for it, and never panics.
+func TestLoadIgnoresAClassOutOfRange(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "policy.toml"), []byte("[[root]]\npath = \""+base+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Load(filepath.Join(base, "policy.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := stamp(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fileid.Identity{Dev: 1, Ino: 2, Size: 3, MtimeNs: 4, CtimeNs: 5}
+	in := savedFile{Stamp: st, Results: []sniff.Result{{Class: sniff.Text}}, Classes: []saved{
+		{ID: id, Res: 1, At: 5e9}, {ID: id, Res: -1, At: 5e9}, {ID: fileid.Identity{Ino: 9}, Res: 0, At: 5e9},
+	}}
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(&in); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b.Bytes())
+	b.Write(sum[:])
+	path := filepath.Join(base, "verdicts")
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := New(16)
+	if n, err := d.Load(path, pol); err != nil || n != 1 {
+		t.Fatalf("loaded %d, %v; want only the one version whose class is in the file", n, err)
+	}
+	if _, ok := d.cached(key{id, pol}); ok {
+		t.Error("a version naming a class out of range was loaded")
 	}
 }
