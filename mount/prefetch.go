@@ -176,8 +176,10 @@ func (p *prefetch) pushKept(j pushJob) {
 		if errno != 0 || g != j.g {
 			return false
 		}
-		e, err := g.Entry(r, rel)
-		return err == nil && fileid.Of(&e.Stat) == j.id && e.Stat.Nlink == 1
+		// The very file, unchanged: the guard admitted this version at
+		// this name under this guard, so its verdict stands.
+		var st unix.Stat_t
+		return r.StatNow(rel, &st) == nil && fileid.Of(&st) == j.id && st.Nlink == 1
 	}
 	if errno := p.store(j.in, j.data, false); errno == syscall.ENOENT {
 		p.count("unknown")

@@ -69,3 +69,17 @@ func (r *Root) Use(fn func(fd int) error) error {
 	defer r.rfd.drop()
 	return fn(fd)
 }
+
+// StatNow is the stat of what rel, beneath the root, names now, without
+// following a final symbolic link. It is not a resolution: a link in the
+// middle of rel is followed, wherever it leads. So it only ever confirms
+// a version admitted before (the same device, inode, size, mtime and
+// ctime: that very file, unchanged since); it never decides on a path.
+// One fstatat, where the guard's resolution costs an openat2, an fstat
+// and a close: the page-cache pushes ask it of every small file a walker
+// lists.
+func (r *Root) StatNow(rel string, st *unix.Stat_t) error {
+	return r.Use(func(fd int) error {
+		return unix.Fstatat(fd, rel, st, unix.AT_SYMLINK_NOFOLLOW)
+	})
+}
