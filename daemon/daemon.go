@@ -210,7 +210,7 @@ func Start(cfg Config) (*Daemon, error) {
 			// A warning, not a gate: it runs in the agent's pauses. Beside
 			// a first `find` on moby's 13k files it made the find 0.4 s
 			// (20%) slower.
-			reps, err := history.Scan(context.Background(), srv.Guard(), history.Options{Quiet: srv.Quiet})
+			reps, err := history.Scan(context.Background(), srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: srv.Repos})
 			d.reportHistory(reps, err)
 		}()
 	}

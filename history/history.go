@@ -54,6 +54,11 @@ type Options struct {
 	// agent's pause, so the scan does not take the CPU its commands want.
 	// Its error ends the scan.
 	Quiet func(context.Context) error
+	// Repos, when set, gives the working trees a walk of the view
+	// already found (the mount's warm walk lists every directory anyway),
+	// so the scan does not walk the tree a second time. ok false: that
+	// walk did not see the whole tree, and the scan walks it itself.
+	Repos func(context.Context) (found []Repo, ok bool)
 }
 
 // pace is o.Quiet, or nothing to wait for.
@@ -64,16 +69,16 @@ func (o Options) pace(ctx context.Context) error {
 	return o.Quiet(ctx)
 }
 
-// repo is a git working tree: a directory holding a .git directory.
-type repo struct {
+// Repo is a git working tree: a directory holding a .git directory.
+type Repo struct {
 	Root *roots.Root
 	Rel  string
 }
 
 // repos finds the git working trees under the guard's roots. It does not
 // look inside .git directories or node_modules.
-func repos(ctx context.Context, g *roots.Guard, o Options) ([]repo, error) {
-	var out []repo
+func repos(ctx context.Context, g *roots.Guard, o Options) ([]Repo, error) {
+	var out []Repo
 	for _, r := range g.Roots() {
 		err := filepath.WalkDir(r.Real, func(p string, d os.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {
@@ -84,7 +89,7 @@ func repos(ctx context.Context, g *roots.Guard, o Options) ([]repo, error) {
 			}
 			if d.Name() == ".git" {
 				rel, _ := filepath.Rel(r.Real, filepath.Dir(p))
-				out = append(out, repo{r, rel})
+				out = append(out, Repo{r, rel})
 				return filepath.SkipDir
 			}
 			if d.Name() == "node_modules" {
@@ -105,9 +110,16 @@ func Scan(ctx context.Context, g *roots.Guard, o Options) ([]Report, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, fmt.Errorf("git is not installed: history cannot be checked")
 	}
-	all, err := repos(ctx, g, o)
-	if err != nil {
-		return nil, err
+	var all []Repo
+	ok := false
+	if o.Repos != nil {
+		all, ok = o.Repos(ctx)
+	}
+	if !ok {
+		var err error
+		if all, err = repos(ctx, g, o); err != nil {
+			return nil, err
+		}
 	}
 	var out []Report
 	for _, repo := range all {

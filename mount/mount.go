@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/admit"
+	"github.com/fsguard/fsguard/history"
 	"github.com/fsguard/fsguard/mountinfo"
 	"github.com/fsguard/fsguard/policy"
 	"github.com/fsguard/fsguard/roots"
@@ -71,6 +72,13 @@ type Server struct {
 	// live is set once the kernel answers the mount: before that there is
 	// nothing cached to invalidate, and the tree is still being set up.
 	live atomic.Bool
+
+	// walked is closed when the first warm walk ends, or at once when
+	// there is none; repos and walkedAll are set before (see Repos).
+	walked     chan struct{}
+	walkedOnce sync.Once
+	repos      []history.Repo
+	walkedAll  bool
 }
 
 // fallbackTimeout bounds the kernel's caching of names and attributes
@@ -116,7 +124,7 @@ func Mount(cfg Config) (*Server, error) {
 	}
 	v.prefetch.start(v, cfg.Prefetched)
 	v.guard.Store(g)
-	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event}
+	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event, walked: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -169,6 +177,8 @@ func Mount(cfg Config) (*Server, error) {
 	go s.watchRoots(s.stopRoots)
 	if pol.Mount.Warm && v.kernelOpen && v.watched() {
 		go s.keepWarm(s.stopRoots, pol.Mount.WarmMaxBytes)
+	} else {
+		s.walkDone(nil, false)
 	}
 	return s, nil
 }

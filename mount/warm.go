@@ -5,8 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/fsguard/fsguard/history"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -87,13 +91,16 @@ func (s *Server) Quiet(ctx context.Context) error {
 // the pushes queued are many or while another process is using the
 // mount (it yields to real requests), and stops at the byte budget, at
 // stop, or at the end of the tree. Symbolic links are not followed.
-func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) {
+//
+// It returns the git working trees it met (see Repos), and whether it
+// listed every directory of the view.
+func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos []history.Repo, whole bool) {
 	start, pushed := time.Now(), s.v.prefetch.bytes.Load()
 	queue := []string{s.mp}
 	dirs, files := 0, 0
 	for len(queue) > 0 && s.v.prefetch.bytes.Load()-pushed < budget {
 		if !s.v.active.quiet(stop, s.v.prefetch.busy) { // the workers, or the agent, go first
-			return
+			return repos, false
 		}
 		d := queue[0]
 		queue = queue[1:]
@@ -104,28 +111,79 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) {
 		dirs++
 		for _, e := range ents {
 			if e.dir {
+				if e.name == ".git" {
+					if r, ok := s.repoAt(d); ok {
+						repos = append(repos, r)
+					}
+				}
 				queue = append(queue, filepath.Join(d, e.name))
 			} else {
 				files++
 			}
 		}
 	}
+	whole = len(queue) == 0
 	// The indexes the walk met, made in a pause like every step of it.
 	if !s.v.active.quiet(stop, nil) {
-		return
+		return repos, whole
 	}
 	s.v.warmIndexes()
 	// Done means warm: the pushes the walk's listings queued are in.
 	for !s.v.prefetch.drained() {
 		select {
 		case <-stop:
-			return
+			return repos, whole
 		case <-time.After(time.Millisecond):
 		}
 	}
 	s.log.Info("warm walk done", "dirs", dirs, "files", files, "pushed_bytes", s.v.prefetch.bytes.Load()-pushed,
 		"budget_bytes", budget, "seconds", time.Since(start).Seconds())
 	s.event("warm_walk_done")
+	return repos, whole
+}
+
+// repoAt names the working tree at d, a directory of the mount that holds
+// a .git directory; one inside node_modules is not a tree the history
+// check looks at.
+func (s *Server) repoAt(d string) (history.Repo, bool) {
+	rel, err := filepath.Rel(s.mp, d)
+	if err != nil || slices.Contains(strings.Split(rel, "/"), "node_modules") {
+		return history.Repo{}, false
+	}
+	g := s.v.guard.Load()
+	if _, several := s.root.(*top); !several {
+		return history.Repo{Root: g.Roots()[0], Rel: rel}, true
+	}
+	name, rest, _ := strings.Cut(rel, "/")
+	if _, r := s.v.root(name); r != nil && rest != "" {
+		return history.Repo{Root: r, Rel: rest}, true
+	}
+	return history.Repo{}, false
+}
+
+// walkDone records the first walk's outcome and wakes Repos.
+func (s *Server) walkDone(repos []history.Repo, whole bool) {
+	s.walkedOnce.Do(func() {
+		s.repos, s.walkedAll = repos, whole
+		close(s.walked)
+	})
+}
+
+// Repos waits for the first warm walk to end and returns the git working
+// trees it met, so the history check need not walk the tree again. ok is
+// false when there was no walk or it stopped before the end of the tree
+// (its byte budget): it did not see every directory. A tree hidden from
+// the view is not met, and needs no warning: the agent cannot run git on
+// it. Once the mount is gone there is nothing to warn about (none, ok).
+func (s *Server) Repos(ctx context.Context) (found []history.Repo, ok bool) {
+	select {
+	case <-s.walked:
+		return s.repos, s.walkedAll
+	case <-s.stopRoots:
+		return nil, true
+	case <-ctx.Done():
+		return nil, true
+	}
 }
 
 // Re-warming: the kernel may forget what the walk put in its caches — its
@@ -150,6 +208,7 @@ func (s *Server) keepWarm(stop <-chan struct{}, budget int64) {
 	ls, err := startLister()
 	if err != nil {
 		s.log.Warn("no warm walk: its lister process did not start", "err", err.Error())
+		s.walkDone(nil, false)
 		return
 	}
 	defer ls.close()
@@ -161,7 +220,7 @@ func (s *Server) keepWarm(stop <-chan struct{}, budget int64) {
 			s.log.Info("warm walk again: the kernel forgot part of the view", "forgotten_nodes", s.v.forgotten.Load())
 		}
 		s.v.forgotten.Store(0)
-		s.warm(stop, budget, ls)
+		s.walkDone(s.warm(stop, budget, ls)) // the first walk's counts
 		for s.v.forgotten.Load() < rewarmForgets || s.v.active.idleFor() < rewarmIdle {
 			select {
 			case <-stop:
