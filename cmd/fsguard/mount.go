@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/fsguard/fsguard/daemon"
@@ -50,6 +51,7 @@ flags:
 		return code
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	moreProcs()
 	pol, ok := policyFor(*policyFile, stderr)
 	if !ok {
 		return exitUsage
@@ -137,4 +139,21 @@ example:
 		return fail(stderr, err)
 	}
 	return 0
+}
+
+// moreProcs gives the daemon twice the Ps (GOMAXPROCS) the runtime would
+// give it, for the machine or its cgroup's CPU limit. A goroutine blocked
+// in a system call keeps its P until the runtime's monitor takes it back,
+// 20 us to 10 ms later, and the daemon always has some blocked: go-fuse's
+// readers in read(2) on /dev/fuse (as many as there are Ps) and the
+// audit's poll(2). With one P per core, the goroutines a request makes
+// runnable (a listing's admissions, the pushes after it) wait for one.
+// Measured on 2 cores, a first grep -r over 20,000 files right after
+// mounting: 1.50-1.65 s with 2 Ps, 1.23-1.35 s with 4 (8 to 32: the same).
+// The CPU used is still the machine's; GOMAXPROCS set in the environment
+// is left alone.
+func moreProcs() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(2 * runtime.GOMAXPROCS(0))
+	}
 }
