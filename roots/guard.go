@@ -392,7 +392,7 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 func (g *Guard) reopen(pfd int, root *Root, rel, real, display string, st *unix.Stat_t) (*File, error) {
 	fd := -1
 	err := g.Do(func() (err error) {
-		fd, err = unix.Open(fmt.Sprintf("/proc/self/fd/%d", pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+		fd, err = Reopen(pfd, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK)
 		return err
 	})
 	if err != nil {

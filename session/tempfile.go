@@ -77,7 +77,7 @@ func (t *temp) finish(g *roots.Guard, dfd int, replaced *roots.File, mode uint32
 // with the caller's rights. Opening /proc/self/fd/N reopens the very inode
 // that was checked, and without O_TRUNC it changes nothing.
 func writable(f *roots.File) error {
-	fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+	fd, err := roots.Reopen(int(f.Fd()), unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK)
 	if err != nil {
 		return err
 	}
