@@ -154,11 +154,16 @@ func (s *Server) repoAt(d string) (history.Repo, bool) {
 	if _, several := s.root.(*top); !several {
 		return history.Repo{Root: g.Roots()[0], Rel: rel}, true
 	}
+	// Several roots: the first name is the root's.
 	name, rest, _ := strings.Cut(rel, "/")
-	if _, r := s.v.root(name); r != nil && rest != "" {
-		return history.Repo{Root: r, Rel: rest}, true
+	_, r := s.v.root(name)
+	if r == nil {
+		return history.Repo{}, false
 	}
-	return history.Repo{}, false
+	if rest == "" {
+		rest = "." // the root's own
+	}
+	return history.Repo{Root: r, Rel: rest}, true
 }
 
 // walkDone records the first walk's outcome and wakes Repos.
