@@ -10,8 +10,14 @@ import (
 	"sync/atomic"
 )
 
+// cpus is the CPUs the process may use, as the runtime counted them at
+// start (the machine's, or its cgroup's limit), before a daemon raised
+// GOMAXPROCS above it for its blocked system calls: work that wants CPU
+// gains nothing from more goroutines than that.
+var cpus = runtime.GOMAXPROCS(0)
+
 // Each calls fn(i) for every i in [0, n), on at most workers goroutines
-// (never more than GOMAXPROCS, nor more than one per minPer items, the
+// (never more than the CPUs, nor more than one per minPer items, the
 // calling goroutine being one of them), and returns when all have
 // returned. Items are handed out one at a time, so a slow one holds up
 // no other.
@@ -23,7 +29,7 @@ func Each(n, workers, minPer int, fn func(i int)) {
 		}
 	}
 	var wg sync.WaitGroup
-	for range min(workers, runtime.GOMAXPROCS(0), n/max(minPer, 1)) - 1 {
+	for range min(workers, cpus, n/max(minPer, 1)) - 1 {
 		wg.Go(work)
 	}
 	work()
