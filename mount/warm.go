@@ -143,11 +143,11 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos []h
 }
 
 // repoAt names the working tree at d, a directory of the mount that holds
-// a .git directory; one inside node_modules is not a tree the history
-// check looks at.
+// a .git directory; one inside node_modules or inside a .git directory is
+// not a tree the history check looks at (its own walk skips both).
 func (s *Server) repoAt(d string) (history.Repo, bool) {
 	rel, err := filepath.Rel(s.mp, d)
-	if err != nil || slices.Contains(strings.Split(rel, "/"), "node_modules") {
+	if err != nil || slices.ContainsFunc(strings.Split(rel, "/"), func(c string) bool { return c == "node_modules" || c == ".git" }) {
 		return history.Repo{}, false
 	}
 	g := s.v.guard.Load()
@@ -179,7 +179,8 @@ func (s *Server) walkDone(repos []history.Repo, whole bool) {
 // false when there was no walk or it stopped before the end of the tree
 // (its byte budget): it did not see every directory. A tree hidden from
 // the view is not met, and needs no warning: the agent cannot run git on
-// it. Once the mount is gone there is nothing to warn about (none, ok).
+// it. Once the mount is gone, or ctx is done, there is nothing to warn
+// about (none, ok).
 func (s *Server) Repos(ctx context.Context) (found []history.Repo, ok bool) {
 	select {
 	case <-s.walked:

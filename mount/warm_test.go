@@ -14,14 +14,14 @@ import (
 // TestWalkFindsTheRepos: the warm walk hands the git history check the
 // working trees of the view, so the check does not walk the tree again:
 // the root's own, nested ones, none inside node_modules (as the check's
-// own walk), none whose .git is a file (a worktree's link) and none the
+// own walk), none inside a .git directory, none whose .git is a file (a worktree's link) and none the
 // view hides; in a mount of several roots, each root's own too. Without a walk it says it saw nothing, and the check walks.
 func TestWalkFindsTheRepos(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
-	for _, d := range []string{".git", "a/b/.git", "a/b/c/.git", "node_modules/x/.git", "secret/r/.git", "w"} {
+	for _, d := range []string{".git", "a/b/.git", "a/b/c/.git", "node_modules/x/.git", "a/b/.git/modules/m/.git", "secret/r/.git", "w"} {
 		must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
 	}
 	must(t, os.WriteFile(filepath.Join(root, "w", ".git"), []byte("gitdir: ../.git/worktrees/w\n"), 0o644))
