@@ -75,8 +75,14 @@ type Repo struct {
 	Rel  string
 }
 
+// NotLookedIn reports whether a directory of this name is one the check
+// never looks inside for working trees: a .git directory (a repository's
+// own files) and node_modules (packages, some with a .git of their own).
+// Whoever finds the trees for it (Options.Repos) skips the same.
+func NotLookedIn(name string) bool { return name == ".git" || name == "node_modules" }
+
 // repos finds the git working trees under the guard's roots. It does not
-// look inside .git directories or node_modules.
+// look inside the directories NotLookedIn names.
 func repos(ctx context.Context, g *roots.Guard, o Options) ([]Repo, error) {
 	var out []Repo
 	for _, r := range g.Roots() {
@@ -90,9 +96,8 @@ func repos(ctx context.Context, g *roots.Guard, o Options) ([]Repo, error) {
 			if d.Name() == ".git" {
 				rel, _ := filepath.Rel(r.Real, filepath.Dir(p))
 				out = append(out, Repo{r, rel})
-				return filepath.SkipDir
 			}
-			if d.Name() == "node_modules" {
+			if NotLookedIn(d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil

@@ -143,11 +143,11 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos []h
 }
 
 // repoAt names the working tree at d, a directory of the mount that holds
-// a .git directory; one inside node_modules or inside a .git directory is
-// not a tree the history check looks at (its own walk skips both).
+// a .git directory; one inside a directory the history check does not
+// look in (history.NotLookedIn) is not a tree of its.
 func (s *Server) repoAt(d string) (history.Repo, bool) {
 	rel, err := filepath.Rel(s.mp, d)
-	if err != nil || slices.ContainsFunc(strings.Split(rel, "/"), func(c string) bool { return c == "node_modules" || c == ".git" }) {
+	if err != nil || slices.ContainsFunc(strings.Split(rel, "/"), history.NotLookedIn) {
 		return history.Repo{}, false
 	}
 	g := s.v.guard.Load()
