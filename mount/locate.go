@@ -21,9 +21,7 @@ type Target struct {
 // It makes no system call. ok is false when the kernel holds no such
 // node of this mount.
 func (s *Server) Locate(ino uint64) (Target, bool) {
-	s.v.idMu.Lock()
-	n := s.v.nodes[ino]
-	s.v.idMu.Unlock()
+	n := s.v.held(ino)
 	if n == nil {
 		return Target{}, false
 	}

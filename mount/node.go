@@ -103,6 +103,19 @@ func (n *node) where() (rel, shown string, ok bool) {
 	return rel, path.Join(n.base.top, rel), true
 }
 
+// stillNamed reports whether the node's name in the kernel's tree (see
+// where) still leads to the backing file it stands for: a hard link's
+// other name does, a name renamed away or removed does not. It decides
+// which node a name gets, never what is admitted: one fstatat.
+func (n *node) stillNamed() bool {
+	_, r, rel, _, errno := n.resolve()
+	if errno != 0 {
+		return false
+	}
+	var st unix.Stat_t
+	return r.StatNow(rel, &st) == nil && st.Dev == n.key.dev && st.Ino == n.key.ino
+}
+
 // child returns the path of name in the directory n.
 func child(rel, shown, name string) (string, string) {
 	return childRel(rel, name), path.Join(shown, name)
@@ -179,15 +192,37 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 		c.index = true
 		n.v.indexSize(g, r, rel, shown, &e.Stat, &out.Attr)
 	}
-	ino := n.NewInode(ctx, c, fs.StableAttr{Mode: key.typ, Ino: out.Attr.Ino})
-	// go-fuse keeps the node it already has for this number, if any, and
-	// drops c once Lookup returns: the one to remember is the child
-	// already in place, else c, which is then the one kept.
-	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == out.Attr.Ino {
-		ino = ch
+	// go-fuse keeps the node it already has for these stable attributes,
+	// if any, and drops c once Lookup returns: the one to remember is
+	// the node kept.
+	id := fs.StableAttr{Mode: key.typ, Ino: out.Attr.Ino}
+	var had *fs.Inode
+	renamed := false
+	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == id.Ino {
+		had, id = ch, ch.StableAttr()
+	} else if key.typ != unix.S_IFDIR {
+		// A file the kernel holds under another name. If that name still
+		// leads to it, this is a hard link: one node, as natively. If not,
+		// the file was renamed and the watch has not told the kernel yet;
+		// merged, the old name's cached entry would open the file by its
+		// new name (see where), so a name that failed once would work
+		// again. The new name gets a node of its own (another generation,
+		// the same st_ino) and the old one resolves nothing. A directory
+		// has one entry in the kernel, which moves to the new name.
+		if held := n.v.held(id.Ino); held != nil {
+			if held.stillNamed() {
+				had, id = &held.Inode, held.StableAttr()
+			} else {
+				id.Gen, renamed = held.StableAttr().Gen+1, true
+			}
+		}
 	}
-	if held, ok := ino.Operations().(*node); ok {
-		n.v.remember(held)
+	ino := n.NewInode(ctx, c, id)
+	if had != nil {
+		ino = had
+	}
+	if kept, ok := ino.Operations().(*node); ok {
+		n.v.remember(kept, renamed)
 	}
 	if c.index {
 		n.v.git.hold(ino, true)
@@ -203,8 +238,8 @@ func (n *node) OnForget() {
 	if c := n.v.open.Load(); c != nil {
 		c.drop(n)
 	}
-	n.v.forget(n.key, n.StableAttr().Ino)
 	n.v.drop(n)
+	n.v.forget(n.key, n.StableAttr().Ino)
 	n.v.prefetch.parked.drop(n.EmbeddedInode())
 	if n.index {
 		n.v.git.hold(n.EmbeddedInode(), false)

@@ -105,17 +105,25 @@ func (v *view) ino(k idKey) uint64 {
 }
 
 // remember records the node the kernel holds under its number, unless a
-// node in place (one with a parent) is recorded for it already.
-func (v *view) remember(n *node) {
+// node in place (one with a parent) is recorded for it already; over: the
+// recorded one's name no longer leads to the file (see node.lookup).
+func (v *view) remember(n *node, over bool) {
 	ino := n.StableAttr().Ino
 	v.idMu.Lock()
 	defer v.idMu.Unlock()
-	if old := v.nodes[ino]; old != nil && old != n {
+	if old := v.nodes[ino]; old != nil && old != n && !over {
 		if _, parent := old.Parent(); parent != nil {
 			return
 		}
 	}
 	v.nodes[ino] = n
+}
+
+// held is the node recorded for the mount's inode number ino, or nil.
+func (v *view) held(ino uint64) *node {
+	v.idMu.Lock()
+	defer v.idMu.Unlock()
+	return v.nodes[ino]
 }
 
 // forget releases an identity's number once the kernel forgot its node.
@@ -125,7 +133,7 @@ func (v *view) forget(k idKey, ino uint64) {
 	}
 	v.idMu.Lock()
 	defer v.idMu.Unlock()
-	if v.odd[k] == ino {
+	if v.odd[k] == ino && v.nodes[ino] == nil { // no other node holds it (see node.lookup)
 		delete(v.odd, k)
 	}
 }

@@ -505,3 +505,65 @@ func TestReplacedFileNeverMixes(t *testing.T) {
 		})
 	}
 }
+
+// TestRenameNeverRevivesTheOldName: a file renamed in the backing tree
+// and then read by its new name, before anything told the kernel (here no
+// watch: its entries live for the 1 s fallback), must not be reachable by
+// its old name again once that name failed. Merged into one node, the old
+// name's cached entry would open the file by the new one.
+func TestRenameNeverRevivesTheOldName(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dir := filepath.Join(f.root, "w")
+	body := func(i int) string { return fmt.Sprintf("file %d\n", i) }
+	for i := range 20 {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("a%02d.txt", i)), body(i), 0o644)
+	}
+	freshMount(t, f, "off/daemon")
+	seen := filepath.Join(f.mp, "w")
+	for i := range 20 {
+		a, b := fmt.Sprintf("a%02d.txt", i), fmt.Sprintf("b%02d.txt", i)
+		var old syscall.Stat_t
+		must(t, syscall.Stat(filepath.Join(seen, a), &old)) // the kernel caches the name
+		must(t, os.Rename(filepath.Join(dir, a), filepath.Join(dir, b)))
+		_, before := os.ReadFile(filepath.Join(seen, a))
+		got, err := os.ReadFile(filepath.Join(seen, b))
+		if err != nil || string(got) != body(i) {
+			t.Fatalf("%s after the rename: %q %v", b, got, err)
+		}
+		var st syscall.Stat_t
+		must(t, syscall.Stat(filepath.Join(seen, b), &st))
+		if st.Ino != old.Ino {
+			t.Fatalf("%s shows inode %d, the file had %d under %s: a rename keeps the number", b, st.Ino, old.Ino, a)
+		}
+		if _, after := os.ReadFile(filepath.Join(seen, a)); before != nil && after == nil {
+			t.Fatalf("%s failed (%v), then read the renamed file once %s was looked up", a, before, b)
+		}
+	}
+}
+
+// TestHardLinksShowChangesTogether: two names of one file are one node in
+// the mount, as natively one inode: a change the watch reports under one
+// name shows under the other, whose pages the kernel caches too.
+func TestHardLinksShowChangesTogether(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"fanotify", "inotify"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			a, b := filepath.Join(f.root, "a.txt"), filepath.Join(f.root, "b.txt")
+			writeFile(t, a, "one\n", 0o644)
+			must(t, os.Link(a, b))
+			freshMount(t, f, backend)
+			for _, p := range []string{"a.txt", "b.txt"} {
+				if got := mustRun(t, "cat", filepath.Join(f.mp, p)); got != "one\n" {
+					t.Fatalf("%s: %q", p, got)
+				}
+			}
+			inPlace(t, a, "two, longer\n")
+			for _, p := range []string{"a.txt", "b.txt"} {
+				within(t, 5*time.Second, p+" after an edit of a.txt", func() error { return shows(filepath.Join(f.mp, p), []byte("two, longer\n")) })
+			}
+		})
+	}
+}
