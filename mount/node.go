@@ -682,6 +682,7 @@ const quiet = 2 * time.Second
 // it is used. A quiet tree keeps READDIRPLUS for every name it has not
 // seen yet, which is what a first listing is for.
 func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	l.begin(ctx)
 	if l.busy || l.n.v.changes.Load() != l.changes {
 		return nil, syscall.EAGAIN // no entry: not an error the kernel sees
 	}
@@ -735,11 +736,7 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 }
 
 func (l *listing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	if ctx != l.req {
-		// Each request starts with a Readdirent: the previous reply is in.
-		l.req = ctx
-		l.handOver()
-	}
+	l.begin(ctx)
 	if !l.loaded {
 		if errno := l.load(); errno != 0 {
 			return nil, errno
@@ -753,6 +750,20 @@ func (l *listing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno
 	l.pos++
 	e.Off = uint64(l.pos)
 	return &e, 0
+}
+
+// begin notes the request ctx of the listing: a new one means the kernel
+// took the previous reply in, so its pushes are handed over. A request
+// need not start with a Readdirent: go-fuse first answers with the entry
+// that did not fit the reply before, or with the entries after an
+// interrupted one, and looks those up. Their pushes belong to this
+// request's reply, and were lost (the inode unknown, one per reply) when
+// handed over with the previous one.
+func (l *listing) begin(ctx context.Context) {
+	if ctx != l.req {
+		l.req = ctx
+		l.handOver()
+	}
 }
 
 // Releasedir hands over what the last reply named. openless releases a

@@ -71,14 +71,17 @@ func TestPushedPagesFollowChanges(t *testing.T) {
 // TestWarmWalkWarmsTheView: right after mounting, with nobody using it,
 // the daemon walks its own mount: reading every small file afterwards
 // sends no READ. With [mount] warm = false the same reads go to the
-// daemon.
+// daemon. The directory takes several READDIRPLUS replies, each of which
+// go-fuse may start with the entry the one before had no room for.
 func TestWarmWalkWarmsTheView(t *testing.T) { // not parallel: see TestPushedPagesFollowChanges
+	const files = 300
+	name := func(i int) string { return fmt.Sprintf("a-file-with-a-longer-name-%03d.txt", i) }
 	for _, warm := range []bool{true, false} {
 		t.Run(fmt.Sprint("warm=", warm), func(t *testing.T) {
 			f := newFixture(t)
 			dir := filepath.Join(f.root, "w", "x")
-			for i := range 30 {
-				writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
+			for i := range files {
+				writeFile(t, filepath.Join(dir, name(i)), fmt.Sprintf("file %d\n", i), 0o644)
 			}
 			// 400 directories: a walk that waited on its own requests (as
 			// if they were an agent's) would wait 250 ms after each.
@@ -99,17 +102,17 @@ func TestWarmWalkWarmsTheView(t *testing.T) { // not parallel: see TestPushedPag
 			}
 			reads := func() float64 { return counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] }
 			before := reads()
-			for i := range 30 {
-				if got := mustRun(t, "cat", filepath.Join(f.mp, "w", "x", fmt.Sprintf("f%02d.txt", i))); got != fmt.Sprintf("file %d\n", i) {
-					t.Fatalf("f%02d: %q", i, got)
+			for i := range files {
+				if got, err := os.ReadFile(filepath.Join(f.mp, "w", "x", name(i))); err != nil || string(got) != fmt.Sprintf("file %d\n", i) {
+					t.Fatalf("%s: %q %v", name(i), got, err)
 				}
 			}
 			sent := reads() - before
 			if warm && sent != 0 {
-				t.Errorf("after the warm walk, reading 30 small files sent %v READs", sent)
+				t.Errorf("after the warm walk, reading %d small files sent %v READs", files, sent)
 			}
 			if !warm && sent == 0 {
-				t.Error("without the walk, reading 30 small files sent no READ: the test measures nothing")
+				t.Errorf("without the walk, reading %d small files sent no READ: the test measures nothing", files)
 			}
 		})
 	}
