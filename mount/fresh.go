@@ -201,7 +201,7 @@ func (s *Server) repush(c *fs.Inode, real string) {
 	if unix.Lstat(real, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
 		return
 	}
-	if uint64(st.Ino) != n.key.ino || uint64(st.Dev) != n.key.dev {
+	if !n.key.is(&st) {
 		return // the name now means another file: the kernel looks it up anew
 	}
 	s.v.prefetch.offer(n, fileid.Of(&st), st.Size)

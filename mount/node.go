@@ -103,17 +103,26 @@ func (n *node) where() (rel, shown string, ok bool) {
 	return rel, path.Join(n.base.top, rel), true
 }
 
-// stillNamed reports whether the node's name in the kernel's tree (see
-// where) still leads to the backing file it stands for: a hard link's
-// other name does, a name renamed away or removed does not. It decides
-// which node a name gets, never what is admitted: one fstatat.
+// statNow stats what the node's name in the kernel's tree (see where)
+// leads to now (roots.Root.StatNow: one fstatat, a check of a version or
+// an identity, never an admission), and returns the guard it resolved
+// under. ok is false when no name leads to the node or nothing is there.
+func (n *node) statNow(st *unix.Stat_t) (g *roots.Guard, ok bool) {
+	g, r, rel, _, errno := n.resolve()
+	return g, errno == 0 && r.StatNow(rel, st) == nil
+}
+
+// is reports whether st is of the backing file k stands for.
+func (k idKey) is(st *unix.Stat_t) bool { return st.Dev == k.dev && st.Ino == k.ino }
+
+// stillNamed reports whether the node's name still leads to the backing
+// file it stands for: a hard link's other name does, a name renamed away
+// or removed does not. It decides which node a name gets, never what is
+// admitted.
 func (n *node) stillNamed() bool {
-	_, r, rel, _, errno := n.resolve()
-	if errno != 0 {
-		return false
-	}
 	var st unix.Stat_t
-	return r.StatNow(rel, &st) == nil && st.Dev == n.key.dev && st.Ino == n.key.ino
+	_, ok := n.statNow(&st)
+	return ok && n.key.is(&st)
 }
 
 // child returns the path of name in the directory n.

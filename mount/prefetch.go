@@ -172,14 +172,11 @@ func (p *prefetch) workEager() {
 // on it for ever.
 func (p *prefetch) pushKept(j pushJob) {
 	current := func() bool {
-		g, r, rel, _, errno := j.n.resolve()
-		if errno != 0 || g != j.g {
-			return false
-		}
 		// The very file, unchanged: the guard admitted this version at
 		// this name under this guard, so its verdict stands.
 		var st unix.Stat_t
-		return r.StatNow(rel, &st) == nil && fileid.Of(&st) == j.id && st.Nlink == 1
+		g, ok := j.n.statNow(&st)
+		return ok && g == j.g && fileid.Of(&st) == j.id && st.Nlink == 1
 	}
 	if errno := p.store(j.in, j.data, false); errno == syscall.ENOENT {
 		p.count("unknown")
