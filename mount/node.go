@@ -209,21 +209,24 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	renamed := false
 	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == id.Ino {
 		had, id = ch, ch.StableAttr()
-	} else if key.typ != unix.S_IFDIR {
-		// A file the kernel holds under another name. If that name still
-		// leads to it, this is a hard link: one node, as natively. If not,
-		// the file was renamed and the watch has not told the kernel yet;
-		// merged, the old name's cached entry would open the file by its
-		// new name (see where), so a name that failed once would work
-		// again. The new name gets a node of its own (another generation,
-		// the same st_ino) and the old one resolves nothing. A directory
-		// has one entry in the kernel, which moves to the new name.
-		if held := n.v.held(id.Ino); held != nil {
-			if held.stillNamed() {
-				had, id = &held.Inode, held.StableAttr()
-			} else {
-				id.Gen, renamed = held.StableAttr().Gen+1, true
-			}
+	} else if held := n.v.held(id.Ino); held != nil {
+		// A file or directory the kernel holds under another name. If
+		// that name no longer leads to it, it was renamed and the watch
+		// has not told the kernel yet, or it was removed and its number
+		// is another's now (ext4 gives a new directory the number just
+		// freed; a checkout removes and makes directories). Merged, the
+		// old name's cached entry would open the file by its new name
+		// (see where), so a name that failed once would work again, and a
+		// directory would be the old one the kernel holds, whose name
+		// leads nowhere: its listing failed with ENOENT. The new name
+		// gets a node of its own (another generation, the same st_ino),
+		// and the old one resolves nothing. If the old name still leads
+		// to it, a file is a hard link: one node, as natively.
+		switch {
+		case !held.stillNamed():
+			id.Gen, renamed = held.StableAttr().Gen+1, true
+		case key.typ != unix.S_IFDIR:
+			had, id = &held.Inode, held.StableAttr()
 		}
 	}
 	ino := n.NewInode(ctx, c, id)
