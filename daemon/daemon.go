@@ -238,6 +238,9 @@ func (d *Daemon) Reload(pol *policy.Policy) error { return d.srv.Reload(pol) }
 // Stop unmounts, waits for the mount to be gone, and writes what is left
 // of the denials before closing the journal.
 func (d *Daemon) Stop() error {
+	if d.opens != nil {
+		d.opens.Drain() // its held descriptors would keep the mount busy
+	}
 	if err := d.srv.Unmount(); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/journal"
@@ -58,9 +59,14 @@ func (d *Daemon) appendOpens(batch []opens.Access, lost opens.Lost) {
 			id := fileid.Identity{Dev: t.Dev, Ino: t.Ino, Size: a.Size, MtimeNs: a.MtimeNs, CtimeNs: a.CtimeNs}
 			r.RealPath, r.StatID = t.Real, fileid.StatID(t.Real, id) // statId names the version; its identity would add a sixth to each record
 		}
+		var why []string
 		if a.Process.Name == "" {
-			r.Detail = "the process exited before it could be named"
+			why = append(why, "the process exited before it could be named")
 		}
+		if a.Changed {
+			why = append(why, "the file changed after this open and before it was recorded: the version named may be newer than the one opened")
+		}
+		r.Detail = strings.Join(why, "; ")
 		recs = append(recs, r)
 		if len(recs) == maxBatch {
 			flush()

@@ -9,6 +9,15 @@
 // interval, and handed on in batches; when the kernel's event queue
 // overflows, that is counted and handed on too, never dropped silently.
 //
+// While a command opens files, the recorder only takes their events off
+// the kernel's queue, names each opener, and keeps each event's
+// descriptor. Which file and version each is (a statx and a readlink of
+// the descriptor) is worked out in the pause after the command, with the
+// batch: naming a first grep -r's 20,000 opens in step with it kept a
+// core busy beside it. The descriptors are kept in a descriptor table of
+// the reader's thread's own, so they take none of the daemon's and no
+// other code in the daemon can be handed one by number.
+//
 // An Access says that a process opened a file. It does not say that a
 // model saw its bytes, and nothing treats it as an observation.
 package opens
@@ -16,6 +25,7 @@ package opens
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -38,11 +48,17 @@ type Access struct {
 	// at least 1 and at most the opens made.
 	Opens int64
 	// Ino, Size, MtimeNs and CtimeNs are the mount's inode number and the
-	// version's attributes as the kernel served them to the opener.
+	// version's attributes as the kernel held them when the open was
+	// named, in the pause after the command that made it.
 	Ino     uint64
 	Size    int64
 	MtimeNs int64
 	CtimeNs int64
+	// Changed says that the file may have changed after the open was
+	// taken off the kernel's queue and before it was named (its ctime is
+	// later, give or take a tick), so the version above may be newer than
+	// the one opened.
+	Changed bool
 }
 
 // Lost counts opens that could not be recorded one by one between From
@@ -77,32 +93,55 @@ type Config struct {
 	// the walker: the append of a first grep -r's 20,000 was a third of
 	// the daemon's CPU during it.
 	Pause, MaxDelay time.Duration
+	// MaxHeld bounds the event descriptors kept unnamed: at the bound the
+	// reader names them at once, beside the command. Each is an open file
+	// of the mount, in the reader's own descriptor table. Default: what
+	// the descriptor limit leaves beside the named processes, at most
+	// 1<<15.
+	MaxHeld int
 }
 
 // Recorder is a running record of the opens in one mount.
 type Recorder struct {
-	fd   int    // the fanotify group, non-blocking, never in the netpoller
-	wake [2]int // a pipe: a byte in it stops the reader
-	// fdDir is /proc/self/fd, held open: each new open is named by a
-	// readlinkat of its event's descriptor in it, not by resolving
-	// /proc/self/fd/N from the root again (2.5 µs against 4.3 µs, for
-	// each of a walker's thousands of files). link is the reader's
-	// buffer for it.
+	fd  int // the fanotify group, non-blocking, never in the netpoller
+	cfg Config
+	// wake is a pipe whose bytes make the reader look at quit and asks.
+	wake [2]int
+	self uint32 // the daemon: its own opens (none, but a test's) are not the agent's
+
+	// Only the reader's thread touches these: they are, or hold, numbers
+	// in its own descriptor table. fdDir is /proc/thread-self/fd, held
+	// open: each new open is named by a readlinkat of its event's
+	// descriptor in it, not by resolving the whole path again (2.5 µs
+	// against 4.3 µs, for each of a walker's thousands of files).
 	fdDir int
+	tid   int // the thread, whose table is /proc/self/task/<tid>/fd
 	link  []byte
-	cfg   Config
-	self  uint32 // the daemon: its own opens (none, but a test's) are not the agent's
+	held  []heldOpen // read, not yet named
+	procs *procs
 
-	mu      sync.Mutex
-	pending map[key]*Access
-	since   time.Time // when the oldest pending open was read
-	last    time.Time // when the latest open was read
-	lost    Lost
+	mu       sync.Mutex
+	pending  map[key]*Access
+	nheld    int       // len(held), for deferred
+	since    time.Time // when the oldest pending or held open was read
+	last     time.Time // when the latest open was read
+	lost     Lost
+	draining bool            // Drain was called: nothing is held from now on
+	quit     bool            // Close was called
+	asks     []chan struct{} // asks to name what is held, answered by closing
 
-	procs     *procs
-	done      chan struct{}
+	done      chan struct{} // the reader is gone, and all it held named
 	flushDone chan struct{}
 	stop      chan struct{}
+}
+
+// heldOpen is an open taken off the kernel's queue, its opener named,
+// its file not yet: fd is the event's descriptor, kept until then.
+type heldOpen struct {
+	fd   int
+	pid  uint32
+	at   time.Time // when it was read
+	proc Process
 }
 
 type key struct {
@@ -127,6 +166,13 @@ func Start(mountPoint string, cfg Config) (*Recorder, error) {
 	if cfg.MaxDelay <= 0 {
 		cfg.MaxDelay = 5 * time.Second
 	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = 1 << 15
+		var lim unix.Rlimit
+		if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
+			cfg.MaxHeld = max(min(cfg.MaxHeld, int(lim.Cur)-maxProcs-64), 1)
+		}
+	}
 	fd, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("recording opens needs fanotify (root, CAP_SYS_ADMIN): %w", err)
@@ -139,62 +185,184 @@ func Start(mountPoint string, cfg Config) (*Recorder, error) {
 	}
 	r := &Recorder{
 		fd: fd, cfg: cfg, self: uint32(os.Getpid()),
-		pending: map[key]*Access{}, procs: newProcs(),
+		pending: map[key]*Access{}, procs: newProcs(), link: make([]byte, unix.PathMax+1),
 		done: make(chan struct{}), flushDone: make(chan struct{}), stop: make(chan struct{}),
 	}
 	if err := unix.Pipe2(r.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
-	if r.fdDir, err = unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+	ready := make(chan error, 1)
+	go r.read(ready)
+	if err := <-ready; err != nil {
 		unix.Close(fd)
 		unix.Close(r.wake[0])
 		unix.Close(r.wake[1])
 		return nil, fmt.Errorf("recording opens: %w", err)
 	}
-	r.link = make([]byte, unix.PathMax+1)
-	go r.read()
 	go r.flushEvery()
 	return r, nil
 }
 
+// Drain names every open held so far and holds none from now on: call
+// it before unmounting, so that no descriptor of the recorder's keeps
+// the mount busy.
+func (r *Recorder) Drain() {
+	r.mu.Lock()
+	r.draining = true
+	r.mu.Unlock()
+	r.nameHeld()
+}
+
 // Close stops recording and hands on what is pending.
 func (r *Recorder) Close() error {
+	r.mu.Lock()
+	r.quit = true
+	r.mu.Unlock()
 	unix.Write(r.wake[1], []byte{0})
 	<-r.done
 	err := unix.Close(r.fd)
 	unix.Close(r.wake[0])
 	unix.Close(r.wake[1])
-	unix.Close(r.fdDir)
 	close(r.stop)
 	<-r.flushDone
-	r.procs.close()
 	return err
+}
+
+// nameHeld has the reader name what it holds, and waits for it.
+func (r *Recorder) nameHeld() {
+	ask := make(chan struct{})
+	r.mu.Lock()
+	r.asks = append(r.asks, ask)
+	r.mu.Unlock()
+	unix.Write(r.wake[1], []byte{0})
+	select {
+	case <-ask:
+	case <-r.done: // gone, having named all it held
+	}
 }
 
 const metaLen = int(unsafe.Sizeof(unix.FanotifyEventMetadata{}))
 
-func (r *Recorder) read() {
+// read runs on a thread of its own with a descriptor table of its own:
+// the kernel puts each event's descriptor there, and the reader keeps it
+// until the open is named. Nothing else may run here: a descriptor made
+// on this thread means nothing elsewhere in the daemon.
+func (r *Recorder) read(ready chan<- error) {
+	runtime.LockOSThread() // never unlocked: the thread, and its table, end with the goroutine
+	if unix.Gettid() == os.Getpid() {
+		// The main thread: /proc/self is its, and the daemon names its
+		// descriptors through /proc/self/fd, so this thread's table must
+		// stay the daemon's (Start called from the main goroutine often
+		// runs the new goroutine here). Start again: while this goroutine
+		// holds the thread, the new one runs on another.
+		inner := make(chan error, 1)
+		go r.read(inner)
+		ready <- <-inner
+		runtime.UnlockOSThread()
+		return
+	}
 	defer close(r.done)
+	r.tid = unix.Gettid()
+	if err := r.ownTable(); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	defer func() {
+		r.nameAll()
+		r.procs.close()
+		unix.Close(r.fdDir)
+	}()
 	buf := make([]byte, 64<<10)
 	// The group's descriptor is polled here, on this goroutine's thread,
 	// never registered with Go's netpoller: epoll would stay on the
 	// group's wait queue, so every open would wake a thread. Between
 	// polls nobody waits, and an open queues its event without a wakeup.
 	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}, {Fd: int32(r.wake[0]), Events: unix.POLLIN}}
+	var drop [64]byte
 	for {
 		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
 			return
 		}
 		if fds[1].Revents != 0 {
-			// Close: what the kernel queued before it is still recorded.
-			for r.queued() {
-				r.readOnce(buf)
+			for {
+				if n, _ := unix.Read(r.wake[0], drop[:]); n < len(drop) {
+					break
+				}
 			}
-			return
+			r.mu.Lock()
+			quit, asks := r.quit, r.asks
+			r.asks = nil
+			r.mu.Unlock()
+			if quit {
+				// What the kernel queued before Close is still recorded.
+				for r.queued() {
+					r.readOnce(buf)
+				}
+				return // the deferred nameAll answers the asks
+			}
+			if len(asks) > 0 {
+				r.nameAll()
+				r.procs.sweep()
+				for _, a := range asks {
+					close(a)
+				}
+			}
+			continue
 		}
-		r.readOnce(buf)
+		if n := r.readOnce(buf); n < len(buf)/2 {
+			// The queue ran dry. Let the next opens gather in it before
+			// polling again: a command's opens then wake this thread some
+			// 100 times a second, not once or more per open, and the
+			// kernel merges a process's repeated opens of a file meanwhile.
+			time.Sleep(settle)
+		}
 	}
+}
+
+// settle is how long the reader lets events gather after the queue ran
+// dry. The kernel queues 16,384 before it overflows: filling that in
+// 10 ms takes an open every 0.6 µs, where a grep -r opens one every 10.
+const settle = 10 * time.Millisecond
+
+// ownTable gives the calling (locked) thread a descriptor table of its
+// own, a copy of the daemon's, and closes in it every copy but the
+// group, the wake pipe, the standard streams and the Go runtime's own
+// (its epoll and eventfd, which it may use from any thread): a copy
+// would keep its file open, the FUSE device's or a deleted file's, for
+// the recorder's life. Then it opens fdDir in it. Where the thread may
+// not have a table of its own, nothing is held: each batch is named as
+// it is read, in the daemon's table.
+//
+// Files opened on this thread are opened and closed in one call (never
+// an *os.File kept: its finalizer would close a number elsewhere).
+func (r *Recorder) ownTable() error {
+	// A timer makes sure the runtime's poller exists before the copy, so
+	// that its descriptors are in it.
+	time.NewTimer(time.Hour).Stop()
+	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
+		r.cfg.MaxHeld = 0
+		var err error
+		r.fdDir, err = unix.Open("/proc/thread-self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	}
+	dir, err := os.ReadDir("/proc/thread-self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range dir {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || n <= 2 || n == r.fd || n == r.wake[0] || n == r.wake[1] {
+			continue
+		}
+		if l, err := os.Readlink("/proc/thread-self/fd/" + e.Name()); err == nil && (l == "anon_inode:[eventpoll]" || l == "anon_inode:[eventfd]") {
+			continue
+		}
+		unix.Close(n)
+	}
+	r.fdDir, err = unix.Open("/proc/thread-self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return err
 }
 
 // queued reports whether the group has events queued, without waiting.
@@ -204,17 +372,17 @@ func (r *Recorder) queued() bool {
 	return err == nil && n > 0 && fds[0].Revents&unix.POLLIN != 0
 }
 
-// readOnce reads and records one batch of events.
-func (r *Recorder) readOnce(buf []byte) {
+// readOnce reads one batch of events and holds them, naming each opener
+// (once per batch) while it most likely still lives: its name and cgroup
+// are gone from /proc once it is reaped. It returns the bytes read.
+func (r *Recorder) readOnce(buf []byte) int {
 	n, err := unix.Read(r.fd, buf)
 	if err != nil || n <= 0 {
-		return // EAGAIN, EINTR, or an event whose descriptor could not be opened
+		return 0 // EAGAIN, EINTR, or an event whose descriptor could not be opened
 	}
 	now := time.Now().UTC()
-	// Openers are named once per batch: /proc is read after the events
-	// anyway, so naming each of a walker's thousands of opens in one read
-	// again would tell nothing more, at a pread each.
 	named := map[uint32]Process{}
+	overflows, held := 0, len(r.held)
 	for b := buf[:n]; len(b) >= metaLen; {
 		md := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&b[0]))
 		if md.Event_len < uint32(metaLen) || int(md.Event_len) > len(b) {
@@ -225,16 +393,41 @@ func (r *Recorder) readOnce(buf []byte) {
 			continue
 		}
 		if md.Mask&unix.FAN_Q_OVERFLOW != 0 {
-			r.mu.Lock()
-			r.lost.Overflows++
-			r.noteLost(now)
-			r.mu.Unlock()
+			overflows++
 		}
-		if md.Fd >= 0 {
-			r.event(int(md.Fd), uint32(md.Pid), now, named)
+		if md.Fd < 0 {
+			continue
+		}
+		pid := uint32(md.Pid)
+		if pid == r.self {
 			unix.Close(int(md.Fd))
+			continue
 		}
+		p, ok := named[pid]
+		if !ok {
+			p = r.procs.get(pid)
+			named[pid] = p
+		}
+		r.held = append(r.held, heldOpen{fd: int(md.Fd), pid: pid, at: now, proc: p})
 	}
+	r.mu.Lock()
+	if overflows > 0 {
+		r.lost.Overflows += int64(overflows)
+		r.noteLost(now)
+	}
+	if len(r.held) > held {
+		if r.nheld == 0 && len(r.pending) == 0 {
+			r.since = now
+		}
+		r.last = now
+	}
+	r.nheld = len(r.held)
+	nameNow := r.draining || len(r.held) >= r.cfg.MaxHeld
+	r.mu.Unlock()
+	if nameNow {
+		r.nameAll()
+	}
+	return n
 }
 
 // noteLost widens the window of the losses; r.mu is held.
@@ -245,62 +438,63 @@ func (r *Recorder) noteLost(now time.Time) {
 	r.lost.To = now
 }
 
-// event aggregates one open. A repeat within the interval costs a statx
-// (of attributes the kernel holds; never a FUSE request) and a map probe.
-// named holds the openers this batch named already.
-func (r *Recorder) event(fd int, pid uint32, now time.Time, named map[uint32]Process) {
-	if pid == r.self {
-		return
+// nameAll names the opens held and closes their descriptors; on the
+// reader's thread.
+func (r *Recorder) nameAll() {
+	for _, h := range r.held {
+		r.name(h)
+		unix.Close(h.fd)
 	}
+	r.held = r.held[:0]
+	r.mu.Lock()
+	r.nheld = 0
+	r.mu.Unlock()
+}
+
+// name aggregates one held open: a statx of its descriptor (attributes
+// the kernel holds; never a FUSE request) and a map probe, and for the
+// first open of a version by its process a readlink.
+func (r *Recorder) name(h heldOpen) {
 	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC,
+	if err := unix.Statx(h.fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC,
 		unix.STATX_TYPE|unix.STATX_INO|unix.STATX_SIZE|unix.STATX_MTIME|unix.STATX_CTIME, &stx); err != nil {
 		return
 	}
 	if stx.Mode&unix.S_IFMT != unix.S_IFREG {
 		return
 	}
-	k := key{pid: pid, ino: stx.Ino, size: int64(stx.Size),
+	k := key{pid: h.pid, ino: stx.Ino, size: int64(stx.Size),
 		mtimeNs: stx.Mtime.Sec*1e9 + int64(stx.Mtime.Nsec), ctime: stx.Ctime.Sec*1e9 + int64(stx.Ctime.Nsec)}
 	r.mu.Lock()
-	r.last = now
 	if a := r.pending[k]; a != nil {
 		a.Opens++
 		r.mu.Unlock()
 		return
 	}
-	full := len(r.pending) >= r.cfg.MaxPending
-	if full {
+	if len(r.pending) >= r.cfg.MaxPending {
 		r.lost.Dropped++
-		r.noteLost(now)
-	}
-	r.mu.Unlock()
-	if full {
+		r.noteLost(h.at)
+		r.mu.Unlock()
 		return
 	}
-	// Named while the opener most likely still lives: its name and
-	// cgroup are gone from /proc once it is reaped.
-	p, ok := named[pid]
-	if !ok {
-		p = r.procs.get(pid)
-		named[pid] = p
-	}
+	r.mu.Unlock()
 	path := ""
-	if n, err := unix.Readlinkat(r.fdDir, strconv.Itoa(fd), r.link); err == nil && n < len(r.link) {
+	if n, err := unix.Readlinkat(r.fdDir, strconv.Itoa(h.fd), r.link); err == nil && n < len(r.link) {
 		path = string(r.link[:n])
 	}
-	a := &Access{Time: now, Pid: pid, Process: p, Path: path, Opens: 1, Ino: k.ino, Size: k.size, MtimeNs: k.mtimeNs, CtimeNs: k.ctime}
+	// A ctime after the read may be a change after the open. A ctime is
+	// cut to the kernel's tick, so a change just after the read can show
+	// a ctime just before it: a tick of slack, and "may". (A change between
+	// the open and its read cannot be told, as before naming waited.)
+	a := &Access{Time: h.at, Pid: h.pid, Process: h.proc, Path: path, Opens: 1, Ino: k.ino, Size: k.size,
+		MtimeNs: k.mtimeNs, CtimeNs: k.ctime, Changed: k.ctime > h.at.Add(-tick).UnixNano()}
 	r.mu.Lock()
-	if b := r.pending[k]; b != nil {
-		b.Opens++
-	} else {
-		if len(r.pending) == 0 {
-			r.since = now
-		}
-		r.pending[k] = a
-	}
+	r.pending[k] = a // only the reader adds to pending
 	r.mu.Unlock()
 }
+
+// tick is the coarsest a file's ctime is cut to (a kernel with HZ=100).
+const tick = 10 * time.Millisecond
 
 func (r *Recorder) flushEvery() {
 	defer close(r.flushDone)
@@ -325,18 +519,18 @@ func (r *Recorder) deferred() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return time.Since(r.last) < r.cfg.Pause && time.Since(r.since) < r.cfg.MaxDelay &&
-		len(r.pending) < r.cfg.MaxPending/2 && !r.lost.Any()
+		len(r.pending)+r.nheld < r.cfg.MaxPending/2 && !r.lost.Any()
 }
 
-// Flush hands on what is pending now.
+// Flush names what is held and hands on what is pending now.
 func (r *Recorder) Flush() { r.flush() }
 
 func (r *Recorder) flush() {
+	r.nameHeld()
 	r.mu.Lock()
 	batch, lost := r.pending, r.lost
 	r.pending, r.lost = make(map[key]*Access, len(batch)), Lost{}
 	r.mu.Unlock()
-	r.procs.sweep()
 	if len(batch) == 0 && !lost.Any() {
 		return
 	}

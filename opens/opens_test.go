@@ -5,9 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // start records opens on the filesystem holding dir, or skips where
@@ -197,5 +201,231 @@ func TestBatchWaitsForAPause(t *testing.T) {
 	}
 	if held(func(h *Recorder) { h.lost.Overflows = 1 }) {
 		t.Error("a batch with lost opens is held")
+	}
+}
+
+// heldIn lists the descriptors in the reader's table that lead into
+// dir, as "fd -> path". (Other tests' recorders see the same opens.)
+func heldIn(t *testing.T, r *Recorder, dir string) []string {
+	t.Helper()
+	tdir := fmt.Sprintf("/proc/self/task/%d/fd", r.tid)
+	fds, err := os.ReadDir(tdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, fd := range fds {
+		if l, err := os.Readlink(tdir + "/" + fd.Name()); err == nil && strings.HasPrefix(l, dir+"/") {
+			found = append(found, fd.Name()+" -> "+l)
+		}
+	}
+	return found
+}
+
+// waitHeld polls (a hang guard of a minute) until the reader holds at
+// least n opens of files in dir.
+func waitHeld(t *testing.T, r *Recorder, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		h := heldIn(t, r, dir)
+		if len(h) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reader holds %d opens in %s, want %d", len(h), dir, n)
+		}
+		time.Sleep(time.Millisecond) // a poll interval
+	}
+}
+
+// manyFiles writes n small files into a new directory.
+func manyFiles(t *testing.T, n int) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	var paths []string
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf("f%03d", i))
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return dir, paths
+}
+
+// TestHeldOpensAreNotTheDaemons: the descriptors of opens held until the
+// pause are in the reader's own table. None is a number in the daemon's
+// (where another part of it could be handed it, or run out of them), and
+// the reader's table keeps no copy of the daemon's files.
+func TestHeldOpensAreNotTheDaemons(t *testing.T) {
+	t.Parallel()
+	dir, paths := manyFiles(t, 30)
+	// A file of the daemon's, open when the recorder starts and closed
+	// after: no copy of it may stay open in the reader's table.
+	mine, err := os.Open(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{}
+	r := start(t, dir, Config{Interval: time.Hour, Pause: time.Hour, MaxDelay: time.Hour, Emit: c.emit})
+	defer r.Close()
+	mine.Close()
+	cmd := exec.Command("cat", paths...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cat: %v %s", err, out)
+	}
+	waitHeld(t, r, dir, len(paths))
+	self, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range self {
+		if l, _ := os.Readlink("/proc/self/fd/" + fd.Name()); strings.HasPrefix(l, dir+"/") {
+			t.Errorf("the daemon's table has %s -> %s while the recorder holds cat's opens", fd.Name(), l)
+		}
+	}
+	r.Drain()
+	if left := heldIn(t, r, dir); len(left) > 0 {
+		t.Errorf("after Drain, still open: %v", left)
+	}
+	r.Flush()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got := map[string]bool{}
+	for _, a := range c.acc {
+		if a.Pid == uint32(cmd.Process.Pid) {
+			got[a.Path] = true
+		}
+	}
+	for _, p := range paths {
+		if !got[p] {
+			t.Errorf("cat's open of %s was not named (named: %d)", p, len(got))
+		}
+	}
+}
+
+// TestAChangeBeforeNamingIsSaid: an open named after its file changed
+// says so, and names the version it found.
+func TestAChangeBeforeNamingIsSaid(t *testing.T) {
+	t.Parallel()
+	dir, paths := manyFiles(t, 1)
+	c := &collector{}
+	r := start(t, dir, Config{Interval: time.Hour, Pause: time.Hour, MaxDelay: time.Hour, Emit: c.emit})
+	defer r.Close()
+	cmd := exec.Command("cat", paths[0])
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cat: %v %s", err, out)
+	}
+	waitHeld(t, r, dir, 1)
+	if err := os.WriteFile(paths[0], []byte("longer now\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Flush()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.acc {
+		if a.Pid == uint32(cmd.Process.Pid) && a.Path == paths[0] {
+			if !a.Changed || a.Size != int64(len("longer now\n")) {
+				t.Fatalf("an open named after its file changed: Changed %v, size %d", a.Changed, a.Size)
+			}
+			return
+		}
+	}
+	t.Fatal("cat's open was not recorded")
+}
+
+// TestHeldAtTheBoundAreNamedAtOnce: at MaxHeld the reader names what it
+// holds without waiting for a pause.
+func TestHeldAtTheBoundAreNamedAtOnce(t *testing.T) {
+	t.Parallel()
+	dir, paths := manyFiles(t, 20)
+	c := &collector{}
+	r := start(t, dir, Config{Interval: time.Hour, Pause: time.Hour, MaxDelay: time.Hour, MaxHeld: 4, Emit: c.emit})
+	defer r.Close()
+	cmd := exec.Command("cat", paths...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cat: %v %s", err, out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r.mu.Lock()
+		named := 0
+		for _, a := range r.pending {
+			if a.Pid == uint32(cmd.Process.Pid) && strings.HasPrefix(a.Path, dir+"/") {
+				named++
+			}
+		}
+		r.mu.Unlock()
+		if named == len(paths) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of cat's %d opens named without a flush, at a bound of 4 held", named, len(paths))
+		}
+		time.Sleep(time.Millisecond) // a poll interval
+	}
+	if left := heldIn(t, r, dir); len(left) >= 4 {
+		t.Errorf("%d held at a bound of 4: %v", len(left), left)
+	}
+}
+
+// onMain runs functions on the main thread (see TestMain).
+var onMain = make(chan func())
+
+func init() { runtime.LockOSThread() } // the main goroutine stays on the main thread
+
+func TestMain(m *testing.M) {
+	code := make(chan int)
+	go func() { code <- m.Run() }()
+	for {
+		select {
+		case f := <-onMain:
+			f()
+		case c := <-code:
+			os.Exit(c)
+		}
+	}
+}
+
+// TestReaderNeverOnTheMainThread: started from the main thread, the
+// reader's table is still another thread's. /proc/self is the main
+// thread's, and the daemon names its descriptors through /proc/self/fd:
+// when the reader took the main thread for its own table, the daemon's
+// root descriptors vanished from /proc/self/fd and every lookup through
+// the mount failed with ENOENT.
+func TestReaderNeverOnTheMainThread(t *testing.T) {
+	dir, paths := manyFiles(t, 1)
+	mine, err := os.Open(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Close()
+	for range 5 {
+		var r *Recorder
+		done := make(chan struct{})
+		onMain <- func() {
+			defer close(done)
+			if unix.Gettid() != os.Getpid() {
+				return // the main goroutine left the main thread (see below)
+			}
+			// Unlocked, as the daemon's main goroutine is: the new
+			// goroutine may then run on this thread while Start waits.
+			// Locked again after, on whichever thread it then is.
+			runtime.UnlockOSThread()
+			defer runtime.LockOSThread()
+			r = start(t, dir, Config{Interval: time.Hour, Emit: func([]Access, Lost) {}})
+		}
+		<-done
+		if r == nil {
+			continue
+		}
+		if r.tid == os.Getpid() {
+			t.Error("the reader's table is the main thread's")
+		}
+		if l, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", mine.Fd())); err != nil || l != paths[0] {
+			t.Errorf("/proc/self/fd/%d: %q %v, want %s", mine.Fd(), l, err, paths[0])
+		}
+		r.Close()
 	}
 }

@@ -5,8 +5,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Process is who opened a file, as /proc said while it lived.
@@ -28,14 +29,14 @@ const NoUid = ^uint32(0)
 // reading it again costs one pread and tells both whether the process
 // still lives (a descriptor of a dead process reads nothing, even if the
 // pid was reused since) and whether it exec'd something else (its name
-// changed), so a cached answer is never another process's.
+// changed), so a cached answer is never another process's. It is used
+// on the reader's thread only: its descriptors are in that thread's table.
 type procs struct {
-	mu sync.Mutex
-	m  map[uint32]*proc
+	m map[uint32]*proc
 }
 
 type proc struct {
-	comm *os.File
+	comm int // a descriptor in the reader's own table
 	p    Process
 	used time.Time
 }
@@ -46,12 +47,10 @@ func newProcs() *procs { return &procs{m: map[uint32]*proc{}} }
 const maxProcs = 4096
 
 func (ps *procs) get(pid uint32) Process {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
 	var buf [64]byte
 	e := ps.m[pid]
 	if e != nil {
-		n, err := e.comm.ReadAt(buf[:], 0)
+		n, err := unix.Pread(e.comm, buf[:], 0)
 		if n > 0 {
 			e.used = time.Now()
 			if name := string(bytes.TrimRight(buf[:n], "\n")); name != e.p.Name {
@@ -64,7 +63,7 @@ func (ps *procs) get(pid uint32) Process {
 		if fresh == nil {
 			return e.p
 		}
-		e.comm.Close()
+		unix.Close(e.comm)
 		ps.m[pid] = fresh
 		return fresh.p
 	}
@@ -73,7 +72,7 @@ func (ps *procs) get(pid uint32) Process {
 		return Process{Uid: NoUid}
 	}
 	if len(ps.m) >= maxProcs {
-		ps.sweepLocked(0)
+		ps.sweepOlder(0)
 	}
 	ps.m[pid] = fresh
 	return fresh.p
@@ -81,17 +80,17 @@ func (ps *procs) get(pid uint32) Process {
 
 // open names a live process and keeps its comm open, or returns nil.
 func open(pid uint32) *proc {
-	f, err := os.Open("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/comm")
+	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(pid), 10)+"/comm", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
 	var buf [64]byte
-	n, _ := f.ReadAt(buf[:], 0)
-	if n == 0 {
-		f.Close()
+	n, _ := unix.Pread(fd, buf[:], 0)
+	if n <= 0 {
+		unix.Close(fd)
 		return nil
 	}
-	return &proc{comm: f, p: describe(pid, string(bytes.TrimRight(buf[:n], "\n"))), used: time.Now()}
+	return &proc{comm: fd, p: describe(pid, string(bytes.TrimRight(buf[:n], "\n"))), used: time.Now()}
 }
 
 // describe reads the uid and cgroup of a process named name.
@@ -127,23 +126,19 @@ const idle = 30 * time.Second
 
 // sweep closes the entries of processes idle for a while.
 func (ps *procs) sweep() {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.sweepLocked(idle)
+	ps.sweepOlder(idle)
 }
 
-func (ps *procs) sweepLocked(olderThan time.Duration) {
+func (ps *procs) sweepOlder(olderThan time.Duration) {
 	now := time.Now()
 	for pid, e := range ps.m {
 		if now.Sub(e.used) >= olderThan {
-			e.comm.Close()
+			unix.Close(e.comm)
 			delete(ps.m, pid)
 		}
 	}
 }
 
 func (ps *procs) close() {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.sweepLocked(0)
+	ps.sweepOlder(0)
 }
