@@ -323,7 +323,7 @@ func (r *Recorder) read(ready chan<- error) {
 
 // settle is how long the reader lets events gather after the queue ran
 // dry. The kernel queues 16,384 before it overflows: filling that in
-// 10 ms takes an open every 0.6 µs, where a grep -r opens one every 10.
+// 10 ms takes an open every 0.6 µs; a grep -r opens one every 10 µs.
 const settle = 10 * time.Millisecond
 
 // ownTable gives the calling (locked) thread a descriptor table of its
