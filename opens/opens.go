@@ -343,10 +343,17 @@ func (r *Recorder) ownTable() error {
 	time.NewTimer(time.Hour).Stop()
 	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
 		r.cfg.MaxHeld = 0
-		var err error
-		r.fdDir, err = unix.Open("/proc/thread-self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	} else if err := r.closeCopies(); err != nil {
 		return err
 	}
+	var err error
+	r.fdDir, err = unix.Open("/proc/thread-self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return err
+}
+
+// closeCopies closes, in the thread's own table, the copies ownTable
+// does not keep.
+func (r *Recorder) closeCopies() error {
 	dir, err := os.ReadDir("/proc/thread-self/fd")
 	if err != nil {
 		return err
@@ -361,8 +368,7 @@ func (r *Recorder) ownTable() error {
 		}
 		unix.Close(n)
 	}
-	r.fdDir, err = unix.Open("/proc/thread-self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	return err
+	return nil
 }
 
 // queued reports whether the group has events queued, without waiting.
