@@ -36,6 +36,13 @@ func (v *view) saw(ctx context.Context) {
 	}
 }
 
+// Used notes that another process used the mount without a request:
+// an open served from the kernel's caches, which only the opens audit
+// sees. Background work yields to it as to a request; without it, the
+// history check's walk of the backing tree ran beside a grep -r that
+// the warm walk had made cache-only, and took a core from it.
+func (s *Server) Used() { s.v.active.last.Store(time.Now().UnixNano()) }
+
 // idleFor is how long no other process has asked anything.
 func (a *activity) idleFor() time.Duration {
 	return time.Duration(time.Now().UnixNano() - a.last.Load())

@@ -86,6 +86,12 @@ type Config struct {
 	// Emit receives each batch from one goroutine; it may take its time
 	// (a journal append) while opens keep being aggregated.
 	Emit func([]Access, Lost)
+	// Seen, when set, is called from the reader each time it takes
+	// another process's opens off the queue, before they are named: an
+	// open served from the kernel's caches asks the daemon nothing, and
+	// this is how its background work learns that a command is running
+	// and yields to it. It must not block.
+	Seen func()
 	// A batch is handed on once no open has arrived for Pause (default
 	// 250 ms), or MaxDelay (default 5 s) after its first open, or once it
 	// holds half of MaxPending: in the pause after the command that made
@@ -430,6 +436,9 @@ func (r *Recorder) readOnce(buf []byte) int {
 	r.nheld = len(r.held)
 	nameNow := r.draining || len(r.held) >= r.cfg.MaxHeld
 	r.mu.Unlock()
+	if len(r.held) > held && r.cfg.Seen != nil {
+		r.cfg.Seen()
+	}
 	if nameNow {
 		r.nameAll()
 	}

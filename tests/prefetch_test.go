@@ -258,6 +258,23 @@ func quietMount(t *testing.T, f *fixture, files map[string]string) (string, stri
 // of a new name, again and again), as an agent's command does, from the
 // moment it returns until the function it returns is called.
 func keepBusy(t *testing.T, mp string) (stop func()) {
+	return busyWith(t, func(i int) { os.Stat(filepath.Join(mp, fmt.Sprintf("missing-%d", i))) })
+}
+
+// keepReading is keepBusy by reading one file of the mount again and
+// again: after the first time, its name and pages are in the kernel's
+// caches and a read asks the daemon nothing, as a second grep -r does.
+func keepReading(t *testing.T, file string) (stop func()) {
+	return busyWith(t, func(int) {
+		if _, err := os.ReadFile(file); err != nil {
+			t.Errorf("keepReading: %v", err)
+		}
+	})
+}
+
+// busyWith calls step without a pause until stop is called, after it has
+// run a few times.
+func busyWith(t *testing.T, step func(i int)) (stop func()) {
 	t.Helper()
 	done, stopped := make(chan struct{}), make(chan struct{})
 	var asked atomic.Int64
@@ -269,7 +286,7 @@ func keepBusy(t *testing.T, mp string) (stop func()) {
 				return
 			default:
 			}
-			os.Stat(filepath.Join(mp, fmt.Sprintf("missing-%d", i)))
+			step(i)
 			asked.Add(1)
 		}
 	}()

@@ -599,9 +599,26 @@ func leakyHistory(t *testing.T, repo string) {
 // TestHistoryScanWaitsForThePause: the mount's history scan is a warning,
 // not a gate, and runs in the agent's pauses: while a process keeps using
 // the mount it starts no further git; once the process stops, the scan
-// finishes and warns.
+// finishes and warns. A process whose reads are all served from the
+// kernel's caches (the opens audit sees them; the daemon gets no
+// request) is using it too.
 func TestHistoryScanWaitsForThePause(t *testing.T) {
 	t.Parallel()
+	for _, c := range []struct {
+		name string
+		busy func(t *testing.T, f *fixture) (stop func())
+	}{
+		{"asking", func(t *testing.T, f *fixture) func() { return keepBusy(t, f.mp) }},
+		{"from the caches", func(t *testing.T, f *fixture) func() { return keepReading(t, filepath.Join(f.mp, "README.md")) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			historyScanWaits(t, c.busy)
+		})
+	}
+}
+
+func historyScanWaits(t *testing.T, busy func(t *testing.T, f *fixture) (stop func())) {
 	realGit, err := exec.LookPath("git")
 	if err != nil {
 		t.Skip("no git")
@@ -631,7 +648,7 @@ func TestHistoryScanWaitsForThePause(t *testing.T) {
 		return nil
 	})
 
-	idle := keepBusy(t, f.mp)
+	idle := busy(t, f)
 	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
