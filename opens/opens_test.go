@@ -429,3 +429,38 @@ func TestReaderNeverOnTheMainThread(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestSeenBeforeNamed: another process's opens are announced (Seen) as
+// they come off the queue, long before they are named: the daemon's
+// background work yields to a command whose opens ask it nothing.
+func TestSeenBeforeNamed(t *testing.T) {
+	t.Parallel()
+	dir, paths := manyFiles(t, 5)
+	c := &collector{}
+	seen := make(chan struct{}, 1)
+	r := start(t, dir, Config{Interval: time.Hour, Pause: time.Hour, MaxDelay: time.Hour, Emit: c.emit, Seen: func() {
+		select {
+		case seen <- struct{}{}:
+		default:
+		}
+	}})
+	defer r.Close()
+	for len(seen) > 0 { // another process's opens before cat's
+		<-seen
+	}
+	if out, err := exec.Command("cat", paths...).CombinedOutput(); err != nil {
+		t.Fatalf("cat: %v %s", err, out)
+	}
+	select {
+	case <-seen:
+	case <-time.After(time.Minute): // a hang guard
+		t.Fatal("cat's opens were never announced")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, a := range r.pending {
+		if strings.HasPrefix(a.Path, dir+"/") {
+			t.Fatalf("named before a pause (Pause is an hour): %+v", a)
+		}
+	}
+}
