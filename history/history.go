@@ -15,8 +15,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -56,9 +58,11 @@ type Options struct {
 	Quiet func(context.Context) error
 	// Repos, when set, gives the working trees a walk of the view
 	// already found (the mount's warm walk lists every directory anyway),
-	// so the scan does not walk the tree a second time. ok false: that
-	// walk did not see the whole tree, and the scan walks it itself.
-	Repos func(context.Context) (found []Repo, ok bool)
+	// so the scan does not walk the tree a second time, and the
+	// directories that walk did not list (it stopped at its byte budget),
+	// which the scan walks itself. ok false: there was no such walk, and
+	// the scan walks the whole tree.
+	Repos func(context.Context) (found, unlisted []Repo, ok bool)
 }
 
 // pace is o.Quiet, or nothing to wait for.
@@ -81,12 +85,19 @@ type Repo struct {
 // Whoever finds the trees for it (Options.Repos) skips the same.
 func NotLookedIn(name string) bool { return name == ".git" || name == "node_modules" }
 
-// repos finds the git working trees under the guard's roots. It does not
-// look inside the directories NotLookedIn names.
-func repos(ctx context.Context, g *roots.Guard, o Options) ([]Repo, error) {
+// repos finds the git working trees under the directories from (a root
+// and a directory in it each). It does not look inside the directories
+// NotLookedIn names. The walk goes through os.Root: a directory swapped
+// for a symbolic link while it walks cannot take it out of the root.
+func repos(ctx context.Context, from []Repo, o Options) ([]Repo, error) {
 	var out []Repo
-	for _, r := range g.Roots() {
-		err := filepath.WalkDir(r.Real, func(p string, d os.DirEntry, err error) error {
+	for _, f := range from {
+		r := f.Root
+		root, err := os.OpenRoot(r.Real)
+		if err != nil {
+			return out, err
+		}
+		err = fs.WalkDir(root.FS(), f.Rel, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {
 				return nil
 			}
@@ -94,14 +105,14 @@ func repos(ctx context.Context, g *roots.Guard, o Options) ([]Repo, error) {
 				return err
 			}
 			if d.Name() == ".git" {
-				rel, _ := filepath.Rel(r.Real, filepath.Dir(p))
-				out = append(out, Repo{r, rel})
+				out = append(out, Repo{r, path.Dir(p)})
 			}
 			if NotLookedIn(d.Name()) {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		})
+		root.Close()
 		if err != nil {
 			return out, err
 		}
@@ -115,17 +126,22 @@ func Scan(ctx context.Context, g *roots.Guard, o Options) ([]Report, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, fmt.Errorf("git is not installed: history cannot be checked")
 	}
-	var all []Repo
+	var all, unlisted []Repo
 	ok := false
 	if o.Repos != nil {
-		all, ok = o.Repos(ctx)
+		all, unlisted, ok = o.Repos(ctx)
 	}
 	if !ok {
-		var err error
-		if all, err = repos(ctx, g, o); err != nil {
-			return nil, err
+		all, unlisted = nil, nil
+		for _, r := range g.Roots() {
+			unlisted = append(unlisted, Repo{r, "."})
 		}
 	}
+	more, err := repos(ctx, unlisted, o)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, more...)
 	var out []Report
 	for _, repo := range all {
 		rep, err := scanRepo(ctx, g, repo.Root, repo.Rel, o)

@@ -74,11 +74,13 @@ type Server struct {
 	live atomic.Bool
 
 	// walked is closed when the first warm walk ends, or at once when
-	// there is none; repos and walkedAll are set before (see Repos).
+	// there is none; repos, unlisted and walkedOK are set before (see
+	// Repos).
 	walked     chan struct{}
 	walkedOnce sync.Once
 	repos      []history.Repo
-	walkedAll  bool
+	unlisted   []history.Repo
+	walkedOK   bool
 }
 
 // fallbackTimeout bounds the kernel's caching of names and attributes
@@ -178,7 +180,7 @@ func Mount(cfg Config) (*Server, error) {
 	if pol.Mount.Warm && v.kernelOpen && v.watched() {
 		go s.keepWarm(s.stopRoots, pol.Mount.WarmMaxBytes)
 	} else {
-		s.walkDone(nil, false)
+		s.walkDone(nil, nil, false)
 	}
 	return s, nil
 }

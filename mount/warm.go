@@ -99,15 +99,15 @@ func (s *Server) Quiet(ctx context.Context) error {
 // mount (it yields to real requests), and stops at the byte budget, at
 // stop, or at the end of the tree. Symbolic links are not followed.
 //
-// It returns the git working trees it met (see Repos), and whether it
-// listed every directory of the view.
-func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos []history.Repo, whole bool) {
+// It returns the git working trees it met and the directories it did not
+// list (see Repos); ok is false when it stopped before it could say.
+func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, unlisted []history.Repo, ok bool) {
 	start, pushed := time.Now(), s.v.prefetch.bytes.Load()
 	queue := []string{s.mp}
 	dirs, files := 0, 0
 	for len(queue) > 0 && s.v.prefetch.bytes.Load()-pushed < budget {
 		if !s.v.active.quiet(stop, s.v.prefetch.busy) { // the workers, or the agent, go first
-			return repos, false
+			return nil, nil, false
 		}
 		d := queue[0]
 		queue = queue[1:]
@@ -129,32 +129,64 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos []h
 			}
 		}
 	}
-	whole = len(queue) == 0
+	// Past the byte budget, what is left of the queue is the history
+	// check's to walk: at the budget's end the walk had often listed all
+	// but a few directories, and the check walked the whole tree again.
+	if unlisted, ok = s.unlistedOf(queue); !ok {
+		return nil, nil, false
+	}
 	// The indexes the walk met, made in a pause like every step of it.
 	if !s.v.active.quiet(stop, nil) {
-		return repos, whole
+		return nil, nil, false
 	}
 	s.v.warmIndexes()
 	// Done means warm: the pushes the walk's listings queued are in.
 	for !s.v.prefetch.drained() {
 		select {
 		case <-stop:
-			return repos, whole
+			return nil, nil, false
 		case <-time.After(time.Millisecond):
 		}
 	}
 	s.log.Info("warm walk done", "dirs", dirs, "files", files, "pushed_bytes", s.v.prefetch.bytes.Load()-pushed,
 		"budget_bytes", budget, "seconds", time.Since(start).Seconds())
 	s.event("warm_walk_done")
-	return repos, whole
+	return repos, unlisted, true
 }
 
 // repoAt names the working tree at d, a directory of the mount that holds
 // a .git directory; one inside a directory the history check does not
 // look in (history.NotLookedIn) is not a tree of its.
 func (s *Server) repoAt(d string) (history.Repo, bool) {
+	r, ok := s.backingOf(d)
+	if !ok || slices.ContainsFunc(strings.Split(r.Rel, "/"), history.NotLookedIn) {
+		return history.Repo{}, false
+	}
+	return r, true
+}
+
+// unlistedOf names the directories of the mount a walk did not list, for
+// the history check to walk, leaving out those it does not look in;
+// false if one is no root's (the top of a mount of several roots).
+func (s *Server) unlistedOf(dirs []string) (unlisted []history.Repo, ok bool) {
+	for _, d := range dirs {
+		r, in := s.backingOf(d)
+		if !in {
+			return nil, false
+		}
+		if !slices.ContainsFunc(strings.Split(r.Rel, "/"), history.NotLookedIn) {
+			unlisted = append(unlisted, r)
+		}
+	}
+	return unlisted, true
+}
+
+// backingOf names d, a directory of the mount, as a root and a path in
+// it ("." for the root's own); false for the top of a mount of several
+// roots, which is no root's.
+func (s *Server) backingOf(d string) (history.Repo, bool) {
 	rel, err := filepath.Rel(s.mp, d)
-	if err != nil || slices.ContainsFunc(strings.Split(rel, "/"), history.NotLookedIn) {
+	if err != nil {
 		return history.Repo{}, false
 	}
 	g := s.v.guard.Load()
@@ -174,28 +206,29 @@ func (s *Server) repoAt(d string) (history.Repo, bool) {
 }
 
 // walkDone records the first walk's outcome and wakes Repos.
-func (s *Server) walkDone(repos []history.Repo, whole bool) {
+func (s *Server) walkDone(repos, unlisted []history.Repo, ok bool) {
 	s.walkedOnce.Do(func() {
-		s.repos, s.walkedAll = repos, whole
+		s.repos, s.unlisted, s.walkedOK = repos, unlisted, ok
 		close(s.walked)
 	})
 }
 
 // Repos waits for the first warm walk to end and returns the git working
-// trees it met, so the history check need not walk the tree again. ok is
-// false when there was no walk or it stopped before the end of the tree
-// (its byte budget): it did not see every directory. A tree hidden from
-// the view is not met, and needs no warning: the agent cannot run git on
-// it. Once the mount is gone, or ctx is done, there is nothing to warn
-// about (none, ok).
-func (s *Server) Repos(ctx context.Context) (found []history.Repo, ok bool) {
+// trees it met, so the history check need not walk the tree again, and
+// the directories it did not list (it stopped at its byte budget), for
+// the check to walk. ok is false when there was no walk or it stopped
+// before it could say: the check walks the whole tree. A tree hidden
+// from the view is not met, and needs no warning: the agent cannot run
+// git on it. Once the mount is gone, or ctx is done, there is nothing to
+// warn about (none, ok).
+func (s *Server) Repos(ctx context.Context) (found, unlisted []history.Repo, ok bool) {
 	select {
 	case <-s.walked:
-		return s.repos, s.walkedAll
+		return s.repos, s.unlisted, s.walkedOK
 	case <-s.stopRoots:
-		return nil, true
+		return nil, nil, true
 	case <-ctx.Done():
-		return nil, true
+		return nil, nil, true
 	}
 }
 
@@ -221,7 +254,7 @@ func (s *Server) keepWarm(stop <-chan struct{}, budget int64) {
 	ls, err := startLister()
 	if err != nil {
 		s.log.Warn("no warm walk: its lister process did not start", "err", err.Error())
-		s.walkDone(nil, false)
+		s.walkDone(nil, nil, false)
 		return
 	}
 	defer ls.close()

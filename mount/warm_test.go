@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsguard/fsguard/history"
 	"github.com/fsguard/fsguard/policy"
 )
 
@@ -16,6 +17,8 @@ import (
 // the root's own, nested ones, none inside node_modules (as the check's
 // own walk), none inside a .git directory, none whose .git is a file (a worktree's link) and none the
 // view hides; in a mount of several roots, each root's own too. Without a walk it says it saw nothing, and the check walks.
+// A walk stopped by its byte budget hands on the directories it did not
+// list: each tree is then either met or under one of them, never both.
 func TestWalkFindsTheRepos(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
@@ -30,14 +33,15 @@ func TestWalkFindsTheRepos(t *testing.T) {
 	other := filepath.Join(base, "other")
 	must(t, os.MkdirAll(filepath.Join(other, ".git"), 0o755))
 	must(t, os.MkdirAll(filepath.Join(other, "x", ".git"), 0o755))
-	reposOf := func(warm bool, more ...string) ([]string, bool) {
+	must(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("pushed by the first listing\n"), 0o644))
+	reposOf := func(warm bool, budget string, more ...string) (found, unlisted []string, ok bool) {
 		mp := filepath.Join(t.TempDir(), "mnt")
 		must(t, os.Mkdir(mp, 0o755))
 		text := "[[root]]\npath = \"" + root + "\"\n"
 		for _, r := range more {
 			text += "[[root]]\npath = \"" + r + "\"\n"
 		}
-		text += "[deny]\npaths = [\"" + filepath.Join(root, "secret") + "\"]\n[mount]\nwarm = " + map[bool]string{true: "true", false: "false"}[warm] + "\n"
+		text += "[deny]\npaths = [\"" + filepath.Join(root, "secret") + "\"]\n[mount]\nwarm = " + map[bool]string{true: "true", false: "false"}[warm] + "\n" + budget
 		pol, err := policy.Parse([]byte(text))
 		must(t, err)
 		s, err := Mount(Config{Policy: pol, MountPoint: mp})
@@ -48,25 +52,64 @@ func TestWalkFindsTheRepos(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
 		defer cancel()
-		found, ok := s.Repos(ctx)
+		f, u, ok := s.Repos(ctx)
 		if ctx.Err() != nil {
 			t.Fatal("Repos did not return")
 		}
-		var rels []string
-		for _, r := range found {
-			rels = append(rels, filepath.Base(r.Root.Path)+":"+r.Rel)
+		names := func(rs []history.Repo) []string {
+			var rels []string
+			for _, r := range rs {
+				rels = append(rels, filepath.Base(r.Root.Path)+":"+r.Rel)
+			}
+			slices.Sort(rels)
+			return rels
 		}
-		slices.Sort(rels)
-		return rels, ok
+		return names(f), names(u), ok
 	}
-	if got, ok := reposOf(true); !ok || !slices.Equal(got, []string{"root:.", "root:a/b", "root:a/b/c"}) {
-		t.Errorf("after the walk: %q (whole %v), want [root:. root:a/b root:a/b/c]", got, ok)
+	trees := []string{"root:.", "root:a/b", "root:a/b/c"}
+	if got, u, ok := reposOf(true, ""); !ok || !slices.Equal(got, trees) || len(u) != 0 {
+		t.Errorf("after the walk: %q (ok %v, unlisted %q), want %q and none unlisted", got, ok, u, trees)
 	}
 	want := []string{"other:.", "other:x", "root:.", "root:a/b", "root:a/b/c"}
-	if got, ok := reposOf(true, other); !ok || !slices.Equal(got, want) {
-		t.Errorf("two roots, after the walk: %q (whole %v), want %q", got, ok, want)
+	if got, u, ok := reposOf(true, "", other); !ok || !slices.Equal(got, want) || len(u) != 0 {
+		t.Errorf("two roots, after the walk: %q (ok %v, unlisted %q), want %q", got, ok, u, want)
 	}
-	if got, ok := reposOf(false); ok || len(got) != 0 {
-		t.Errorf("without a walk: %q (whole %v), want nothing and not whole", got, ok)
+	if got, u, ok := reposOf(false, ""); ok || len(got) != 0 || len(u) != 0 {
+		t.Errorf("without a walk: %q %q (ok %v), want nothing and not ok", got, u, ok)
+	}
+	// A budget of nothing: the walk lists nothing, and says so.
+	if got, u, ok := reposOf(true, "warm_max_bytes = 0\n"); !ok || len(got) != 0 || !slices.Equal(u, []string{"root:."}) {
+		t.Errorf("a walk of no budget: met %q, unlisted %q (ok %v), want none met, [root:.] unlisted", got, u, ok)
+	}
+	if got, u, ok := reposOf(true, "warm_max_bytes = 0\n", other); ok {
+		t.Errorf("two roots, a walk of no budget: met %q, unlisted %q (ok %v), want not ok (the check walks every root)", got, u, ok)
+	}
+
+}
+
+// TestUnlistedOf: the directories a walk stopped by its budget left are
+// named as the history check walks them, without those it does not look
+// in.
+func TestUnlistedOf(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	mp := filepath.Join(t.TempDir(), "mnt")
+	must(t, os.Mkdir(mp, 0o755))
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	must(t, err)
+	s, err := Mount(Config{Policy: pol, MountPoint: mp})
+	must(t, err)
+	defer s.Unmount()
+	got, ok := s.unlistedOf([]string{mp, filepath.Join(mp, "a/b"), filepath.Join(mp, "node_modules"), filepath.Join(mp, "x/.git"), filepath.Join(mp, "x/node_modules/y"), filepath.Join(mp, "w")})
+	var rels []string
+	for _, r := range got {
+		if r.Root.Real != root {
+			t.Errorf("%+v: not the root's", r)
+		}
+		rels = append(rels, r.Rel)
+	}
+	if want := []string{".", "a/b", "w"}; !ok || !slices.Equal(rels, want) {
+		t.Errorf("unlisted %q (ok %v), want %q", rels, ok, want)
 	}
 }
