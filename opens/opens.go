@@ -100,7 +100,8 @@ type Config struct {
 	// the daemon's CPU during it.
 	Pause, MaxDelay time.Duration
 	// MaxHeld bounds the event descriptors kept unnamed: at the bound the
-	// reader names them at once, beside the command. Each is an open file
+	// reader names the oldest at once, beside the command, down to three
+	// quarters of the bound. Each is an open file
 	// of the mount, in the reader's own descriptor table. Default: what
 	// the descriptor limit leaves beside the named processes, at most
 	// 1<<15.
@@ -434,13 +435,21 @@ func (r *Recorder) readOnce(buf []byte) int {
 		r.last = now
 	}
 	r.nheld = len(r.held)
-	nameNow := r.draining || len(r.held) >= r.cfg.MaxHeld
+	all := r.draining
 	r.mu.Unlock()
 	if len(r.held) > held && r.cfg.Seen != nil {
 		r.cfg.Seen()
 	}
-	if nameNow {
+	switch {
+	case all:
 		r.nameAll()
+	case len(r.held) >= r.cfg.MaxHeld:
+		// At the bound, the oldest are named, down to three quarters of
+		// it: room for the next read's events (a read takes at most
+		// 64 KiB / 24 bytes = 2,730), while the command's later opens
+		// still wait for its pause. Naming all at the bound named 15,840
+		// of a 20,001-file grep -r's opens beside it.
+		r.nameOldest(len(r.held) - r.cfg.MaxHeld + max(r.cfg.MaxHeld/4, 1))
 	}
 	return n
 }
@@ -455,14 +464,18 @@ func (r *Recorder) noteLost(now time.Time) {
 
 // nameAll names the opens held and closes their descriptors; on the
 // reader's thread.
-func (r *Recorder) nameAll() {
-	for _, h := range r.held {
+func (r *Recorder) nameAll() { r.nameOldest(len(r.held)) }
+
+// nameOldest names the n opens held longest and closes their descriptors;
+// on the reader's thread.
+func (r *Recorder) nameOldest(n int) {
+	for _, h := range r.held[:n] {
 		r.name(h)
 		unix.Close(h.fd)
 	}
-	r.held = r.held[:0]
+	r.held = r.held[:copy(r.held, r.held[n:])]
 	r.mu.Lock()
-	r.nheld = 0
+	r.nheld = len(r.held)
 	r.mu.Unlock()
 }
 
