@@ -96,26 +96,42 @@ func (g *Guard) OpenParent(root *Root, rel, display string) (*Dir, string, error
 	if g.Denied(root, rel) {
 		return nil, "", deniedErr(display)
 	}
-	dirRel, name := filepath.Dir(rel), filepath.Base(rel)
-	fd, viaLink, err := g.open(root, dirRel, unix.O_RDONLY|unix.O_DIRECTORY)
-	if err == unix.EXDEV {
-		return nil, "", refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
-	}
+	name := filepath.Base(rel)
+	d, err := g.OpenDir(root, filepath.Dir(rel), filepath.Dir(display))
 	if err != nil {
-		return nil, "", g.openErr(err, root, dirRel, filepath.Dir(display))
+		return nil, "", err
 	}
-	d := &Dir{File: os.NewFile(uintptr(fd), filepath.Dir(display)), Root: root, Rel: dirRel}
-	if viaLink {
-		_, rel2, err := g.landed(fd, root, display)
-		if err != nil {
-			d.Close()
-			return nil, "", err
-		}
-		d.Rel = rel2
-	}
-	if g.Denied(root, d.Rel) || g.Denied(root, filepath.Join(d.Rel, name)) {
+	if g.Denied(root, filepath.Join(d.Rel, name)) {
 		d.Close()
 		return nil, "", deniedErr(display)
 	}
 	return d, name, nil
+}
+
+// OpenDir opens the directory rel beneath root: it must resolve beneath
+// the root (a link on the way may not leave it) to a directory no deny
+// rule matches. Whoever works in it by path (git) is given the
+// descriptor's /proc/self/fd link, which cannot be swapped under it.
+func (g *Guard) OpenDir(root *Root, rel, display string) (*Dir, error) {
+	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err == unix.EXDEV {
+		return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
+	}
+	if err != nil {
+		return nil, g.openErr(err, root, rel, display)
+	}
+	d := &Dir{File: os.NewFile(uintptr(fd), display), Root: root, Rel: rel}
+	if viaLink {
+		_, rel2, err := g.landed(fd, root, display)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.Rel = rel2
+	}
+	if g.Denied(root, d.Rel) {
+		d.Close()
+		return nil, deniedErr(display)
+	}
+	return d, nil
 }
