@@ -157,11 +157,20 @@ func Scan(ctx context.Context, g *roots.Guard, o Options) ([]Report, error) {
 
 func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o Options) (Report, error) {
 	rep := Report{Root: r, Repo: rel}
-	dir := filepath.Join(r.Real, rel)
+	// Found by a walk, the directory is opened beneath the root now: one
+	// swapped for a link since (to another user's repository, or root's)
+	// is refused, and git works in the directory opened, not at a path.
+	// One the view hides needs no warning: the agent cannot run git on it.
+	d, err := g.OpenDir(r, rel, filepath.Join(r.Path, rel))
+	if err != nil {
+		return rep, nil
+	}
+	defer d.Close()
+	dir := d.File
 	seen := map[string]bool{}
 	// Paths: every path any commit of any ref touched.
 	commit := ""
-	err := gitLines(ctx, o, dir, []string{"log", "--all", "--no-renames", "--format=%x00%H", "--name-only"}, func(line string) {
+	err = gitLines(ctx, o, dir, []string{"log", "--all", "--no-renames", "--format=%x00%H", "--name-only"}, func(line string) {
 		if strings.HasPrefix(line, "\x00") {
 			commit = line[1:]
 			return
@@ -214,7 +223,7 @@ func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o 
 
 // keyBlobs streams blobs through `git cat-file --batch` and returns those
 // holding a private key.
-func keyBlobs(ctx context.Context, o Options, dir string, oids []string, budget int64) ([]string, bool, error) {
+func keyBlobs(ctx context.Context, o Options, dir *os.File, oids []string, budget int64) ([]string, bool, error) {
 	if len(oids) == 0 {
 		return nil, false, nil
 	}
@@ -289,24 +298,27 @@ func keyBlobs(ctx context.Context, o Options, dir string, oids []string, budget 
 // root daemon never runs git (and whatever a repository's configuration
 // may make git run) with root's rights on a tree someone else controls,
 // and git's safe.directory check sees the owner it expects.
-func gitCmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+func gitCmd(ctx context.Context, dir *os.File, args ...string) *exec.Cmd {
+	// The directory is the child's descriptor 3: /proc/self/fd/3 is where
+	// it is, whatever has been renamed or swapped since it was opened.
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", "/proc/self/fd/3"}, args...)...)
+	cmd.ExtraFiles = []*os.File{dir}
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "HOME=/nonexistent")
 	var st syscall.Stat_t
-	if syscall.Stat(dir, &st) == nil && os.Geteuid() == 0 && st.Uid != 0 {
+	if syscall.Fstat(int(dir.Fd()), &st) == nil && os.Geteuid() == 0 && st.Uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
 	}
 	return cmd
 }
 
-func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
+func gitOutput(ctx context.Context, dir *os.File, args ...string) (string, error) {
 	out, err := gitCmd(ctx, dir, args...).Output()
 	return string(out), err
 }
 
 // gitLines runs git and calls each for every line of its output, pacing
 // itself by o.
-func gitLines(ctx context.Context, o Options, dir string, args []string, each func(string)) error {
+func gitLines(ctx context.Context, o Options, dir *os.File, args []string, each func(string)) error {
 	ctx, stop := context.WithCancel(ctx) // a pause's error ends git too
 	defer stop()
 	cmd := gitCmd(ctx, dir, args...)
