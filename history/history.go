@@ -95,7 +95,7 @@ func repos(ctx context.Context, from []Repo, o Options) ([]Repo, error) {
 		r := f.Root
 		root, err := os.OpenRoot(r.Real)
 		if err != nil {
-			return out, err
+			continue // gone: nothing under it to warn about (as a walk's errors)
 		}
 		err = fs.WalkDir(root.FS(), f.Rel, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {

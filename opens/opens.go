@@ -177,7 +177,9 @@ func Start(mountPoint string, cfg Config) (*Recorder, error) {
 		cfg.MaxHeld = 1 << 15
 		var lim unix.Rlimit
 		if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
-			cfg.MaxHeld = max(min(cfg.MaxHeld, int(lim.Cur)-maxProcs-64), 1)
+			// Room for the named processes and for one read past the
+			// bound: the reader names at the bound after a read.
+			cfg.MaxHeld = max(min(cfg.MaxHeld, int(lim.Cur)-maxProcs-64-readBuf/metaLen), 1)
 		}
 	}
 	fd, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
@@ -281,7 +283,7 @@ func (r *Recorder) read(ready chan<- error) {
 		r.procs.close()
 		unix.Close(r.fdDir)
 	}()
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, readBuf)
 	// The group's descriptor is polled here, on this goroutine's thread,
 	// never registered with Go's netpoller: epoll would stay on the
 	// group's wait queue, so every open would wake a thread. Between
@@ -327,6 +329,10 @@ func (r *Recorder) read(ready chan<- error) {
 		}
 	}
 }
+
+// readBuf is the size of one read of the group: at most readBuf/metaLen
+// (2,730) events, each with its descriptor.
+const readBuf = 64 << 10
 
 // settle is how long the reader lets events gather after the queue ran
 // dry. The kernel queues 16,384 before it overflows: filling that in
@@ -445,10 +451,9 @@ func (r *Recorder) readOnce(buf []byte) int {
 		r.nameAll()
 	case len(r.held) >= r.cfg.MaxHeld:
 		// At the bound, the oldest are named, down to three quarters of
-		// it: room for the next read's events (a read takes at most
-		// 64 KiB / 24 bytes = 2,730), while the command's later opens
-		// still wait for its pause. Naming all at the bound named 15,840
-		// of a 20,001-file grep -r's opens beside it.
+		// it, while the command's later opens still wait for its pause.
+		// Naming all at the bound named 15,840 of a 20,001-file grep -r's
+		// opens beside it.
 		r.nameOldest(len(r.held) - r.cfg.MaxHeld + max(r.cfg.MaxHeld/4, 1))
 	}
 	return n
