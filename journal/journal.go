@@ -29,7 +29,7 @@ import (
 
 // SchemaVersion is the journal format this build writes. An older journal
 // is migrated on open; a newer one is refused, never half-read.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Genesis is the prev_hash of the first record.
 const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -331,7 +331,16 @@ var migrations = []string{
 	`ALTER TABLE records ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 	DROP INDEX IF EXISTS records_by_file;
 	CREATE INDEX records_by_owner_file ON records(owner, session, real_path, seq);`,
+	// 3: the writes' records (intents, and what resolves them: outcomes and
+	// the write's or edit's observation) have an index of their own, so a
+	// start's look for dangling intents reads them, not every record (on
+	// a journal of 3.8 GB it took 58 s, before the mount was up).
+	`CREATE INDEX records_writes ON records(seq) WHERE ` + writesWhere + `;`,
 }
+
+// writesWhere selects the records of writes: the only ones that are or
+// name an intent.
+const writesWhere = `kind IN ('intent', 'outcome') OR origin IN ('write', 'edit')`
 
 func (j *Journal) init() error {
 	// The common case, an existing journal of this version, needs no write

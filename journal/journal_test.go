@@ -608,3 +608,54 @@ func TestWireHasEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestDanglingReadsOnlyWrites: the intents without an outcome are found
+// through the writes' index, on a journal migrated from schema 2 too: an
+// intent resolved by an outcome, by a write's or by an edit's observation
+// is not dangling, and no other record is read (one altered in place,
+// which any read of it reports, does not stop the answer).
+func TestDanglingReadsOnlyWrites(t *testing.T) {
+	t.Parallel()
+	j, path := openTemp(t)
+	// A journal of schema 2: without the writes' index.
+	db := raw(t, path)
+	for _, q := range []string{`DROP INDEX records_writes`, `UPDATE meta SET value = '2' WHERE key = 'schema_version'`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	j, err := Open(path)
+	if err != nil {
+		t.Fatalf("opening a schema 2 journal: %v", err)
+	}
+	defer j.Close()
+	appendAll := func(rs ...*Record) {
+		for _, r := range rs {
+			if err := j.Append(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	intent := func(p string) *Record {
+		return &Record{Kind: KindIntent, Session: "s", Path: p, RealPath: p, ContentID: "c"}
+	}
+	fill(t, j, 3)
+	appendAll(intent("/a"), intent("/b"), intent("/c"), intent("/d")) // seq 4..7
+	fill(t, j, 3)
+	appendAll(
+		&Record{Kind: KindOutcome, Intent: 5, Session: "s", Path: "/b", RealPath: "/b", Code: "NOT_WRITTEN"},
+		&Record{Kind: KindObservation, Origin: OriginWrite, Intent: 6, Session: "s", Path: "/c", RealPath: "/c", ContentID: "c"},
+		&Record{Kind: KindObservation, Origin: OriginEdit, Intent: 7, Session: "s", Path: "/d", RealPath: "/d", ContentID: "c"},
+	)
+	if _, err := raw(t, path).Exec(`UPDATE records SET body = replace(body, 'flipme', 'flopme') WHERE seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	left, err := j.Dangling()
+	if err != nil {
+		t.Fatalf("Dangling read a record that is not a write's: %v", err)
+	}
+	if len(left) != 1 || left[0].Seq != 4 || left[0].Path != "/a" {
+		t.Fatalf("dangling: %+v, want only the intent of /a (seq 4)", left)
+	}
+}
