@@ -149,8 +149,15 @@ func (m *mounts) up() { m.upOnly("loopback", "fsguard", "base") }
 func (m *mounts) fsguard(bin, mp, journal string) (*exec.Cmd, <-chan struct{}) {
 	cmd := exec.Command(bin, "mount", "--policy", m.pol, mp)
 	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(*dir, journal))
-	if !*kept {
-		os.Remove(filepath.Join(*dir, journal+".verdicts")) // a first mount ever
+	// A first mount ever: a new journal (one grown over earlier runs slows a
+	// start: its id, its held-content store and its WAL are all left
+	// beside it), and no saved verdicts unless -kept.
+	base := strings.TrimSuffix(journal, ".db")
+	old, _ := filepath.Glob(filepath.Join(*dir, base+".*"))
+	for _, f := range old {
+		if !*kept || !strings.HasSuffix(f, ".verdicts") {
+			os.Remove(f)
+		}
 	}
 	return startWarm(cmd, `"msg":"mounted"`)
 }
