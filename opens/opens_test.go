@@ -47,15 +47,7 @@ func (c *collector) emit(a []Access, l Lost) {
 // dropped, never dropped silently; those within it are named.
 func TestPendingFullIsCounted(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	var args []string
-	for i := range 100 {
-		p := filepath.Join(dir, fmt.Sprintf("f%03d", i))
-		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, p)
-	}
+	dir, args := manyFiles(t, 100)
 	c := &collector{}
 	// A long interval: nothing is handed on before Close.
 	r := start(t, dir, Config{Interval: time.Hour, MaxPending: 10, Emit: c.emit})
@@ -243,6 +235,12 @@ func waitHeld(t *testing.T, r *Recorder, dir string, n int) {
 func manyFiles(t *testing.T, n int) (string, []string) {
 	t.Helper()
 	dir := t.TempDir()
+	return dir, filesIn(t, dir, n)
+}
+
+// filesIn makes n small files in dir and returns their paths.
+func filesIn(t *testing.T, dir string, n int) []string {
+	t.Helper()
 	var paths []string
 	for i := range n {
 		p := filepath.Join(dir, fmt.Sprintf("f%03d", i))
@@ -251,7 +249,7 @@ func manyFiles(t *testing.T, n int) (string, []string) {
 		}
 		paths = append(paths, p)
 	}
-	return dir, paths
+	return paths
 }
 
 // TestHeldOpensAreNotTheDaemons: the descriptors of opens held until the
@@ -349,15 +347,7 @@ func TestHeldAtTheBoundAreNamedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Unmount(own, unix.MNT_DETACH) })
-	var paths []string
-	for i := range 20 {
-		p := filepath.Join(own, fmt.Sprintf("f%03d", i))
-		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, p)
-	}
-	dir := own
+	dir, paths := own, filesIn(t, own, 20)
 	c := &collector{}
 	r := start(t, dir, Config{Interval: time.Hour, Pause: time.Hour, MaxDelay: time.Hour, MaxHeld: 8, Emit: c.emit})
 	defer r.Close()
