@@ -612,8 +612,8 @@ func TestWireHasEveryKey(t *testing.T) {
 // TestDanglingReadsOnlyWrites: the intents without an outcome are found
 // through the writes' index, on a journal migrated from schema 2 too: an
 // intent resolved by an outcome, by a write's or by an edit's observation
-// is not dangling, and no other record is read (one altered in place,
-// which any read of it reports, does not stop the answer).
+// is not dangling, and no other record is read (one altered in place
+// does not stop the answer; verify still reports it).
 func TestDanglingReadsOnlyWrites(t *testing.T) {
 	t.Parallel()
 	j, path := openTemp(t)
@@ -657,5 +657,9 @@ func TestDanglingReadsOnlyWrites(t *testing.T) {
 	}
 	if len(left) != 1 || left[0].Seq != 4 || left[0].Path != "/a" {
 		t.Fatalf("dangling: %+v, want only the intent of /a (seq 4)", left)
+	}
+	// The altered record is still found by whoever reads it: verify.
+	if _, err := j.Verify(nil); err == nil {
+		t.Error("verify passed a journal with a record altered in place")
 	}
 }
