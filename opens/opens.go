@@ -450,13 +450,18 @@ func (r *Recorder) readOnce(buf []byte) int {
 	case all:
 		r.nameAll()
 	case len(r.held) >= r.cfg.MaxHeld:
-		// At the bound, the oldest are named, down to three quarters of
-		// it, while the command's later opens still wait for its pause.
-		// Naming all at the bound named 15,840 of a 20,001-file grep -r's
-		// opens beside it.
-		r.nameOldest(len(r.held) - r.cfg.MaxHeld + max(r.cfg.MaxHeld/4, 1))
+		r.nameOldest(overBound(len(r.held), r.cfg.MaxHeld))
 	}
 	return n
+}
+
+// overBound is how many of held opens to name at once at bound:
+// the oldest, down to three quarters of it, while the command's later
+// opens still wait for its pause (naming all at the bound named 15,840 of
+// a 20,001-file grep -r's opens beside it); all of them when max is 0
+// (the reader has no table of its own and holds nothing).
+func overBound(held, bound int) int {
+	return min(held, held-bound+max(bound/4, 1))
 }
 
 // noteLost widens the window of the losses; r.mu is held.

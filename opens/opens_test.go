@@ -479,3 +479,17 @@ func TestSeenBeforeNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestOverBound: at the bound the oldest are named down to three
+// quarters of it; with a bound of 0 (no table of its own: hold nothing)
+// all are, and never more than are held.
+func TestOverBound(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ held, max, want int }{
+		{8, 8, 2}, {20, 8, 14}, {15840, 15840, 3960}, {5, 0, 5}, {0, 0, 0}, {1, 1, 1},
+	} {
+		if got := overBound(c.held, c.max); got != c.want {
+			t.Errorf("overBound(%d held, bound %d) = %d, want %d", c.held, c.max, got, c.want)
+		}
+	}
+}
