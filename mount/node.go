@@ -708,7 +708,7 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		// directory again): the content read for the listing still goes
 		// in, if it is of the version the node stands for.
 		if c, ok := nodeOf(ch); ok && held && c.key.dev == k.id.Dev && c.key.ino == k.id.Ino && len(k.data) > 0 {
-			l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, k.id, k.data))
+			l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, k.id, k.data, l.changes))
 		}
 		return nil, syscall.EAGAIN
 	}
@@ -733,12 +733,12 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 			id := fileid.Of(st)
 			switch {
 			case held && k.id == id && len(k.data) > 0:
-				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, k.data))
+				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, k.data, l.changes))
 			case !held && l.first() && st.Size > 0 && st.Size <= maxPush:
 				// Its verdict was known (a restart kept it), so the
 				// listing read nothing: parked like the others, the push
 				// reads the file when a neighbour is read.
-				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, nil))
+				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, nil, l.changes))
 			default:
 				l.n.v.prefetch.offer(c, id, st.Size)
 			}

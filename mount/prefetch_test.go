@@ -37,7 +37,9 @@ func needFUSE(t *testing.T) {
 // push, the file changed — to other text, or to a private key. The push of
 // the listing's bytes must not happen (the mount would serve a version
 // that is gone), and nothing of the key may be served. Without the checks
-// around the store, the old bytes are read back.
+// around the store, the old bytes are read back; so they are if the check
+// trusts the view's count of changes without comparing it with the count
+// the listing took before its read.
 func TestKeptPushOfAnOldVersion(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
@@ -79,6 +81,8 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 			t.Fatalf("%s: the kernel does not hold it after the listing", name)
 		}
 		n, _ := nodeOf(in)
+		// The listing's count of changes: taken before it read the file.
+		before := s.v.changes.Load()
 		// The change, in place (same inode): text of the same size, or a
 		// key. Seen through the mount before the push, so the watch has
 		// done its invalidation and cannot hide a wrong push.
@@ -94,7 +98,7 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		s.v.prefetch.pushKept(pushJob{in: in, n: n, id: was, data: []byte(v1), g: s.v.guard.Load()})
+		s.v.prefetch.pushKept(pushJob{in: in, n: n, id: was, data: []byte(v1), g: s.v.guard.Load(), changes: before})
 		got, _ := os.ReadFile(filepath.Join(mp, "d", name))
 		if string(got) == v1 || strings.Contains(string(got), "PRIVATE KEY") {
 			t.Errorf("%s: after the push of its old version the mount serves %q", name, got)
