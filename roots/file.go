@@ -1,9 +1,12 @@
 package roots
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fsguard/fsguard/fileid"
@@ -13,13 +16,116 @@ import (
 )
 
 // File is an admitted, open regular file.
+//
+// It holds its descriptor bare, not in an *os.File: os.NewFile asks fcntl
+// for the descriptor's flags and offers a nonblocking one (as this one
+// is: see Guard.reopen) to the runtime's poller, which refuses a regular
+// file, and its Close takes the poller's path out again: two system calls
+// of the eight that each file of a cold listing costs. The descriptor is
+// guarded as os.File guards its own (see desc). A copy of a File (another
+// Stat for the same open file) shares the descriptor, as a copy of one
+// holding an *os.File did.
 type File struct {
-	*os.File
+	d    *desc
 	Name string      // the path in the caller's view, for messages and output
 	Root *Root       // the root that holds the real file
 	Rel  string      // real path relative to Root
 	Real string      // real absolute path
 	Stat unix.Stat_t // fstat of the open descriptor at open time
+}
+
+// desc is an open descriptor shared by the copies of a File. Each system
+// call on it holds mu shared and Close holds it alone and marks it closed,
+// so a read that races a Close fails with os.ErrClosed and never reads
+// through a number the kernel has given to another open since; one
+// dropped without Close is closed by the garbage collector.
+type desc struct {
+	mu      sync.RWMutex
+	fd      int // -1 once closed
+	cleanup runtime.Cleanup
+}
+
+// newFile wraps fd, an open regular file, as a File.
+func newFile(fd int, f File) *File {
+	f.d = &desc{fd: fd}
+	f.d.cleanup = runtime.AddCleanup(f.d, func(fd int) { unix.Close(fd) }, fd)
+	return &f
+}
+
+// use runs call with the descriptor held open, or returns os.ErrClosed.
+func (f *File) use(call func(fd int) (int, error)) (int, error) {
+	f.d.mu.RLock()
+	defer f.d.mu.RUnlock()
+	if f.d.fd < 0 {
+		return 0, os.ErrClosed
+	}
+	for {
+		n, err := call(f.d.fd)
+		if err != unix.EINTR { // the runtime's preemption sends signals
+			return n, err
+		}
+	}
+}
+
+// Fd returns the descriptor, for system calls the caller makes itself
+// while it holds the File open (as os.File.Fd).
+func (f *File) Fd() uintptr { return uintptr(f.d.fd) }
+
+// Close closes the descriptor; a second Close returns os.ErrClosed.
+func (f *File) Close() error {
+	f.d.mu.Lock()
+	defer f.d.mu.Unlock()
+	if f.d.fd < 0 {
+		return os.ErrClosed
+	}
+	f.d.cleanup.Stop()
+	err := unix.Close(f.d.fd)
+	f.d.fd = -1
+	if err != nil {
+		return &os.PathError{Op: "close", Path: f.Name, Err: err}
+	}
+	return nil
+}
+
+// Read reads from the descriptor's offset, as os.File.Read: io.EOF for no
+// bytes at the end.
+func (f *File) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, err := f.use(func(fd int) (int, error) { return unix.Read(fd, b) })
+	return f.result("read", n, err)
+}
+
+// ReadAt reads len(b) bytes from off, as os.File.ReadAt: a count short of
+// len(b) comes with an error, io.EOF at the end.
+func (f *File) ReadAt(b []byte, off int64) (n int, err error) {
+	if off < 0 {
+		return 0, &os.PathError{Op: "readat", Path: f.Name, Err: errors.New("negative offset")}
+	}
+	for len(b) > 0 {
+		m, err := f.pread(b, off)
+		if err != nil {
+			return n, err
+		}
+		n += m
+		b = b[m:]
+		off += int64(m)
+	}
+	return n, nil
+}
+
+// result gives a read's count os.File's errors: io.EOF for no bytes.
+func (f *File) result(op string, n int, err error) (int, error) {
+	switch {
+	case err == os.ErrClosed:
+		return 0, err
+	case err != nil:
+		return 0, &os.PathError{Op: op, Path: f.Name, Err: err}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // Identity returns the identity of the file as opened.
@@ -49,31 +155,12 @@ func (f *File) ReadAtSized(b []byte, off int64) (int, error) {
 }
 
 // pread is one pread(2), with ReadAt's errors: io.EOF for no bytes.
-func (f *File) pread(b []byte, off int64) (n int, err error) {
+func (f *File) pread(b []byte, off int64) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	if cerr := rc.Read(func(fd uintptr) bool {
-		for {
-			n, err = unix.Pread(int(fd), b, off)
-			if err != unix.EINTR {
-				return true
-			}
-		}
-	}); cerr != nil {
-		return 0, cerr
-	}
-	switch {
-	case err != nil:
-		return 0, &os.PathError{Op: "read", Path: f.Name, Err: err}
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
+	n, err := f.use(func(fd int) (int, error) { return unix.Pread(fd, b, off) })
+	return f.result("read", n, err)
 }
 
 func validUTF8(s string) bool { return utf8.ValidString(s) }

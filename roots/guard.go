@@ -398,7 +398,7 @@ func (g *Guard) reopen(pfd int, root *Root, rel, real, display string, st *unix.
 	if err != nil {
 		return nil, g.openErr(err, root, rel, display)
 	}
-	return &File{File: os.NewFile(uintptr(fd), display), Name: display, Root: root, Rel: rel, Real: real, Stat: *st}, nil
+	return newFile(fd, File{Name: display, Root: root, Rel: rel, Real: real, Stat: *st}), nil
 }
 
 // openAcross handles a path that RESOLVE_BENEATH refused: an absolute
