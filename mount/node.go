@@ -652,7 +652,8 @@ type keptFile struct {
 const maxKeptPerListing = 8 << 20
 
 // keep is the listing's admit.Keep: it copies a small file's content for
-// the push that follows its READDIRPLUS entry.
+// the push that follows its READDIRPLUS entry (into a recycled buffer:
+// see keptBufs).
 func (l *listing) keep(rel string, id fileid.Identity, data []byte) {
 	l.keptMu.Lock()
 	defer l.keptMu.Unlock()
@@ -662,7 +663,7 @@ func (l *listing) keep(rel string, id fileid.Identity, data []byte) {
 	if l.kept == nil {
 		l.kept = map[string]keptFile{}
 	}
-	l.kept[path.Base(rel)] = keptFile{id: id, data: slices.Clone(data)}
+	l.kept[path.Base(rel)] = keptFile{id: id, data: keptCopy(data)}
 	l.keptBytes += len(data)
 }
 

@@ -186,6 +186,7 @@ func (p *prefetch) workEager() {
 // lock of the very file a READ in flight fills, and the store would wait
 // on it for ever.
 func (p *prefetch) pushKept(j pushJob) {
+	defer keptDone(j.data) // the store copied it, and the job is done
 	current := func() bool {
 		if p.v.changes.Load() == j.changes && p.v.guard.Load() == j.g {
 			return true
