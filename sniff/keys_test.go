@@ -204,6 +204,18 @@ func BenchmarkFindKeyIn(b *testing.B) {
 	}
 }
 
+// BenchmarkFindKeyInBinary: a binary file (a git pack, a dataset), whose
+// every chunk has NULs and is searched for the wide markers too.
+func BenchmarkFindKeyInBinary(b *testing.B) {
+	data := make([]byte, 64<<20)
+	rand.Read(data)
+	buf := make([]byte, 1<<20)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		FindKeyIn(bytes.NewReader(data), int64(len(data)), buf)
+	}
+}
+
 // TestAWSKeyAtTheStart: the AWS marker is found from its '_' and the "aws"
 // before it is checked after; a key on the file's first bytes has nothing
 // before that "aws", and is still a key.
