@@ -41,6 +41,27 @@ type node struct {
 	index bool
 	// listed: the directory was listed before (see admit.Keep.Known).
 	listed atomic.Bool
+	// told is the version of the file the kernel was last told of: its
+	// attributes (LOOKUP, GETATTR), its bytes (READ, a push), or an error
+	// (the zero identity); nil: none yet. See prefetch.pushKept.
+	told atomic.Pointer[fileid.Identity]
+}
+
+// tell notes that the kernel is told of version id.
+func (n *node) tell(id fileid.Identity) {
+	if p := n.told.Load(); p == nil || *p != id {
+		n.told.Store(&id)
+	}
+}
+
+// toldOnly reports whether the kernel was never told of a version but id
+// (or of none yet, and then notes id as told).
+func (n *node) toldOnly(id fileid.Identity) bool {
+	if n.told.CompareAndSwap(nil, &id) {
+		return true
+	}
+	p := n.told.Load()
+	return p != nil && *p == id
 }
 
 var (
@@ -235,6 +256,9 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	}
 	if kept, ok := ino.Operations().(*node); ok {
 		n.v.remember(kept, renamed)
+		if key.typ == unix.S_IFREG {
+			kept.tell(fileid.Of(&e.Stat))
+		}
 	}
 	if c.index {
 		n.v.git.hold(ino, true)
@@ -279,7 +303,11 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	}
 	e, err := g.Entry(r, rel)
 	if err != nil {
+		n.tell(fileid.Identity{})
 		return n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
+	}
+	if e.Stat.Mode&unix.S_IFMT == unix.S_IFREG {
+		n.tell(fileid.Of(&e.Stat))
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	if n.index {
@@ -453,12 +481,17 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 		g, _ := n.v.root(n.root)
 		if h := c.get(n, g); h != nil {
 			n.v.prefetch.readIn(n)
+			n.tell(h.id)
 			return c.serve(h, dest, off)
 		}
 		f, errno := n.admit(ctx)
 		if errno != 0 {
+			// An answer without bytes (refused, gone, replaced) counts
+			// as another version: no push may serve an older one now.
+			n.tell(fileid.Identity{})
 			return nil, errno
 		}
+		n.tell(f.Identity())
 		// A walker reading a file of the directory reads its neighbours
 		// next: theirs are pushed while it reads this one.
 		n.v.prefetch.readIn(n)

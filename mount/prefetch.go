@@ -177,18 +177,25 @@ func (p *prefetch) workEager() {
 // reload, and a lost watch), so a count that has not moved since before
 // the listing read the file means no invalidation has begun since: a
 // change made at any time after that read is still to be applied, after
-// the store, and drops what it put in. Then the file needs no stat (an
-// openat2, an fstat and a close for each file a cold grep -r reads, a
-// twentieth of the daemon's CPU in it); otherwise it is stat'ed at its
-// name.
+// the store, and drops what it put in. Until then the pushed version is
+// served, as a page cached a moment before the change would be — unless
+// the kernel was told of another version already (a READ, which admits
+// the file as it is now, a GETATTR or LOOKUP, or another listing's push
+// may come before the watch does): a reader must never get an older
+// version after a newer one. So when the count has not moved and the
+// kernel was never told of another version of the file, before the store
+// or since, the file needs no stat
+// (an fstatat for each file a cold grep -r reads, a twentieth of the
+// daemon's CPU in it); otherwise it is stat'ed at its name.
 //
 // Never call it from a request's handler: the kernel may hold the page
 // lock of the very file a READ in flight fills, and the store would wait
 // on it for ever.
 func (p *prefetch) pushKept(j pushJob) {
 	defer keptDone(j.data) // the store copied it, and the job is done
+	only := j.n.toldOnly(j.id)
 	current := func() bool {
-		if p.v.changes.Load() == j.changes && p.v.guard.Load() == j.g {
+		if only && j.n.toldOnly(j.id) && p.v.changes.Load() == j.changes && p.v.guard.Load() == j.g {
 			return true
 		}
 		// The very file, unchanged: the guard admitted this version at
@@ -262,6 +269,7 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 	if err != io.ErrUnexpectedEOF && err != io.EOF || int64(n) != f.Stat.Size {
 		return
 	}
+	j.n.tell(j.id) // before the store: see pushKept
 	if p.store(j.in, buf[:n], true) != 0 {
 		return
 	}
