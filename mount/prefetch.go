@@ -184,9 +184,9 @@ func (p *prefetch) workEager() {
 // may come before the watch does): a reader must never get an older
 // version after a newer one. So when the count has not moved and the
 // kernel was never told of another version of the file, before the store
-// or since, the file needs no stat
-// (an fstatat for each file a cold grep -r reads, a twentieth of the
-// daemon's CPU in it); otherwise it is stat'ed at its name.
+// or since, the file needs no stat (an fstatat for each file a cold
+// grep -r reads, a twentieth of the daemon's CPU in it); otherwise it is
+// stat'ed at its name.
 //
 // Never call it from a request's handler: the kernel may hold the page
 // lock of the very file a READ in flight fills, and the store would wait

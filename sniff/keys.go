@@ -70,6 +70,7 @@ var wide = func() []marker {
 	return ms
 }()
 
+// markersWide are markers and wide, for a chunk with a NUL byte.
 var markersWide = append(append([]marker{}, markers...), wide...)
 
 // plainKey reports whether decoded text holds a key written as text.
