@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// TestKeptCopy: a copy holds the bytes whatever buffer it reuses, in a
-// buffer of its size class; a buffer given back is reused, and one of no
-// class (a caller's own slice) is not taken in.
+// TestKeptCopy: a copy holds the bytes whatever buffer it reuses (one
+// given back may be), in a buffer of its size class; a slice of no class
+// (a caller's own) is not taken in.
 func TestKeptCopy(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ n, class int }{{1, 0}, {4096, 0}, {4097, 1}, {8192, 1}, {65537, 5}, {maxPush, 5}} {

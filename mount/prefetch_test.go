@@ -86,8 +86,9 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 		// The listing's count of changes: taken before it read the file.
 		before := s.v.changes.Load()
 		// The change, in place (same inode): text of the same size, or a
-		// key. Seen through the mount before the push, so the watch has
-		// done its invalidation and cannot hide a wrong push.
+		// key. Seen through the mount before the push: a READ gave the
+		// kernel the new version (or refused it), whether or not the
+		// watch has reported the change yet.
 		must(t, os.WriteFile(filepath.Join(dir, name), []byte(now), 0o644))
 		deadline := time.Now().Add(30 * time.Second) // a hang guard
 		for {
