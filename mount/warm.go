@@ -159,10 +159,16 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, un
 // look in (history.NotLookedIn) is not a tree of its.
 func (s *Server) repoAt(d string) (history.Repo, bool) {
 	r, ok := s.backingOf(d)
-	if !ok || slices.ContainsFunc(strings.Split(r.Rel, "/"), history.NotLookedIn) {
+	if !ok || !lookedIn(r.Rel) {
 		return history.Repo{}, false
 	}
 	return r, true
+}
+
+// lookedIn reports whether the history check looks in rel, a directory
+// beneath a root: none of its names is one it skips.
+func lookedIn(rel string) bool {
+	return !slices.ContainsFunc(strings.Split(rel, "/"), history.NotLookedIn)
 }
 
 // unlistedOf names the directories of the mount a walk did not list, for
@@ -174,7 +180,7 @@ func (s *Server) unlistedOf(dirs []string) (unlisted []history.Repo, ok bool) {
 		if !in {
 			return nil, false
 		}
-		if !slices.ContainsFunc(strings.Split(r.Rel, "/"), history.NotLookedIn) {
+		if lookedIn(r.Rel) {
 			unlisted = append(unlisted, r)
 		}
 	}
