@@ -84,7 +84,6 @@ func TestWalkFindsTheRepos(t *testing.T) {
 	if got, u, ok := reposOf(true, "warm_max_bytes = 0\n", other); ok {
 		t.Errorf("two roots, a walk of no budget: met %q, unlisted %q (ok %v), want not ok (the check walks every root)", got, u, ok)
 	}
-
 }
 
 // TestUnlistedOf: the directories a walk stopped by its budget left are

@@ -458,7 +458,7 @@ func (r *Recorder) readOnce(buf []byte) int {
 // overBound is how many of held opens to name at once at bound:
 // the oldest, down to three quarters of it, while the command's later
 // opens still wait for its pause (naming all at the bound named 15,840 of
-// a 20,001-file grep -r's opens beside it); all of them when max is 0
+// a 20,001-file grep -r's opens beside it); all of them when bound is 0
 // (the reader has no table of its own and holds nothing).
 func overBound(held, bound int) int {
 	return min(held, held-bound+max(bound/4, 1))
