@@ -160,7 +160,8 @@ func Start(cfg Config) (*Daemon, error) {
 				go d.saveWhenQuiet() // the walk decided most of the tree
 			}
 		},
-		Prefetched: func(result string) { d.Metrics.Prefetched.Add(result, 1) },
+		Prefetched:  func(result string) { d.Metrics.Prefetched.Add(result, 1) },
+		ListedAhead: func(result string) { d.Metrics.ListedAhead.Add(result, 1) },
 	})
 	if err != nil {
 		d.close()

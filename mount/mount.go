@@ -53,6 +53,10 @@ type Config struct {
 	// was full), "unknown" (the kernel did not know the inode in time) or
 	// "changed" (the file moved while pushed: invalidated).
 	Prefetched func(result string)
+	// ListedAhead, when set, is told of the end of each directory listed
+	// ahead of the walker (see ahead): "used", "stale" (something changed:
+	// listed afresh) or "unused".
+	ListedAhead func(result string)
 }
 
 // Server is a live mount.
@@ -125,6 +129,7 @@ func Mount(cfg Config) (*Server, error) {
 		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	}
 	v.prefetch.start(v, cfg.Prefetched)
+	v.ahead.v, v.ahead.report = v, cfg.ListedAhead
 	v.guard.Store(g)
 	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event, walked: make(chan struct{})}
 	if s.log == nil {

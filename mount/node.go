@@ -358,22 +358,37 @@ func (l *listing) load() syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	l.changes = n.v.changes.Load()
-	if dir, err := g.Entry(r, rel); err == nil {
-		l.busy = time.Since(time.Unix(dir.Stat.Mtim.Unix())) < quiet
+	changes := n.v.changes.Load()
+	var dir *unix.Stat_t
+	if e, err := g.Entry(r, rel); err == nil {
+		dir = &e.Stat
+		l.busy = since(e.Stat.Mtim) < quiet
 	}
-	list, err := g.List(r, rel)
-	if err != nil {
-		return n.v.refuse(l.caller, r, rel, shown, err)
+	var list []roots.DirEntry
+	if x := n.v.ahead.take(n.root, rel, g, r, dir); x != nil && n.v.prefetch.on() && !n.listed.Swap(true) {
+		// Made before this request, and nothing it stands for changed
+		// since (see ahead): a first listing, as if made now.
+		l.changes, list = x.changes, x.list
+		l.kept, l.keptBytes = x.held.kept, x.held.keptBytes
+	} else {
+		if x != nil {
+			n.v.ahead.drop(x, "unused") // listed before (see admit.Keep.Known), or no pushes now
+		}
+		l.changes = changes
+		var err error
+		if list, err = g.List(r, rel); err != nil {
+			return n.v.refuse(l.caller, r, rel, shown, err)
+		}
+		var keep *admit.Keep
+		if !l.busy && n.v.prefetch.on() {
+			l.again = n.listed.Swap(true)
+			keep = &admit.Keep{Fn: l.keep, Known: l.again}
+		}
+		list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	}
-	var keep *admit.Keep
-	if !l.busy && n.v.prefetch.on() {
-		l.again = n.listed.Swap(true)
-		keep = &admit.Keep{Fn: l.keep, Known: l.again}
-	}
-	list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	l.g = g
+	var dirs []string
 	for _, e := range list {
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
 		if e.Stat != nil {
@@ -382,6 +397,12 @@ func (l *listing) load() syscall.Errno {
 			}
 			l.seen[e.Name] = e.Stat
 		}
+		if e.Mode == unix.S_IFDIR && n.GetChild(e.Name) == nil {
+			dirs = append(dirs, e.Name)
+		}
+	}
+	if len(dirs) > 0 && l.first() && n.v.prefetch.on() {
+		n.v.ahead.queueDirs(n.root, rel, shown, dirs)
 	}
 	l.loaded = true
 	return 0

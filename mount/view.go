@@ -60,6 +60,8 @@ type view struct {
 	// forgotten counts the nodes the kernel forgot since the last warm
 	// walk (see keepWarm).
 	forgotten atomic.Int64
+	// ahead lists the directories a walker will list next.
+	ahead ahead
 }
 
 type idKey struct {

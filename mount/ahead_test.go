@@ -1,0 +1,144 @@
+package mount
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fsguard/fsguard/policy"
+)
+
+// TestListedAheadOnlyWhileCurrent: listing a directory lists its
+// subdirectories ahead, and the walker's own listing of one uses that
+// work only while it stands for the directory as it is. The attacker
+// changes a subdirectory after it was listed ahead and before the walker
+// lists it: a file rewritten in place (to other text of the same size, or
+// to a private key), a file created, removed or renamed. Each must be
+// caught by the list's own checks even with a watch that has not reported
+// the change yet (its count of changes is set to the view's), and the
+// walker must then see the directory as it is: no key listed or served,
+// no old version read, no name missing or left over.
+func TestListedAheadOnlyWhileCurrent(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	base := t.TempDir()
+	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
+	must(t, os.Mkdir(mp, 0o755))
+	const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
+	text := func(dir, name, v string) string { return dir + "/" + name + ", version " + v + " of ordinary text\n" }
+	cases := []string{"untouched", "inplace", "keyed", "created", "removed", "renamed"}
+	old := time.Now().Add(-time.Hour)
+	for _, c := range cases {
+		dir := filepath.Join(root, "p", c)
+		must(t, os.MkdirAll(dir, 0o755))
+		for _, name := range []string{"a.txt", "b.txt", "c.txt"} {
+			p := filepath.Join(dir, name)
+			must(t, os.WriteFile(p, []byte(text(c, name, "1")), 0o644))
+			must(t, os.Chtimes(p, old, old))
+		}
+		must(t, os.Chtimes(dir, old, old)) // quiet: listed ahead, entries handed over
+	}
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	must(t, err)
+	var mu sync.Mutex
+	results := map[string]int{}
+	s, err := Mount(Config{Policy: pol, MountPoint: mp, ListedAhead: func(r string) { mu.Lock(); results[r]++; mu.Unlock() }})
+	must(t, err)
+	t.Cleanup(func() { s.Unmount() })
+	if !s.v.prefetch.on() {
+		t.Skip("no watch here: nothing is listed ahead")
+	}
+	// Listed by another process: the daemon's own listings are the warm
+	// walk's, which lists everything itself.
+	if out, err := exec.Command("ls", filepath.Join(mp, "p")).CombinedOutput(); err != nil {
+		t.Fatalf("ls: %v: %s", err, out)
+	}
+	g := s.v.guard.Load()
+	r := g.Roots()[0]
+	made := map[string]*aheadList{}
+	for _, c := range cases {
+		s.v.ahead.mu.Lock()
+		x := s.v.ahead.lists[aheadKey{r.Name, "p/" + c}]
+		s.v.ahead.mu.Unlock()
+		if x == nil {
+			t.Fatalf("p/%s was not queued to be listed ahead", c)
+		}
+		select {
+		case <-x.done:
+		case <-time.After(30 * time.Second): // a hang guard
+			t.Fatalf("p/%s: never listed ahead", c)
+		}
+		made[c] = x
+	}
+
+	// Nothing changed: the walker's listing is the one made ahead.
+	checkDir(t, mp, root, "p/untouched")
+	mu.Lock()
+	if results["used"] != 1 {
+		t.Errorf("the untouched directory's listing made ahead: %v, want used once", results)
+	}
+	mu.Unlock()
+
+	dir := func(c string) string { return filepath.Join(root, "p", c) }
+	rewrite := func(p, content string) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+		must(t, err)
+		_, err = f.WriteString(content)
+		must(t, err)
+		must(t, f.Close())
+	}
+	rewrite(filepath.Join(dir("inplace"), "b.txt"), text("inplace", "b.txt", "2")) // same size, same inode
+	rewrite(filepath.Join(dir("keyed"), "b.txt"), key)
+	must(t, os.WriteFile(filepath.Join(dir("created"), "d.txt"), []byte(text("created", "d.txt", "1")), 0o644))
+	must(t, os.Remove(filepath.Join(dir("removed"), "b.txt")))
+	must(t, os.Rename(filepath.Join(dir("renamed"), "b.txt"), filepath.Join(dir("renamed"), "e.txt")))
+	for _, c := range cases[1:] {
+		x := made[c]
+		x.changes = s.v.changes.Load() // as if the watch had not reported it yet
+		e, err := g.Entry(r, "p/"+c)
+		must(t, err)
+		if x.current(s.v, g, r, &e.Stat) {
+			t.Errorf("p/%s: changed after it was listed ahead, and the list still counts as current", c)
+		}
+	}
+	for _, c := range cases[1:] {
+		checkDir(t, mp, root, "p/"+c)
+	}
+}
+
+// checkDir lists rel through the mount and reads every file listed: the
+// names must be the backing directory's but the key, and each file's
+// content as it is now.
+func checkDir(t *testing.T, mp, root, rel string) {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(mp, rel))
+	must(t, err)
+	var got, want []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	backing, err := os.ReadDir(filepath.Join(root, rel))
+	must(t, err)
+	for _, e := range backing {
+		b, err := os.ReadFile(filepath.Join(root, rel, e.Name()))
+		must(t, err)
+		if !strings.Contains(string(b), "PRIVATE KEY") {
+			want = append(want, e.Name())
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s lists %q, want %q", rel, got, want)
+	}
+	for _, name := range got {
+		b, err := os.ReadFile(filepath.Join(mp, rel, name))
+		now, _ := os.ReadFile(filepath.Join(root, rel, name))
+		if err != nil || string(b) != string(now) {
+			t.Errorf("%s/%s reads %q (%v), want %q", rel, name, b, err, now)
+		}
+	}
+}
