@@ -46,10 +46,18 @@ type ahead struct {
 
 type aheadKey struct{ root, rel string }
 
+// aheadDir is a subdirectory to list ahead, and whether it was listed
+// before.
+type aheadDir struct {
+	name  string
+	known bool
+}
+
 // aheadList is one directory listed ahead.
 type aheadList struct {
 	key     aheadKey
 	shown   string
+	known   bool // listed before: see admit.Keep.Known
 	started bool
 	done    chan struct{} // closed once made (or given up)
 	at      time.Time     // when made
@@ -81,7 +89,7 @@ func (a *ahead) count(result string) {
 // queue asks for the directories rel/name (the subdirectories a first
 // listing of rel just showed) to be listed ahead, before those queued
 // earlier.
-func (a *ahead) queueDirs(root, rel, shown string, names []string) {
+func (a *ahead) queueDirs(root, rel, shown string, dirs []aheadDir) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lists == nil {
@@ -89,13 +97,13 @@ func (a *ahead) queueDirs(root, rel, shown string, names []string) {
 	}
 	a.sweepLocked()
 	var add []*aheadList
-	for _, name := range names {
-		crel, cshown := child(rel, shown, name)
+	for _, d := range dirs {
+		crel, cshown := child(rel, shown, d.name)
 		k := aheadKey{root, crel}
 		if a.lists[k] != nil {
 			continue
 		}
-		x := &aheadList{key: k, shown: cshown, done: make(chan struct{})}
+		x := &aheadList{key: k, shown: cshown, known: d.known, done: make(chan struct{})}
 		a.lists[k] = x
 		add = append(add, x)
 	}
@@ -169,7 +177,7 @@ func (a *ahead) make(x *aheadList) {
 	if err != nil {
 		return // the walker's own listing meets the error, and reports it
 	}
-	keep := &admit.Keep{Fn: func(rel string, id fileid.Identity, data []byte) {
+	keep := &admit.Keep{Known: x.known, Fn: func(rel string, id fileid.Identity, data []byte) {
 		if a.bytes.Load()+int64(len(data)) <= maxAheadBytes {
 			x.held.keep(rel, id, data)
 		}
@@ -209,9 +217,13 @@ func (a *ahead) take(root, rel string, g *roots.Guard, r *roots.Root, dir *unix.
 		a.drop(x, "stale")
 		return nil
 	}
+	return x // the caller uses it (see use) or drops it
+}
+
+// use hands x's kept contents on to the listing that takes its place.
+func (a *ahead) use(x *aheadList) {
 	a.bytes.Add(-int64(x.held.keptBytes))
 	a.count("used")
-	return x
 }
 
 // current reports whether x stands for the directory as it is now (see

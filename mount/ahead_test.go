@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/policy"
+
+	"github.com/hanwen/go-fuse/v2/fs"
 )
 
 // TestListedAheadOnlyWhileCurrent: listing a directory lists its
@@ -140,5 +142,121 @@ func checkDir(t *testing.T, mp, root, rel string) {
 		if err != nil || string(b) != string(now) {
 			t.Errorf("%s/%s reads %q (%v), want %q", rel, name, b, err, now)
 		}
+	}
+}
+
+// TestListedAheadAgainOnlyAfterReclaim: a directory the kernel lists
+// again because its cached listings were reclaimed (names and inodes
+// stay) has its subdirectories listed ahead again, their files read for
+// pushes as a second listing reads them; one listed again because the
+// watch dropped its listing (an entry came) does not: the kernel still
+// holds its subdirectories' listings, and the work would be wasted.
+func TestListedAheadAgainOnlyAfterReclaim(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	base := t.TempDir()
+	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
+	must(t, os.Mkdir(mp, 0o755))
+	old := time.Now().Add(-time.Hour)
+	for _, d := range []string{"x", "y"} {
+		dir := filepath.Join(root, "p", d)
+		must(t, os.MkdirAll(dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("ordinary text in "+d+"\n"), 0o644))
+		must(t, os.Chtimes(dir, old, old))
+	}
+	must(t, os.Chtimes(filepath.Join(root, "p"), old, old))
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	must(t, err)
+	var mu sync.Mutex
+	results := map[string]int{}
+	s, err := Mount(Config{Policy: pol, MountPoint: mp, ListedAhead: func(r string) { mu.Lock(); results[r]++; mu.Unlock() }})
+	must(t, err)
+	t.Cleanup(func() { s.Unmount() })
+	if !s.v.prefetch.on() {
+		t.Skip("no watch here: nothing is listed ahead")
+	}
+	r := s.v.guard.Load().Roots()[0]
+	ls := func(rel string) {
+		t.Helper()
+		if out, err := exec.Command("ls", filepath.Join(mp, rel)).CombinedOutput(); err != nil {
+			t.Fatalf("ls: %v: %s", err, out)
+		}
+	}
+	queued := func() []string {
+		s.v.ahead.mu.Lock()
+		defer s.v.ahead.mu.Unlock()
+		var out []string
+		for k, x := range s.v.ahead.lists {
+			out = append(out, k.rel)
+			if !x.known {
+				t.Errorf("%s: listed before, and queued as never listed", k.rel)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	waitMade := func(rel string) {
+		t.Helper()
+		s.v.ahead.mu.Lock()
+		x := s.v.ahead.lists[aheadKey{r.Name, rel}]
+		s.v.ahead.mu.Unlock()
+		if x == nil {
+			t.Fatalf("%s: not queued to be listed ahead", rel)
+		}
+		select {
+		case <-x.done:
+		case <-time.After(30 * time.Second): // a hang guard
+			t.Fatalf("%s: never listed ahead", rel)
+		}
+	}
+	ls("p")
+	for _, d := range []string{"p/x", "p/y"} {
+		waitMade(d)
+		ls(d)
+	}
+	p := s.root.EmbeddedInode().GetChild("p")
+	// Reclaim, as an idle machine's: the kernel's cached listings go.
+	for _, in := range []*fs.Inode{p, p.GetChild("x"), p.GetChild("y")} {
+		if errno := in.NotifyContent(0, 0); errno != 0 {
+			t.Fatalf("dropping a cached listing: %v", errno)
+		}
+	}
+	ls("p")
+	if got := queued(); !slices.Equal(got, []string{"p/x", "p/y"}) {
+		t.Fatalf("after reclaim, queued %q, want p/x and p/y", got)
+	}
+	waitMade("p/x")
+	ls("p/x")
+	mu.Lock()
+	if results["used"] != 3 || results["unused"] != 0 {
+		t.Errorf("listings made ahead: %v, want used 3 times (twice at first, once after reclaim)", results)
+	}
+	mu.Unlock()
+
+	// The watch drops p's listing: listed again, nothing is queued.
+	s.v.ahead.mu.Lock()
+	for k, x := range s.v.ahead.lists {
+		<-x.done
+		delete(s.v.ahead.lists, k)
+	}
+	s.v.ahead.mu.Unlock()
+	must(t, os.WriteFile(filepath.Join(root, "p", "new.txt"), []byte("new\n"), 0o644))
+	within(t, 30*time.Second, func() bool {
+		out, _ := exec.Command("ls", filepath.Join(mp, "p")).Output()
+		return strings.Contains(string(out), "new.txt")
+	})
+	if got := queued(); len(got) != 0 {
+		t.Errorf("after the watch dropped the listing, queued %q", got)
+	}
+}
+
+// within polls cond until it holds (a hang guard of d).
+func within(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("never happened")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -128,6 +128,9 @@ func (s *Server) apply(evs []watch.Event) {
 					c.NotifyContent(0, 0) // an open file's pages are of the old entry
 				}
 				dir.NotifyContent(0, 0) // the listing and the directory's times
+				if dn, ok := nodeOf(dir); ok {
+					dn.dropped.Store(true)
+				}
 			}
 		}
 	}

@@ -41,6 +41,9 @@ type node struct {
 	index bool
 	// listed: the directory was listed before (see admit.Keep.Known).
 	listed atomic.Bool
+	// dropped: the watch dropped the kernel's listing of the directory
+	// since it was listed (see listing.load).
+	dropped atomic.Bool
 	// told is the version of the file the kernel was last told of: its
 	// attributes (LOOKUP, GETATTR), its bytes (READ, a push), or an error
 	// (the zero identity); nil: none yet. See prefetch.pushKept.
@@ -365,14 +368,18 @@ func (l *listing) load() syscall.Errno {
 		l.busy = since(e.Stat.Mtim) < quiet
 	}
 	var list []roots.DirEntry
-	if x := n.v.ahead.take(n.root, rel, g, r, dir); x != nil && n.v.prefetch.on() && !n.listed.Swap(true) {
+	listedBefore := n.listed.Load()
+	if x := n.v.ahead.take(n.root, rel, g, r, dir); x != nil && n.v.prefetch.on() && n.listed.CompareAndSwap(x.known, true) {
 		// Made before this request, and nothing it stands for changed
-		// since (see ahead): a first listing, as if made now.
-		l.changes, list = x.changes, x.list
+		// since (see ahead): as if made now.
+		l.changes, list, l.again = x.changes, x.list, x.known
+		n.v.ahead.use(x)
 		l.kept, l.keptBytes = x.held.kept, x.held.keptBytes
 	} else {
 		if x != nil {
-			n.v.ahead.drop(x, "unused") // listed before (see admit.Keep.Known), or no pushes now
+			// Listed since it was queued, or before and it was not known
+			// (see admit.Keep.Known); or no pushes now.
+			n.v.ahead.drop(x, "unused")
 		}
 		l.changes = changes
 		var err error
@@ -388,7 +395,7 @@ func (l *listing) load() syscall.Errno {
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	l.g = g
-	var dirs []string
+	var dirs []aheadDir
 	for _, e := range list {
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
 		if e.Stat != nil {
@@ -397,11 +404,20 @@ func (l *listing) load() syscall.Errno {
 			}
 			l.seen[e.Name] = e.Stat
 		}
-		if e.Mode == unix.S_IFDIR && n.GetChild(e.Name) == nil {
-			dirs = append(dirs, e.Name)
+		if e.Mode == unix.S_IFDIR {
+			known := false
+			if ch := n.GetChild(e.Name); ch != nil {
+				c, ok := nodeOf(ch)
+				known = ok && c.listed.Load()
+			}
+			dirs = append(dirs, aheadDir{e.Name, known})
 		}
 	}
-	if len(dirs) > 0 && l.first() && n.v.prefetch.on() {
+	// A directory listed again because the watch dropped its listing (an
+	// entry came or went) has subdirectories whose listings the kernel
+	// most likely still holds: listing them ahead would be wasted. One
+	// listed again for no such reason lost it to reclaim, as they did.
+	if dropped := n.dropped.Swap(false); len(dirs) > 0 && !l.walk() && (!listedBefore || !dropped) && n.v.prefetch.on() {
 		n.v.ahead.queueDirs(n.root, rel, shown, dirs)
 	}
 	l.loaded = true
