@@ -11,8 +11,11 @@ import (
 // fresh allocation for each — most of them larger than the runtime's
 // small-object sizes, so each came zeroed from new pages — was a twentieth
 // of the daemon's CPU in a first grep -r. A buffer goes back once its push
-// is made (the store copies it into the kernel); one whose push never
-// comes (dropped, parked past the budget) is left to the collector.
+// is made (the store copies it into the kernel), or once it is known that
+// it never will be: parked past the budget, its directory forgotten, a
+// list made ahead dropped, an entry its listing never handed over. A
+// walker that reads nothing (find, git status) then recycles a few MiB
+// rather than allocate a copy of every small file in the tree.
 var keptBufs [keptClasses]sync.Pool
 
 const (

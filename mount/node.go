@@ -855,7 +855,13 @@ func (l *listing) begin(ctx context.Context) {
 // reader starting over, an eviction, a FORGET) may hand over pushes of
 // nodes the kernel does not know yet or any more, which the kernel
 // refuses (counted as "unknown").
-func (l *listing) Releasedir(context.Context, uint32) { l.handOver() }
+func (l *listing) Releasedir(context.Context, uint32) {
+	l.handOver()
+	for _, k := range l.kept { // content for entries never handed over
+		keptDone(k.data)
+	}
+	l.kept = nil
+}
 
 // handOver hands on the pushes of files named by replies the kernel has
 // taken in. The warm walk's go to the eager worker at once: warming is

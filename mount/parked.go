@@ -37,8 +37,12 @@ type parkedDir struct {
 	bytes int64
 }
 
-// maxParkedBytes bounds the memory parked for all directories.
-const maxParkedBytes = 64 << 20
+// maxParkedBytes bounds the memory parked for all directories. A reader
+// takes its directory's pushes at its first read there, so few wait at
+// once; a walker that reads nothing fills the budget, and the buffers of
+// the pushes dropped past it are recycled for the next listings' copies
+// (64 MiB let a find over moby allocate fresh pages for 64 MiB of copies).
+const maxParkedBytes = 16 << 20
 
 // park adds jobs, pushes of files named by a listing of dir that the
 // kernel has taken in, and owns the slice from then on. It reports how
@@ -67,6 +71,7 @@ func (p *parked) park(dir *fs.Inode, jobs []pushJob) (dropped int) {
 		delete(p.dirs, d.dir)
 		total = p.bytes.Add(-d.bytes)
 		dropped += len(d.jobs)
+		d.done()
 	}
 	return dropped
 }
@@ -89,4 +94,11 @@ func (p *parked) take(dir *fs.Inode) []pushJob {
 }
 
 // drop forgets what is parked for dir (the kernel forgot the directory).
-func (p *parked) drop(dir *fs.Inode) { p.take(dir) }
+func (p *parked) drop(dir *fs.Inode) { (&parkedDir{jobs: p.take(dir)}).done() }
+
+// done gives back the buffers of pushes that will not be made.
+func (d *parkedDir) done() {
+	for _, j := range d.jobs {
+		keptDone(j.data)
+	}
+}
