@@ -2,7 +2,15 @@ package mount
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/fsguard/fsguard/policy"
 )
 
 // TestKeptCopy: a copy holds the bytes whatever buffer it reuses (one
@@ -30,4 +38,56 @@ func TestKeptCopy(t *testing.T) {
 		keptDone(second)
 	}
 	keptDone(make([]byte, 10, 100)) // no class: not pooled, no panic
+}
+
+// TestRecycledBuffersServeTheirOwnFile: a walker that reads nothing
+// (find) fills the parked pushes past their budget, and the buffers of
+// those dropped are used again for the next listings' copies; reading
+// every file afterwards (the parked pushes of the directories still
+// held go in then) must show each file's own bytes. A buffer given back
+// while a push still held it would put another file's bytes in its
+// place.
+func TestRecycledBuffersServeTheirOwnFile(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	base := t.TempDir()
+	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
+	must(t, os.Mkdir(mp, 0o755))
+	old := time.Now().Add(-time.Hour)
+	const dirs, files, size = 48, 16, 32 << 10 // 24 MiB: past maxParkedBytes
+	for d := range dirs {
+		dir := filepath.Join(root, fmt.Sprintf("d%02d", d))
+		must(t, os.MkdirAll(dir, 0o755))
+		for f := range files {
+			name := fmt.Sprintf("f%02d.txt", f)
+			line := fmt.Sprintf("%s/%s ", filepath.Base(dir), name)
+			body := strings.Repeat(line, size/len(line)+1)[:size-1] + "\n"
+			must(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+		}
+		must(t, os.Chtimes(dir, old, old)) // quiet: the listings keep content
+	}
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	must(t, err)
+	s, err := Mount(Config{Policy: pol, MountPoint: mp})
+	must(t, err)
+	t.Cleanup(func() { s.Unmount() })
+	if !s.v.prefetch.on() {
+		t.Skip("no watch here: nothing is pushed")
+	}
+	sum := func(dir string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", "find . -type f | sort | xargs cat | sha256sum")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", dir, err, out)
+		}
+		return string(out)
+	}
+	if out, err := exec.Command("find", mp).CombinedOutput(); err != nil {
+		t.Fatalf("find: %v: %s", err, out)
+	}
+	if got, want := sum(mp), sum(root); got != want {
+		t.Fatalf("the files read through the mount are not the tree's: %s, want %s", got, want)
+	}
 }
