@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/fsguard/fsguard/policy"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 )
@@ -28,63 +27,36 @@ import (
 func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
-	base := t.TempDir()
-	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
-	must(t, os.Mkdir(mp, 0o755))
+	root := t.TempDir()
 	const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
 	text := func(dir, name, v string) string { return dir + "/" + name + ", version " + v + " of ordinary text\n" }
 	cases := []string{"untouched", "inplace", "keyed", "created", "removed", "renamed"}
 	old := time.Now().Add(-time.Hour)
 	for _, c := range cases {
 		dir := filepath.Join(root, "p", c)
-		must(t, os.MkdirAll(dir, 0o755))
-		for _, name := range []string{"a.txt", "b.txt", "c.txt"} {
-			p := filepath.Join(dir, name)
-			must(t, os.WriteFile(p, []byte(text(c, name, "1")), 0o644))
-			must(t, os.Chtimes(p, old, old))
-		}
-		must(t, os.Chtimes(dir, old, old)) // quiet: listed ahead, entries handed over
+		quietDir(t, dir, func() { // listed ahead, entries handed over
+			for _, name := range []string{"a.txt", "b.txt", "c.txt"} {
+				p := filepath.Join(dir, name)
+				must(t, os.WriteFile(p, []byte(text(c, name, "1")), 0o644))
+				must(t, os.Chtimes(p, old, old))
+			}
+		})
 	}
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
-	must(t, err)
-	var mu sync.Mutex
-	results := map[string]int{}
-	s, err := Mount(Config{Policy: pol, MountPoint: mp, ListedAhead: func(r string) { mu.Lock(); results[r]++; mu.Unlock() }})
-	must(t, err)
-	t.Cleanup(func() { s.Unmount() })
-	if !s.v.prefetch.on() {
-		t.Skip("no watch here: nothing is listed ahead")
-	}
-	// Listed by another process: the daemon's own listings are the warm
-	// walk's, which lists everything itself.
-	if out, err := exec.Command("ls", filepath.Join(mp, "p")).CombinedOutput(); err != nil {
-		t.Fatalf("ls: %v: %s", err, out)
-	}
+	results := &aheadResults{}
+	s, mp := mountRoot(t, root, Config{ListedAhead: results.add})
+	lsBy(t, filepath.Join(mp, "p"))
 	g := s.v.guard.Load()
 	r := g.Roots()[0]
 	made := map[string]*aheadList{}
 	for _, c := range cases {
-		s.v.ahead.mu.Lock()
-		x := s.v.ahead.lists[aheadKey{r.Name, "p/" + c}]
-		s.v.ahead.mu.Unlock()
-		if x == nil {
-			t.Fatalf("p/%s was not queued to be listed ahead", c)
-		}
-		select {
-		case <-x.done:
-		case <-time.After(30 * time.Second): // a hang guard
-			t.Fatalf("p/%s: never listed ahead", c)
-		}
-		made[c] = x
+		made[c] = madeAhead(t, s, "p/"+c)
 	}
 
 	// Nothing changed: the walker's listing is the one made ahead.
 	checkDir(t, mp, root, "p/untouched")
-	mu.Lock()
-	if results["used"] != 1 {
-		t.Errorf("the untouched directory's listing made ahead: %v, want used once", results)
+	if got := results.get(); got["used"] != 1 {
+		t.Errorf("the untouched directory's listing made ahead: %v, want used once", got)
 	}
-	mu.Unlock()
 
 	dir := func(c string) string { return filepath.Join(root, "p", c) }
 	rewrite := func(p, content string) {
@@ -154,34 +126,18 @@ func checkDir(t *testing.T, mp, root, rel string) {
 func TestListedAheadAgainOnlyAfterReclaim(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
-	base := t.TempDir()
-	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
-	must(t, os.Mkdir(mp, 0o755))
-	old := time.Now().Add(-time.Hour)
-	for _, d := range []string{"x", "y"} {
-		dir := filepath.Join(root, "p", d)
-		must(t, os.MkdirAll(dir, 0o755))
-		must(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("ordinary text in "+d+"\n"), 0o644))
-		must(t, os.Chtimes(dir, old, old))
-	}
-	must(t, os.Chtimes(filepath.Join(root, "p"), old, old))
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
-	must(t, err)
-	var mu sync.Mutex
-	results := map[string]int{}
-	s, err := Mount(Config{Policy: pol, MountPoint: mp, ListedAhead: func(r string) { mu.Lock(); results[r]++; mu.Unlock() }})
-	must(t, err)
-	t.Cleanup(func() { s.Unmount() })
-	if !s.v.prefetch.on() {
-		t.Skip("no watch here: nothing is listed ahead")
-	}
-	r := s.v.guard.Load().Roots()[0]
-	ls := func(rel string) {
-		t.Helper()
-		if out, err := exec.Command("ls", filepath.Join(mp, rel)).CombinedOutput(); err != nil {
-			t.Fatalf("ls: %v: %s", err, out)
+	root := t.TempDir()
+	quietDir(t, filepath.Join(root, "p"), func() {
+		for _, d := range []string{"x", "y"} {
+			dir := filepath.Join(root, "p", d)
+			quietDir(t, dir, func() {
+				must(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("ordinary text in "+d+"\n"), 0o644))
+			})
 		}
-	}
+	})
+	results := &aheadResults{}
+	s, mp := mountRoot(t, root, Config{ListedAhead: results.add})
+	ls := func(rel string) { t.Helper(); lsBy(t, filepath.Join(mp, rel)) }
 	queued := func() []string {
 		s.v.ahead.mu.Lock()
 		defer s.v.ahead.mu.Unlock()
@@ -195,20 +151,7 @@ func TestListedAheadAgainOnlyAfterReclaim(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	waitMade := func(rel string) {
-		t.Helper()
-		s.v.ahead.mu.Lock()
-		x := s.v.ahead.lists[aheadKey{r.Name, rel}]
-		s.v.ahead.mu.Unlock()
-		if x == nil {
-			t.Fatalf("%s: not queued to be listed ahead", rel)
-		}
-		select {
-		case <-x.done:
-		case <-time.After(30 * time.Second): // a hang guard
-			t.Fatalf("%s: never listed ahead", rel)
-		}
-	}
+	waitMade := func(rel string) { t.Helper(); madeAhead(t, s, rel) }
 	ls("p")
 	for _, d := range []string{"p/x", "p/y"} {
 		waitMade(d)
@@ -227,11 +170,9 @@ func TestListedAheadAgainOnlyAfterReclaim(t *testing.T) {
 	}
 	waitMade("p/x")
 	ls("p/x")
-	mu.Lock()
-	if results["used"] != 3 || results["unused"] != 0 {
-		t.Errorf("listings made ahead: %v, want used 3 times (twice at first, once after reclaim)", results)
+	if got := results.get(); got["used"] != 3 || got["unused"] != 0 {
+		t.Errorf("listings made ahead: %v, want used 3 times (twice at first, once after reclaim)", got)
 	}
-	mu.Unlock()
 
 	// The watch drops p's listing: listed again, nothing is queued.
 	s.v.ahead.mu.Lock()
@@ -259,4 +200,52 @@ func within(t *testing.T, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// aheadResults counts what became of the lists made ahead (see
+// Config.ListedAhead).
+type aheadResults struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *aheadResults) add(result string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n == nil {
+		a.n = map[string]int{}
+	}
+	a.n[result]++
+}
+
+func (a *aheadResults) get() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.n)
+}
+
+// lsBy lists dir from another process: the daemon's own listings are the
+// warm walk's, which queue nothing (the walk lists everything itself).
+func lsBy(t *testing.T, dir string) {
+	t.Helper()
+	if out, err := exec.Command("ls", dir).CombinedOutput(); err != nil {
+		t.Fatalf("ls: %v: %s", err, out)
+	}
+}
+
+// madeAhead waits for the list of rel queued to be made ahead.
+func madeAhead(t *testing.T, s *Server, rel string) *aheadList {
+	t.Helper()
+	s.v.ahead.mu.Lock()
+	x := s.v.ahead.lists[aheadKey{s.v.guard.Load().Roots()[0].Name, rel}]
+	s.v.ahead.mu.Unlock()
+	if x == nil {
+		t.Fatalf("%s was not queued to be listed ahead", rel)
+	}
+	select {
+	case <-x.done:
+	case <-time.After(30 * time.Second): // a hang guard
+		t.Fatalf("%s: never listed ahead", rel)
+	}
+	return x
 }

@@ -8,9 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/fsguard/fsguard/policy"
 )
 
 // TestKeptCopy: a copy holds the bytes whatever buffer it reuses (one
@@ -50,30 +47,20 @@ func TestKeptCopy(t *testing.T) {
 func TestRecycledBuffersServeTheirOwnFile(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
-	base := t.TempDir()
-	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
-	must(t, os.Mkdir(mp, 0o755))
-	old := time.Now().Add(-time.Hour)
+	root := t.TempDir()
 	const dirs, files, size = 48, 16, 32 << 10 // 24 MiB: past maxParkedBytes
 	for d := range dirs {
 		dir := filepath.Join(root, fmt.Sprintf("d%02d", d))
-		must(t, os.MkdirAll(dir, 0o755))
-		for f := range files {
-			name := fmt.Sprintf("f%02d.txt", f)
-			line := fmt.Sprintf("%s/%s ", filepath.Base(dir), name)
-			body := strings.Repeat(line, size/len(line)+1)[:size-1] + "\n"
-			must(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
-		}
-		must(t, os.Chtimes(dir, old, old)) // quiet: the listings keep content
+		quietDir(t, dir, func() { // the listings keep content
+			for f := range files {
+				name := fmt.Sprintf("f%02d.txt", f)
+				line := fmt.Sprintf("%s/%s ", filepath.Base(dir), name)
+				body := strings.Repeat(line, size/len(line)+1)[:size-1] + "\n"
+				must(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+			}
+		})
 	}
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
-	must(t, err)
-	s, err := Mount(Config{Policy: pol, MountPoint: mp})
-	must(t, err)
-	t.Cleanup(func() { s.Unmount() })
-	if !s.v.prefetch.on() {
-		t.Skip("no watch here: nothing is pushed")
-	}
+	_, mp := mountRoot(t, root, Config{})
 	sum := func(dir string) string {
 		t.Helper()
 		cmd := exec.Command("sh", "-c", "find . -type f | sort | xargs cat | sha256sum")
@@ -84,7 +71,7 @@ func TestRecycledBuffersServeTheirOwnFile(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out, err := exec.Command("find", mp).CombinedOutput(); err != nil {
+	if out, err := exec.Command("find", mp).CombinedOutput(); err != nil { // lists, reads nothing
 		t.Fatalf("find: %v: %s", err, out)
 	}
 	if got, want := sum(mp), sum(root); got != want {

@@ -32,6 +32,36 @@ func needFUSE(t *testing.T) {
 	t.Skip(why)
 }
 
+// mountRoot mounts root, with the warm walk off, at a new directory,
+// and skips where the view has no watch: nothing is pushed or listed
+// ahead without one.
+func mountRoot(t *testing.T, root string, cfg Config) (*Server, string) {
+	t.Helper()
+	mp := filepath.Join(t.TempDir(), "mnt")
+	must(t, os.Mkdir(mp, 0o755))
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	must(t, err)
+	cfg.Policy, cfg.MountPoint = pol, mp
+	s, err := Mount(cfg)
+	must(t, err)
+	t.Cleanup(func() { s.Unmount() })
+	if !s.v.prefetch.on() {
+		t.Skip("no watch here: nothing is pushed or listed ahead")
+	}
+	return s, mp
+}
+
+// quietDir makes dir (and its parents) and dates it an hour back once
+// fill has written in it: a directory unchanged for a while is listed
+// with its entries and its files' content kept for pushes.
+func quietDir(t *testing.T, dir string, fill func()) {
+	t.Helper()
+	must(t, os.MkdirAll(dir, 0o755))
+	fill()
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(dir, old, old))
+}
+
 // TestKeptPushOfAnOldVersion is the attacker's race, made to happen: a
 // listing read a small file and queued its content for a push; before the
 // push, the file changed — to other text, or to a private key. The push of
@@ -45,30 +75,20 @@ func needFUSE(t *testing.T) {
 func TestKeptPushOfAnOldVersion(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
-	base := t.TempDir()
-	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
+	root := t.TempDir()
 	dir := filepath.Join(root, "d")
-	must(t, os.MkdirAll(dir, 0o755))
-	must(t, os.Mkdir(mp, 0o755))
 	const (
 		v1  = "version one of this file, ordinary text\n"
 		v2  = "version two of this file, ordinary text\n"
 		key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
 	)
 	names := map[string]string{"text.txt": v2, "key.txt": key}
-	for name := range names {
-		must(t, os.WriteFile(filepath.Join(dir, name), []byte(v1), 0o644))
-	}
-	old := time.Now().Add(-time.Hour)
-	must(t, os.Chtimes(dir, old, old)) // quiet: READDIRPLUS hands over entries
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
-	must(t, err)
-	s, err := Mount(Config{Policy: pol, MountPoint: mp})
-	must(t, err)
-	t.Cleanup(func() { s.Unmount() })
-	if s.v.open.Load() == nil {
-		t.Skip("no watch here: nothing is pushed")
-	}
+	quietDir(t, dir, func() { // READDIRPLUS hands over entries
+		for name := range names {
+			must(t, os.WriteFile(filepath.Join(dir, name), []byte(v1), 0o644))
+		}
+	})
+	s, mp := mountRoot(t, root, Config{})
 
 	// The listing: the kernel now knows both inodes.
 	if _, err := os.ReadDir(filepath.Join(mp, "d")); err != nil {
