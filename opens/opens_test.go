@@ -136,39 +136,20 @@ func TestBatchWaitsForAPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	const maxDelay = 200 * time.Millisecond
-	var mu sync.Mutex
-	var emitted time.Time
-	// Opens never pause for an hour: only MaxDelay lets the batch go.
-	// Started after t0, so no open pending in it is older than t0.
-	t0 := time.Now()
-	r := start(t, dir, Config{Interval: time.Millisecond, Pause: time.Hour, MaxDelay: maxDelay, Emit: func(a []Access, _ Lost) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, x := range a {
-			if x.Path == p && emitted.IsZero() {
-				emitted = time.Now()
-			}
+	// The mark covers the whole filesystem of dir, so other processes'
+	// opens land in the batch too. A burst of them can overflow the
+	// kernel's queue while the reader waits for a core (the suite under
+	// load), and a batch with lost opens goes at once, as it should: such
+	// a try shows nothing about the delay, and another is made.
+	for try := 1; ; try++ {
+		waited, lost := firstBatch(t, dir, p, maxDelay)
+		if lost.Any() && try < 5 {
+			continue
 		}
-	}})
-	defer r.Close()
-	if out, err := exec.Command("cat", p).CombinedOutput(); err != nil {
-		t.Fatalf("cat: %v %s", err, out)
-	}
-	deadline := time.Now().Add(60 * time.Second) // a hang guard
-	for {
-		mu.Lock()
-		at := emitted
-		mu.Unlock()
-		if !at.IsZero() {
-			if waited := at.Sub(t0); waited < maxDelay {
-				t.Errorf("the batch went %v after the open, while opens had not paused; want MaxDelay (%v) or later", waited, maxDelay)
-			}
-			break
+		if waited < maxDelay {
+			t.Errorf("the batch went %v after the open, while opens had not paused (lost: %+v); want MaxDelay (%v) or later", waited, lost, maxDelay)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the batch was never handed on")
-		}
-		time.Sleep(time.Millisecond) // a poll interval
+		break
 	}
 
 	// What holds a batch, one condition at a time, on a recorder that
@@ -193,6 +174,45 @@ func TestBatchWaitsForAPause(t *testing.T) {
 	}
 	if held(func(h *Recorder) { h.lost.Overflows = 1 }) {
 		t.Error("a batch with lost opens is held")
+	}
+}
+
+// firstBatch starts a recorder of dir's filesystem whose opens never
+// pause for long enough (Pause is an hour), opens p, and returns how long
+// after the start the batch holding that open was handed on, and what
+// that batch said was lost.
+func firstBatch(t *testing.T, dir, p string, maxDelay time.Duration) (time.Duration, Lost) {
+	t.Helper()
+	var mu sync.Mutex
+	var emitted time.Time
+	var lost Lost
+	// Started after t0, so no open pending in it is older than t0.
+	t0 := time.Now()
+	r := start(t, dir, Config{Interval: time.Millisecond, Pause: time.Hour, MaxDelay: maxDelay, Emit: func(a []Access, l Lost) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, x := range a {
+			if x.Path == p && emitted.IsZero() {
+				emitted, lost = time.Now(), l
+			}
+		}
+	}})
+	defer r.Close()
+	if out, err := exec.Command("cat", p).CombinedOutput(); err != nil {
+		t.Fatalf("cat: %v %s", err, out)
+	}
+	deadline := time.Now().Add(60 * time.Second) // a hang guard
+	for {
+		mu.Lock()
+		at, l := emitted, lost
+		mu.Unlock()
+		if !at.IsZero() {
+			return at.Sub(t0), l
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batch was never handed on")
+		}
+		time.Sleep(time.Millisecond) // a poll interval
 	}
 }
 
