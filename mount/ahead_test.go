@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
 )
 
 // TestListedAheadOnlyWhileCurrent: listing a directory lists its
@@ -19,7 +20,8 @@ import (
 // work only while it stands for the directory as it is. The attacker
 // changes a subdirectory after it was listed ahead and before the walker
 // lists it: a file rewritten in place (to other text of the same size, or
-// to a private key), a file created, removed or renamed. Each must be
+// to a private key), a file created, removed or renamed, the directory
+// swapped for a link to one outside the root. Each must be
 // caught by the list's own checks even with a watch that has not reported
 // the change yet (its count of changes is set to the view's), and the
 // walker must then see the directory as it is: no key listed or served,
@@ -30,7 +32,7 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	root := t.TempDir()
 	const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
 	text := func(dir, name, v string) string { return dir + "/" + name + ", version " + v + " of ordinary text\n" }
-	cases := []string{"untouched", "inplace", "keyed", "created", "removed", "renamed"}
+	cases := []string{"untouched", "inplace", "keyed", "created", "removed", "renamed", "swapped"}
 	old := time.Now().Add(-time.Hour)
 	for _, c := range cases {
 		dir := filepath.Join(root, "p", c)
@@ -71,17 +73,32 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(dir("created"), "d.txt"), []byte(text("created", "d.txt", "1")), 0o644))
 	must(t, os.Remove(filepath.Join(dir("removed"), "b.txt")))
 	must(t, os.Rename(filepath.Join(dir("renamed"), "b.txt"), filepath.Join(dir("renamed"), "e.txt")))
+	// The directory itself swapped for a link to one outside the root.
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "outside.txt"), []byte("not in the root\n"), 0o644))
+	must(t, os.Rename(dir("swapped"), dir("swapped")+".old"))
+	must(t, os.Symlink(outside, dir("swapped")))
 	for _, c := range cases[1:] {
 		x := made[c]
-		x.changes = s.v.changes.Load() // as if the watch had not reported it yet
-		e, err := g.Entry(r, "p/"+c)
-		must(t, err)
-		if x.current(s.v, g, r, &e.Stat) {
+		// As if the watch had not reported the change yet; the stat as
+		// listing.load takes it.
+		x.changes = s.v.changes.Load()
+		var now *unix.Stat_t
+		if e, err := g.Entry(r, "p/"+c); err == nil {
+			now = &e.Stat
+		}
+		if x.current(s.v, g, r, now) {
 			t.Errorf("p/%s: changed after it was listed ahead, and the list still counts as current", c)
 		}
 	}
-	for _, c := range cases[1:] {
+	for _, c := range cases[1 : len(cases)-1] {
 		checkDir(t, mp, root, "p/"+c)
+	}
+	ents, _ := os.ReadDir(filepath.Join(mp, "p", "swapped")) // refused or empty, never the outside
+	for _, e := range ents {
+		if e.Name() != "a.txt" && e.Name() != "b.txt" && e.Name() != "c.txt" {
+			t.Errorf("p/swapped, a link to a directory outside the root now, lists %q", e.Name())
+		}
 	}
 }
 
