@@ -13,7 +13,8 @@ import (
 )
 
 // ahead lists directories before the kernel asks: when an agent's walker
-// lists a directory for the first time, the subdirectories it shows are
+// lists a directory (for the first time, or again after reclaim took the
+// kernel's listings: see listing.load), the subdirectories it shows are
 // listed and their files admitted in the background, the next first, so
 // that the walker's READDIRPLUS of each finds the work done. A first
 // grep -r or find waits on each listing in turn (a listing decides every
@@ -86,7 +87,7 @@ func (a *ahead) count(result string) {
 	}
 }
 
-// queue asks for the directories rel/name (the subdirectories a first
+// queueDirs asks for the directories rel/name (the subdirectories a
 // listing of rel just showed) to be listed ahead, before those queued
 // earlier.
 func (a *ahead) queueDirs(root, rel, shown string, dirs []aheadDir) {
@@ -213,6 +214,10 @@ func (a *ahead) take(root, rel string, g *roots.Guard, r *roots.Root, dir *unix.
 	}
 	a.mu.Unlock()
 	<-x.done
+	if !x.ok { // given up (a busy directory, an error): nothing to use
+		a.drop(x, "unused")
+		return nil
+	}
 	if !x.current(a.v, g, r, dir) {
 		a.drop(x, "stale")
 		return nil
