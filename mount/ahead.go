@@ -79,6 +79,10 @@ const (
 	maxAheadBytes = 16 << 20
 	// aheadTTL is how long a list made ahead waits for the walker.
 	aheadTTL = 5 * time.Second
+	// maxAheadEntries is the largest directory listed ahead: a list holds
+	// a stat for each of its files until the walker comes, which it may
+	// never do (an agent's ls of a tree with a cache of 100,000 files).
+	maxAheadEntries = 4096
 )
 
 func (a *ahead) count(result string) {
@@ -175,8 +179,8 @@ func (a *ahead) make(x *aheadList) {
 	}
 	x.g, x.changes, x.dir = g, a.v.changes.Load(), dir.Stat
 	list, err := g.List(r, x.key.rel)
-	if err != nil {
-		return // the walker's own listing meets the error, and reports it
+	if err != nil || len(list) > maxAheadEntries {
+		return // the walker's own listing meets the error (and reports it), or decides the big one itself
 	}
 	keep := &admit.Keep{Known: x.known, Fn: func(rel string, id fileid.Identity, data []byte) {
 		if a.bytes.Load()+int64(len(data)) <= maxAheadBytes {

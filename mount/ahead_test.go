@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -265,4 +266,35 @@ func madeAhead(t *testing.T, s *Server, rel string) *aheadList {
 		t.Fatalf("%s: never listed ahead", rel)
 	}
 	return x
+}
+
+// TestListedAheadNotTooBig: a subdirectory of more than maxAheadEntries
+// entries is not listed ahead (its stats would be held for a walker that
+// may never come); the walker lists it itself, whole.
+func TestListedAheadNotTooBig(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	big := filepath.Join(root, "p", "big")
+	quietDir(t, filepath.Join(root, "p"), func() {
+		quietDir(t, big, func() {
+			for i := range maxAheadEntries + 1 {
+				must(t, os.WriteFile(filepath.Join(big, fmt.Sprintf("f%05d", i)), nil, 0o644))
+			}
+		})
+	})
+	results := &aheadResults{}
+	s, mp := mountRoot(t, root, Config{ListedAhead: results.add})
+	lsBy(t, filepath.Join(mp, "p"))
+	if x := madeAhead(t, s, "p/big"); x.ok || x.list != nil {
+		t.Errorf("a directory of %d entries was listed ahead (%d held)", maxAheadEntries+1, len(x.list))
+	}
+	ents, err := os.ReadDir(filepath.Join(mp, "p", "big"))
+	must(t, err)
+	if len(ents) != maxAheadEntries+1 {
+		t.Errorf("the walker's own listing shows %d entries, want %d", len(ents), maxAheadEntries+1)
+	}
+	if got := results.get(); got["unused"] != 1 || got["used"] != 0 {
+		t.Errorf("listings made ahead: %v, want one unused", got)
+	}
 }
