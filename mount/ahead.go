@@ -139,10 +139,7 @@ func (a *ahead) sweepLocked() {
 // drop gives back what a list made holds.
 func (a *ahead) drop(x *aheadList, result string) {
 	a.bytes.Add(-int64(x.held.keptBytes))
-	for _, k := range x.held.kept {
-		keptDone(k.data)
-	}
-	x.held.kept = nil
+	x.held.giveBack()
 	a.count(result)
 }
 
@@ -174,7 +171,7 @@ func (a *ahead) make(x *aheadList) {
 		return
 	}
 	dir, err := g.Entry(r, x.key.rel)
-	if err != nil || !dir.IsDir() || since(dir.Stat.Mtim) < quiet {
+	if err != nil || !dir.IsDir() || busy(&dir.Stat) {
 		return
 	}
 	x.g, x.changes, x.dir = g, a.v.changes.Load(), dir.Stat
@@ -255,5 +252,3 @@ func (x *aheadList) current(v *view, g *roots.Guard, r *roots.Root, dir *unix.St
 	}
 	return true
 }
-
-func since(t unix.Timespec) time.Duration { return time.Since(time.Unix(t.Unix())) }

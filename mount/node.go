@@ -365,7 +365,7 @@ func (l *listing) load() syscall.Errno {
 	var dir *unix.Stat_t
 	if e, err := g.Entry(r, rel); err == nil {
 		dir = &e.Stat
-		l.busy = since(e.Stat.Mtim) < quiet
+		l.busy = busy(&e.Stat)
 	}
 	var list []roots.DirEntry
 	listedBefore := n.listed.Load()
@@ -748,6 +748,10 @@ var (
 // to hand the kernel its entries.
 const quiet = 2 * time.Second
 
+// busy reports whether the directory whose stat is st changed within
+// quiet.
+func busy(st *unix.Stat_t) bool { return time.Since(time.Unix(st.Mtim.Unix())) < quiet }
+
 // Lookup answers READDIRPLUS's lookup of one entry. The kernel takes the
 // reply in some time after it was made, and an entry in it replaces the
 // one the kernel holds for the name. So an entry made just before a
@@ -857,7 +861,13 @@ func (l *listing) begin(ctx context.Context) {
 // refuses (counted as "unknown").
 func (l *listing) Releasedir(context.Context, uint32) {
 	l.handOver()
-	for _, k := range l.kept { // content for entries never handed over
+	l.giveBack() // content for entries never handed over
+}
+
+// giveBack returns the buffers of the content the listing still keeps
+// (see keptBufs): no push will be made of it.
+func (l *listing) giveBack() {
+	for _, k := range l.kept {
 		keptDone(k.data)
 	}
 	l.kept = nil
