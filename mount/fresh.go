@@ -116,11 +116,14 @@ func (s *Server) apply(evs []watch.Event) {
 				}
 			case watch.Added, watch.Removed:
 				if c != nil && e.Op == watch.Removed {
-					dir.NotifyDelete(e.Name, c)
+					if cn, ok := nodeOf(c); ok {
+						s.v.bury(cn) // before the kernel is told: see bury
+					}
 					// The name no longer leads to the node: a path made
 					// through it (see node.where) would name whatever
 					// takes its place.
 					dir.RmChild(e.Name)
+					dir.NotifyDelete(e.Name, c)
 				} else {
 					dir.NotifyEntry(e.Name) // also drops a cached "not there"
 				}

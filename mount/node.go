@@ -253,6 +253,10 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 			had, id = &held.Inode, held.StableAttr()
 		}
 	}
+	if live := n.v.liveGen(id.Ino); id.Gen < live {
+		// A directory the kernel was told is deleted: see view.bury.
+		had, id.Gen, renamed = nil, live, true
+	}
 	ino := n.NewInode(ctx, c, id)
 	if had != nil {
 		ino = had

@@ -46,6 +46,10 @@ type view struct {
 	// inode met outside a request (an open seen by the access audit) can
 	// be named; an entry goes when the kernel forgets the node.
 	nodes map[uint64]*node
+	// firstGen is, for an inode number with a directory the kernel was
+	// told is deleted, the lowest generation a lookup may hand out (see
+	// buried); an entry goes when the kernel forgets that directory.
+	firstGen map[uint64]uint64
 	// changes counts the batches of changes the watch (or a write of the
 	// daemon's own) reported: a listing made before one of them is old.
 	changes atomic.Int64
@@ -121,6 +125,35 @@ func (v *view) remember(n *node, over bool) {
 	v.nodes[ino] = n
 }
 
+// bury notes that the kernel is about to be told the directory n is
+// deleted. FUSE_NOTIFY_DELETE marks its inode dead (S_DEAD: every lookup
+// and listing in it fails with ENOENT) for as long as anything holds it
+// (an open descriptor, a shell in it), and the kernel revives no inode:
+// handed the same node by a lookup that raced the removal (it found the
+// node by its name and number before the name was taken away; go-fuse
+// files it under the name after Lookup returns), the kernel would put the
+// name on the dead inode for the hour an entry is cached. So from here on
+// a lookup hands out only a later generation of the number (see
+// liveGen). Files are not dead when deleted: a LOOKUP reply sets their
+// link count again.
+func (v *view) bury(n *node) {
+	if n.key.typ != syscall.S_IFDIR {
+		return
+	}
+	id := n.StableAttr()
+	v.idMu.Lock()
+	defer v.idMu.Unlock()
+	v.firstGen[id.Ino] = max(v.firstGen[id.Ino], id.Gen+1)
+}
+
+// liveGen is the lowest generation of the inode number ino that no
+// buried directory holds.
+func (v *view) liveGen(ino uint64) uint64 {
+	v.idMu.Lock()
+	defer v.idMu.Unlock()
+	return v.firstGen[ino]
+}
+
 // held is the node recorded for the mount's inode number ino, or nil.
 func (v *view) held(ino uint64) *node {
 	v.idMu.Lock()
@@ -147,6 +180,11 @@ func (v *view) drop(n *node) {
 	defer v.idMu.Unlock()
 	if v.nodes[ino] == n {
 		delete(v.nodes, ino)
+	}
+	if v.firstGen[ino] == n.StableAttr().Gen+1 {
+		// The last buried generation is gone from the kernel: the
+		// generations below it hold nothing now.
+		delete(v.firstGen, ino)
 	}
 }
 
