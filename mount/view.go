@@ -50,6 +50,7 @@ type view struct {
 	// told is deleted, the lowest generation a lookup may hand out (see
 	// buried); an entry goes when the kernel forgets that directory.
 	firstGen map[uint64]uint64
+	buried   atomic.Int64 // len(firstGen)
 	// changes counts the batches of changes the watch (or a write of the
 	// daemon's own) reported: a listing made before one of them is old.
 	changes atomic.Int64
@@ -144,11 +145,15 @@ func (v *view) bury(n *node) {
 	v.idMu.Lock()
 	defer v.idMu.Unlock()
 	v.firstGen[id.Ino] = max(v.firstGen[id.Ino], id.Gen+1)
+	v.buried.Store(int64(len(v.firstGen)))
 }
 
 // liveGen is the lowest generation of the inode number ino that no
 // buried directory holds.
 func (v *view) liveGen(ino uint64) uint64 {
+	if v.buried.Load() == 0 {
+		return 0 // the common case, without the lock every lookup takes
+	}
 	v.idMu.Lock()
 	defer v.idMu.Unlock()
 	return v.firstGen[ino]
@@ -185,6 +190,7 @@ func (v *view) drop(n *node) {
 		// The last buried generation is gone from the kernel: the
 		// generations below it hold nothing now.
 		delete(v.firstGen, ino)
+		v.buried.Store(int64(len(v.firstGen)))
 	}
 }
 
