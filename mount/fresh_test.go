@@ -5,47 +5,67 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/fsguard/fsguard/watch"
 )
 
-// TestRemovedDirectoryNeverHandedBack is the race behind a checkout's
-// "readdirent d10: no such file or directory", made to happen. The watch
-// reports a directory removed; the kernel is told (FUSE_NOTIFY_DELETE),
-// which marks its inode dead: every lookup and listing in it fails with
-// ENOENT. A lookup of the same name that found the node before the
-// removal took the name away puts it back (go-fuse files a looked-up node
-// under its name after Lookup returns). The directory there now has the
-// old one's inode number (ext4 gives a new directory the number just
-// freed, and a checkout removes and makes directories; here it simply
-// stays), so a lookup that takes the node by its name and number hands
-// the kernel the dead inode again, and the name fails for the hour an
-// entry is cached. A node the kernel was told is deleted must never be
-// handed back.
+// TestRemovedDirectoryNeverHandedBack: the watch reports a directory
+// removed, and the kernel is told (FUSE_NOTIFY_DELETE), which marks its
+// inode dead while anything holds it (here an open descriptor; a listing
+// under way or a shell in it, in life): every lookup and listing in it
+// fails with ENOENT, and the kernel revives no inode. The directory at the
+// name now has the old one's inode number (ext4 gives a new directory the
+// number just freed, and a checkout removes and makes directories; here
+// it simply stays), so a lookup that hands the kernel the old node again,
+// by the name and the number, puts the name on the dead inode for the hour
+// an entry is cached: "readdirent d10: no such file or directory" in a
+// checkout test under stress. Two ways to it:
+//   - raced: a lookup found the node by its name before the removal took
+//     the name away, and go-fuse files it under the name after Lookup
+//     returns (done here by hand);
+//   - generations: the name was removed twice, and the kernel forgot the
+//     second generation but not the first; a lookup that found no node
+//     for the number asked go-fuse for generation 0, and got the first.
 func TestRemovedDirectoryNeverHandedBack(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
-	root := t.TempDir()
-	must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
-	must(t, os.WriteFile(filepath.Join(root, "d", "f.txt"), []byte("text\n"), 0o644))
-	s, mp := mountRoot(t, root, Config{})
-	lsBy(t, filepath.Join(mp, "d")) // the kernel holds d's node
-	top := s.root.EmbeddedInode()
-	old := top.GetChild("d")
-	if old == nil {
-		t.Fatal("the kernel's node of d is not held")
-	}
-	// An open descriptor keeps the kernel's inode of d (a listing under
-	// way, a shell in it): a dead inode that nothing holds is evicted, and
-	// a later lookup makes a live one.
-	held, err := os.Open(filepath.Join(mp, "d"))
-	must(t, err)
-	defer held.Close()
-	real := s.v.guard.Load().Roots()[0].Real
-	s.apply([]watch.Event{{Op: watch.Removed, Dir: real, Name: "d"}})
-	top.AddChild("d", old, true) // the racing lookup files the node it found
-	out, err := exec.Command("ls", filepath.Join(mp, "d")).CombinedOutput()
-	if err != nil || string(out) != "f.txt\n" {
-		t.Fatalf("ls d after the race: %v: %q, want f.txt", err, out)
+	for _, name := range []string{"raced", "generations"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+			must(t, os.WriteFile(filepath.Join(root, "d", "f.txt"), []byte("text\n"), 0o644))
+			s, mp := mountRoot(t, root, Config{})
+			top := s.root.EmbeddedInode()
+			real := s.v.guard.Load().Roots()[0].Real
+			removed := func() { s.apply([]watch.Event{{Op: watch.Removed, Dir: real, Name: "d"}}) }
+			lsD := func(when string) {
+				t.Helper()
+				out, err := exec.Command("ls", filepath.Join(mp, "d")).CombinedOutput()
+				if err != nil || string(out) != "f.txt\n" {
+					t.Fatalf("ls d %s: %v: %q, want f.txt", when, err, out)
+				}
+			}
+			lsD("first")
+			first := top.GetChild("d")
+			held, err := os.Open(filepath.Join(mp, "d")) // keeps the first inode
+			must(t, err)
+			defer held.Close()
+			removed()
+			switch name {
+			case "raced":
+				top.AddChild("d", first, true)
+			case "generations":
+				lsD("after the first removal")
+				second := top.GetChild("d")
+				if second == nil || second == first {
+					t.Fatal("the name did not get a node of its own")
+				}
+				removed() // nothing holds the second: the kernel forgets it
+				within(t, 10*time.Second, func() bool { return s.v.held(second.StableAttr().Ino) == nil })
+			}
+			lsD("after the removal")
+		})
 	}
 }

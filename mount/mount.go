@@ -123,7 +123,7 @@ func Mount(cfg Config) (*Server, error) {
 	if cfg.Admit == nil {
 		cfg.Admit = admit.New(1 << 16)
 	}
-	v := &view{audit: cfg.Audit, admit: cfg.Admit, mountPoint: mp, devs: map[uint64]uint64{}, odd: map[idKey]uint64{}, nodes: map[uint64]*node{}, firstGen: map[uint64]uint64{},
+	v := &view{audit: cfg.Audit, admit: cfg.Admit, mountPoint: mp, devs: map[uint64]uint64{}, odd: map[idKey]uint64{}, nodes: map[uint64]*node{}, graves: map[uint64]grave{},
 		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency}
 	if v.audit == nil {
 		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}

@@ -46,11 +46,10 @@ type view struct {
 	// inode met outside a request (an open seen by the access audit) can
 	// be named; an entry goes when the kernel forgets the node.
 	nodes map[uint64]*node
-	// firstGen is, for an inode number with a directory the kernel was
-	// told is deleted, the lowest generation a lookup may hand out (see
-	// buried); an entry goes when the kernel forgets that directory.
-	firstGen map[uint64]uint64
-	buried   atomic.Int64 // len(firstGen)
+	// graves are the inode numbers of directories the kernel was told are
+	// deleted and still holds (see bury); nGraves is len(graves).
+	graves  map[uint64]grave
+	nGraves atomic.Int64
 	// changes counts the batches of changes the watch (or a write of the
 	// daemon's own) reported: a listing made before one of them is old.
 	changes atomic.Int64
@@ -126,37 +125,43 @@ func (v *view) remember(n *node, over bool) {
 	v.nodes[ino] = n
 }
 
+// grave is what the kernel holds of an inode number's deleted
+// directories: held of them, all of a generation below live.
+type grave struct{ live, held uint64 }
+
 // bury notes that the kernel is about to be told the directory n is
 // deleted. FUSE_NOTIFY_DELETE marks its inode dead (S_DEAD: every lookup
 // and listing in it fails with ENOENT) for as long as anything holds it
 // (an open descriptor, a shell in it), and the kernel revives no inode:
 // handed the same node by a lookup that raced the removal (it found the
 // node by its name and number before the name was taken away; go-fuse
-// files it under the name after Lookup returns), the kernel would put the
-// name on the dead inode for the hour an entry is cached. So from here on
-// a lookup hands out only a later generation of the number (see
-// liveGen). Files are not dead when deleted: a LOOKUP reply sets their
-// link count again.
+// files it under the name after Lookup returns), or by go-fuse for the
+// same number and generation, the kernel would put the name on the dead
+// inode for the hour an entry is cached. So until the kernel forgets it,
+// a lookup hands out only a later generation of the number (see liveGen).
+// Files are not dead when deleted: a LOOKUP reply sets their link count
+// again.
 func (v *view) bury(n *node) {
-	if n.key.typ != syscall.S_IFDIR {
+	if n.key.typ != syscall.S_IFDIR || n.buried.Swap(true) {
 		return
 	}
 	id := n.StableAttr()
 	v.idMu.Lock()
 	defer v.idMu.Unlock()
-	v.firstGen[id.Ino] = max(v.firstGen[id.Ino], id.Gen+1)
-	v.buried.Store(int64(len(v.firstGen)))
+	g := v.graves[id.Ino]
+	v.graves[id.Ino] = grave{live: max(g.live, id.Gen+1), held: g.held + 1}
+	v.nGraves.Store(int64(len(v.graves)))
 }
 
 // liveGen is the lowest generation of the inode number ino that no
-// buried directory holds.
+// buried directory the kernel holds has.
 func (v *view) liveGen(ino uint64) uint64 {
-	if v.buried.Load() == 0 {
+	if v.nGraves.Load() == 0 {
 		return 0 // the common case, without the lock every lookup takes
 	}
 	v.idMu.Lock()
 	defer v.idMu.Unlock()
-	return v.firstGen[ino]
+	return v.graves[ino].live
 }
 
 // held is the node recorded for the mount's inode number ino, or nil.
@@ -186,11 +191,15 @@ func (v *view) drop(n *node) {
 	if v.nodes[ino] == n {
 		delete(v.nodes, ino)
 	}
-	if v.firstGen[ino] == n.StableAttr().Gen+1 {
-		// The last buried generation is gone from the kernel: the
-		// generations below it hold nothing now.
-		delete(v.firstGen, ino)
-		v.buried.Store(int64(len(v.firstGen)))
+	if n.buried.Load() {
+		// Every buried generation gone from the kernel frees the number's
+		// generations: no dead inode is left to revive.
+		if g := v.graves[ino]; g.held > 1 {
+			v.graves[ino] = grave{live: g.live, held: g.held - 1}
+		} else {
+			delete(v.graves, ino)
+			v.nGraves.Store(int64(len(v.graves)))
+		}
 	}
 }
 
