@@ -44,8 +44,10 @@ type node struct {
 	// dropped: the watch dropped the kernel's listing of the directory
 	// since it was listed (see listing.load).
 	dropped atomic.Bool
-	// buried: the kernel was told the directory is deleted (see view.bury).
-	buried atomic.Bool
+	// buried: the kernel was told the directory is deleted (see
+	// view.bury); forgotten: the kernel forgot the node. Both under
+	// view.idMu.
+	buried, forgotten bool
 	// told is the version of the file the kernel was last told of: its
 	// attributes (LOOKUP, GETATTR), its bytes (READ, a push), or an error
 	// (the zero identity); nil: none yet. See prefetch.pushKept.

@@ -126,7 +126,8 @@ func (v *view) remember(n *node, over bool) {
 }
 
 // grave is what the kernel holds of an inode number's deleted
-// directories: held of them, all of a generation below live.
+// directories: held is how many of them it still holds, each of a
+// generation below live.
 type grave struct{ live, held uint64 }
 
 // bury notes that the kernel is about to be told the directory n is
@@ -142,12 +143,16 @@ type grave struct{ live, held uint64 }
 // Files are not dead when deleted: a LOOKUP reply sets their link count
 // again.
 func (v *view) bury(n *node) {
-	if n.key.typ != syscall.S_IFDIR || n.buried.Swap(true) {
+	if n.key.typ != syscall.S_IFDIR {
 		return
 	}
 	id := n.StableAttr()
 	v.idMu.Lock()
 	defer v.idMu.Unlock()
+	if n.buried || n.forgotten {
+		return // counted already, or gone from the kernel: nothing to hold
+	}
+	n.buried = true
 	g := v.graves[id.Ino]
 	v.graves[id.Ino] = grave{live: max(g.live, id.Gen+1), held: g.held + 1}
 	v.nGraves.Store(int64(len(v.graves)))
@@ -191,7 +196,8 @@ func (v *view) drop(n *node) {
 	if v.nodes[ino] == n {
 		delete(v.nodes, ino)
 	}
-	if n.buried.Load() {
+	n.forgotten = true
+	if n.buried {
 		// Every buried generation gone from the kernel frees the number's
 		// generations: no dead inode is left to revive.
 		if g := v.graves[ino]; g.held > 1 {
