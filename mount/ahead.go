@@ -179,13 +179,22 @@ func (a *ahead) make(x *aheadList) {
 	if err != nil || len(list) > maxAheadEntries {
 		return // the walker's own listing meets the error (and reports it), or decides the big one itself
 	}
+	// Each file's content is counted against the budget before it is
+	// kept (a check of the total before the listing let one list hold a
+	// listing's 8 MiB past it); what the listing then declines to keep
+	// gives its share back.
+	var reserved atomic.Int64
 	keep := &admit.Keep{Known: x.known, Fn: func(rel string, id fileid.Identity, data []byte) {
-		if a.bytes.Load()+int64(len(data)) <= maxAheadBytes {
-			x.held.keep(rel, id, data)
+		n := int64(len(data))
+		if a.bytes.Add(n) > maxAheadBytes {
+			a.bytes.Add(-n)
+			return
 		}
+		reserved.Add(n)
+		x.held.keep(rel, id, data)
 	}}
 	x.list = a.v.admit.Shown(g, r, x.key.rel, x.shown, list, func(crel string) bool { return a.v.hidesMountPoint(r, crel) }, keep)
-	a.bytes.Add(int64(x.held.keptBytes))
+	a.bytes.Add(int64(x.held.keptBytes) - reserved.Load())
 	x.ok = true
 }
 
