@@ -298,3 +298,40 @@ func TestListedAheadNotTooBig(t *testing.T) {
 		t.Errorf("listings made ahead: %v, want one unused", got)
 	}
 }
+
+// TestListedAheadWithinItsBudget: the content kept by lists made ahead
+// and not yet taken stays within maxAheadBytes, whatever the lists'
+// sizes. Three subdirectories of 6 MiB of small files each are listed
+// ahead and none is taken: the third must keep at most what the first
+// two left of the budget (a check of the total before each listing let
+// it keep all 6 MiB: 18 held).
+func TestListedAheadWithinItsBudget(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	const dirs, files = 3, 48 // of maxPush bytes each: 6 MiB a directory
+	body := strings.Repeat("ordinary text, kept for a push\n", maxPush/31+1)[:maxPush]
+	quietDir(t, filepath.Join(root, "p"), func() {
+		for d := range dirs {
+			dir := filepath.Join(root, "p", fmt.Sprintf("d%d", d))
+			quietDir(t, dir, func() {
+				for f := range files {
+					must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.txt", f)), []byte(body), 0o644))
+				}
+			})
+		}
+	})
+	s, mp := mountRoot(t, root, Config{})
+	lsBy(t, filepath.Join(mp, "p"))
+	held := 0
+	for d := range dirs {
+		x := madeAhead(t, s, fmt.Sprintf("p/d%d", d))
+		held += x.held.keptBytes
+	}
+	if held > maxAheadBytes || held < maxAheadBytes-maxPush {
+		t.Errorf("lists made ahead hold %d bytes, want at most %d and the budget filled", held, maxAheadBytes)
+	}
+	if got := s.v.ahead.bytes.Load(); got != int64(held) {
+		t.Errorf("the budget counts %d bytes, the lists hold %d", got, held)
+	}
+}
