@@ -66,6 +66,11 @@ func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) boo
 	if g.Denied(root, rel) {
 		return e, nil, deniedErr(display)
 	}
+	if want != nil && root.nodev.Load() {
+		if f, ok := g.openListed(root, rel, shown, &e, want); ok {
+			return e, f, nil
+		}
+	}
 	pfd, viaLink, err := g.open(root, rel, unix.O_PATH|unix.O_NOFOLLOW)
 	if err == unix.EXDEV {
 		return e, nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
@@ -96,6 +101,35 @@ func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) boo
 	}
 	e.Link, err = g.linkEntry(pfd, root, rel, display)
 	return e, nil, err
+}
+
+// openListed is entry for a listed regular file on a nodev mount, in one
+// open instead of an O_PATH resolution and a reopen: a cold listing
+// decides every file it shows, and those two calls were a sixth of the
+// daemon's CPU in a first grep -r over 20,000 files (on this VM: 1.97 s
+// against 1.65 s, and 1.50 s against 1.35 s of wall time, medians of 15
+// interleaved runs). O_PATH is there so that a device or a FIFO is never
+// opened; here a device cannot be (the kernel refuses any device open on
+// a nodev mount, before its driver sees it), and O_NONBLOCK keeps a FIFO
+// swapped in since the listing from blocking (it is opened and closed at
+// once, and shown as nothing). ok is false when this way does not answer
+// (an error, a link, not a regular file): entry's usual way then decides,
+// and reports, as if this had not been tried.
+func (g *Guard) openListed(root *Root, rel, shown string, e *Entry, want func(*unix.Stat_t) bool) (*File, bool) {
+	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW)
+	if err != nil {
+		return nil, false
+	}
+	if viaLink || unix.Fstat(fd, &e.Stat) != nil || e.Stat.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		e.Stat = unix.Stat_t{}
+		return nil, false
+	}
+	if !want(&e.Stat) {
+		unix.Close(fd)
+		return nil, true
+	}
+	return newFile(fd, File{Name: shown, Root: root, Rel: rel, Real: filepath.Join(root.Real, rel), Stat: e.Stat}), true
 }
 
 // linkEntry checks the symbolic link pfd, at rel beneath root, and returns
@@ -186,6 +220,8 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 			return nil, err
 		}
 		rel = real
+	} else {
+		root.noteMount(fd)
 	}
 	var out []DirEntry
 	buf := make([]byte, 32<<10)

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fsguard/fsguard/policy"
 	"github.com/fsguard/fsguard/refusal"
@@ -88,6 +89,19 @@ type Root struct {
 	// binding /etc under a root does not put /etc in the view.
 	crossMounts bool
 	rfd         rootFD
+	// nodev: the root's mount has nodev, as its last listing found it
+	// (see noteMount). Then no device can be opened through it, so a
+	// listed file is opened at once, not first with O_PATH (see entry).
+	nodev atomic.Bool
+}
+
+// noteMount records whether the mount of fd, a directory beneath the
+// root reached without crossing a mount point, has nodev. Each listing
+// asks again, so a remount that drops nodev ends one-open admissions at
+// the next listing.
+func (r *Root) noteMount(fd int) {
+	var sfs unix.Statfs_t
+	r.nodev.Store(!r.crossMounts && unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_NODEV != 0)
 }
 
 // CrossMounts reports whether resolution beneath the root enters mount
@@ -109,7 +123,9 @@ func New(p *policy.Policy) (*Guard, error) {
 			g.Close()
 			return nil, fmt.Errorf("root %s: %w", pr.Path, err)
 		}
-		g.roots = append(g.roots, &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, crossMounts: pr.CrossMounts, rfd: rootFD{fd: fd}})
+		r := &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, crossMounts: pr.CrossMounts, rfd: rootFD{fd: fd}}
+		r.noteMount(fd)
+		g.roots = append(g.roots, r)
 	}
 	return g, nil
 }

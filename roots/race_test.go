@@ -84,7 +84,19 @@ func TestComponentSwapRace(t *testing.T) {
 // inside bytes, and its stat is that file's.
 func TestEntryFileSwapRace(t *testing.T) {
 	t.Parallel()
-	base := t.TempDir()
+	// On a nodev root each listed file is opened at once (openListed),
+	// elsewhere resolved with O_PATH first: each way meets the race.
+	t.Run("dev", func(t *testing.T) {
+		t.Parallel()
+		entryFileSwapRace(t, t.TempDir())
+	})
+	t.Run("nodev", func(t *testing.T) {
+		t.Parallel()
+		entryFileSwapRace(t, nodevDir(t))
+	})
+}
+
+func entryFileSwapRace(t *testing.T, base string) {
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
 	// Two races that cannot meet: a directory on the path flips in one
 	// place, the final name in another (a rename through a flipping
@@ -107,6 +119,9 @@ func TestEntryFileSwapRace(t *testing.T) {
 	}
 	g := guardFor(t, root)
 	r := g.Roots()[0]
+	if _, err := g.List(r, "."); err != nil { // as a listing does, before its files
+		t.Fatal(err)
+	}
 
 	stop := make(chan struct{})
 	var flips atomic.Int64

@@ -1,0 +1,113 @@
+package roots
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fsguard/fsguard/refusal"
+
+	"golang.org/x/sys/unix"
+)
+
+// nodevDir returns a fresh directory on a tmpfs mounted nodev (removed at
+// the test's end): a root there is admitted by one open per listed file
+// (see openListed).
+func nodevDir(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a nodev tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NODEV, "size=16m"); err != nil {
+		t.Fatalf("mount a nodev tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// TestListedSpecialFilesNeverOpened is a lost race of a listing: the
+// listing saw a regular file, and by its admission the name is a device
+// or a FIFO. A device is never opened (an open can act: a tape rewinds, a
+// watchdog arms; the daemon is root), a FIFO never blocks, and neither is
+// shown — on a nodev root, where a listed file is opened at once, and on
+// any other, where it is first resolved with O_PATH.
+func TestListedSpecialFilesNeverOpened(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("mknod of a device needs root")
+	}
+	for _, tc := range []struct {
+		name  string
+		dir   func(*testing.T) string
+		nodev bool
+	}{{"nodev", nodevDir, true}, {"dev", func(t *testing.T) string { return t.TempDir() }, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := tc.dir(t)
+			var st unix.Statfs_t
+			if err := unix.Statfs(root, &st); err != nil || (st.Flags&unix.ST_NODEV != 0) != tc.nodev {
+				t.Skipf("%s is not what the case needs (statfs flags %#x, %v)", root, st.Flags, err)
+			}
+			dev, fifo := filepath.Join(root, "dev.txt"), filepath.Join(root, "fifo.txt")
+			// The null device: opening it does nothing, and the open is
+			// seen (IN_OPEN), which an O_PATH resolution is not.
+			if err := unix.Mknod(dev, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Mkfifo(fifo, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "plain.txt"), []byte("plain\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(in)
+			if _, err := unix.InotifyAddWatch(in, dev, unix.IN_OPEN); err != nil {
+				t.Fatal(err)
+			}
+			g := guardFor(t, root)
+			r := g.Roots()[0]
+			if _, err := g.List(r, "."); err != nil {
+				t.Fatal(err)
+			}
+			if r.nodev.Load() != tc.nodev {
+				t.Fatalf("the root's nodev is %v, its mount's %v", r.nodev.Load(), tc.nodev)
+			}
+			want := func(*unix.Stat_t) bool { return true }
+			for _, name := range []string{"dev.txt", "fifo.txt"} {
+				done := make(chan error, 1)
+				var f *File
+				go func() {
+					var err error
+					_, f, err = g.EntryFile(r, name, name, want)
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if f != nil || refusal.CodeOf(err) != refusal.NotAFile {
+						t.Errorf("%s: file %v, %v; want NOT_A_FILE and no file", name, f, err)
+					}
+				case <-time.After(30 * time.Second): // a hang guard: the call takes microseconds
+					t.Fatalf("%s: the admission blocked", name)
+				}
+			}
+			buf := make([]byte, 4096)
+			if n, _ := unix.Read(in, buf); n > 0 {
+				t.Errorf("the device was opened (%d bytes of IN_OPEN events)", n)
+			}
+			_, f, err := g.EntryFile(r, "plain.txt", "plain.txt", want)
+			if err != nil || f == nil {
+				t.Fatalf("plain.txt: file %v, %v", f, err)
+			}
+			defer f.Close()
+			if n, _ := f.ReadAt(buf, 0); string(buf[:n]) != "plain\n" {
+				t.Errorf("plain.txt read %q", buf[:n])
+			}
+		})
+	}
+}
