@@ -104,6 +104,10 @@ func (r *Root) noteMount(fd int) {
 	r.nodev.Store(!r.crossMounts && unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_NODEV != 0)
 }
 
+// NoDev reports whether the root's mount had nodev at its last listing:
+// a listed file is then admitted with one open (see entry).
+func (r *Root) NoDev() bool { return r.nodev.Load() }
+
 // CrossMounts reports whether resolution beneath the root enters mount
 // points below it.
 func (r *Root) CrossMounts() bool { return r.crossMounts }
