@@ -6,6 +6,7 @@
 //	go run ./scripts/benchmount -runs 9 -dir /var/tmp/fsb
 //	go run ./scripts/benchmount -cold        # each run on a fresh mount
 //	go run ./scripts/benchmount -cold -tree /tmp/moby   # any tree
+//	go run ./scripts/benchmount -cold -nodev  # the tree on a nodev bind of itself
 //
 // Warm cells run once untimed first: the steady state of an agent that
 // re-runs its tools. Cold cells mount both FUSE servers afresh for every
@@ -39,6 +40,7 @@ var (
 	cold   = flag.Bool("cold", false, "measure the first command on a fresh mount, each run")
 	tree   = flag.String("tree", "", "a real tree to walk instead of the generated one (e.g. a moby checkout)")
 	base   = flag.String("base", "", "another fsguard binary (an older build) measured in the same run, as column \"base\"")
+	nodev  = flag.Bool("nodev", false, "give the tree a nodev bind mount of itself for the run (README: \"Roots on a nodev mount\"), removed at the end")
 	kept   = flag.Bool("kept", false, "cold: fsguard starts with the verdicts an earlier run saved (a restart on a tree seen before), not as on a first mount ever")
 )
 
@@ -57,6 +59,9 @@ func main() {
 	root := data
 	if *tree != "" {
 		root = *tree
+	}
+	if *nodev {
+		defer bindNodev(root)()
 	}
 	m := &mounts{bin: bin, root: root, loop: filepath.Join(*dir, "mnt-loopback"), fsg: filepath.Join(*dir, "mnt-fsguard"), pol: filepath.Join(*dir, "policy.toml"),
 		baseBin: *base, baseMnt: filepath.Join(*dir, "mnt-base")}
@@ -420,6 +425,23 @@ func must(err error) {
 	if err != nil {
 		fatal(err.Error())
 	}
+}
+
+// bindNodev mounts dir on itself with nodev and returns the unmount:
+// every reader then goes through the bind, fsguard's roots among them.
+func bindNodev(dir string) func() {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) == nil && st.Flags&0x4 != 0 { // ST_NODEV: already (a run that failed left its bind)
+		return func() {}
+	}
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
+		fatal(fmt.Sprintf("bind %s: %v", dir, err))
+	}
+	if err := syscall.Mount("", dir, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_NODEV, ""); err != nil {
+		syscall.Unmount(dir, syscall.MNT_DETACH)
+		fatal(fmt.Sprintf("remount %s nodev: %v", dir, err))
+	}
+	return func() { syscall.Unmount(dir, syscall.MNT_DETACH) }
 }
 
 func fatal(msg string) {
