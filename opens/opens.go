@@ -103,8 +103,8 @@ type Config struct {
 	// reader names the oldest at once, beside the command, down to three
 	// quarters of the bound. Each is an open file
 	// of the mount, in the reader's own descriptor table. Default: what
-	// the descriptor limit leaves beside the named processes, at most
-	// 1<<15.
+	// the descriptor limit leaves beside the processes named so far
+	// (counted as they come and go) and one read's worth, at most 1<<15.
 	MaxHeld int
 }
 
@@ -115,6 +115,10 @@ type Recorder struct {
 	// wake is a pipe whose bytes make the reader look at quit and asks.
 	wake [2]int
 	self uint32 // the daemon: its own opens (none, but a test's) are not the agent's
+	// room is what the descriptor limit leaves for held opens and named
+	// processes together (see fdRoom), when MaxHeld is the default; 0
+	// when MaxHeld alone bounds.
+	room int
 
 	// Only the reader's thread touches these: they are, or hold, numbers
 	// in its own descriptor table. fdDir is /proc/thread-self/fd, held
@@ -173,13 +177,13 @@ func Start(mountPoint string, cfg Config) (*Recorder, error) {
 	if cfg.MaxDelay <= 0 {
 		cfg.MaxDelay = 5 * time.Second
 	}
+	room := 0
 	if cfg.MaxHeld <= 0 {
 		cfg.MaxHeld = 1 << 15
 		var lim unix.Rlimit
 		if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
-			// Room for the named processes and for one read past the
-			// bound: the reader names at the bound after a read.
-			cfg.MaxHeld = max(min(cfg.MaxHeld, int(lim.Cur)-maxProcs-64-readBuf/metaLen), 1)
+			room = fdRoom(int(lim.Cur))
+			cfg.MaxHeld = max(min(cfg.MaxHeld, room), 1)
 		}
 	}
 	fd, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_CLOEXEC)
@@ -193,7 +197,7 @@ func Start(mountPoint string, cfg Config) (*Recorder, error) {
 		return nil, fmt.Errorf("recording opens: fanotify mark on %s: %w", mountPoint, err)
 	}
 	r := &Recorder{
-		fd: fd, cfg: cfg, self: uint32(os.Getpid()),
+		fd: fd, cfg: cfg, self: uint32(os.Getpid()), room: room,
 		pending: map[key]*Access{}, procs: newProcs(), link: make([]byte, unix.PathMax+1),
 		done: make(chan struct{}), flushDone: make(chan struct{}), stop: make(chan struct{}),
 	}
@@ -331,8 +335,9 @@ func (r *Recorder) read(ready chan<- error) {
 }
 
 // readBuf is the size of one read of the group: at most readBuf/metaLen
-// (2,730) events, each with its descriptor.
-const readBuf = 64 << 10
+// (682) events, each with its descriptor. The reader keeps room for one
+// read (see fdRoom), so a smaller read leaves more for held opens.
+const readBuf = 16 << 10
 
 // settle is how long the reader lets events gather after the queue ran
 // dry. The kernel queues 16,384 before it overflows: filling that in
@@ -449,10 +454,30 @@ func (r *Recorder) readOnce(buf []byte) int {
 	switch {
 	case all:
 		r.nameAll()
-	case len(r.held) >= r.cfg.MaxHeld:
-		r.nameOldest(overBound(len(r.held), r.cfg.MaxHeld))
+	case len(r.held) >= r.heldBound():
+		r.nameOldest(overBound(len(r.held), r.heldBound()))
 	}
 	return n
+}
+
+// fdRoom is what a descriptor limit of limit leaves the reader's table for
+// the opens it holds and the processes it named: not the 64 it may hold
+// otherwise (its own, the runtime's), and not one read's worth, read
+// before the bound is looked at (each event's descriptor, and one for each
+// process first seen in it). The processes are counted as they are named,
+// not reserved at their bound of maxProcs: with a limit of 20,000 that
+// reserve left 13,110, and a first grep -r's 20,000 opens were named
+// beside it, some 8% of the daemon's CPU during it.
+func fdRoom(limit int) int { return limit - 64 - 2*readBuf/metaLen }
+
+// heldBound is the number of held opens at which the reader names the
+// oldest: MaxHeld, and with the default, never more than the room the
+// named processes leave.
+func (r *Recorder) heldBound() int {
+	if r.room == 0 || r.cfg.MaxHeld == 0 {
+		return r.cfg.MaxHeld
+	}
+	return max(min(r.cfg.MaxHeld, r.room-len(r.procs.m)), 1)
 }
 
 // overBound is how many of held opens to name at once at bound:

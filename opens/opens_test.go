@@ -513,3 +513,31 @@ func TestOverBound(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldBoundLeavesRoomForNamedProcesses: with the default bound, the
+// opens held, the processes named and one read's worth of both never pass
+// the descriptor limit, and the processes are counted as they are named
+// rather than reserved at their maximum: a limit of 20,000 holds a first
+// grep -r's 18,000 opens (the old reserve of 4,096 processes held 13,110).
+func TestHeldBoundLeavesRoomForNamedProcesses(t *testing.T) {
+	t.Parallel()
+	const limit = 20000
+	r := &Recorder{room: fdRoom(limit), cfg: Config{MaxHeld: min(1<<15, fdRoom(limit))}, procs: newProcs()}
+	for _, named := range []int{0, 1, 3000, maxProcs} {
+		r.procs.m = map[uint32]*proc{}
+		for pid := range named {
+			r.procs.m[uint32(pid+1)] = &proc{}
+		}
+		b := r.heldBound()
+		if used := b + named + 2*readBuf/metaLen + 64; used > limit {
+			t.Errorf("%d processes named: bound %d, and with one read %d descriptors, past the limit of %d", named, b, used, limit)
+		}
+		if named <= 3 && b < 18000 {
+			t.Errorf("%d processes named: bound %d, want room for a grep -r's 18,000 opens", named, b)
+		}
+	}
+	r.cfg.MaxHeld = 0 // no table of its own: nothing held
+	if b := r.heldBound(); b != 0 {
+		t.Errorf("without a table of its own, bound %d, want 0", b)
+	}
+}
