@@ -112,9 +112,13 @@ func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) boo
 // opened; here a device cannot be (the kernel refuses any device open on
 // a nodev mount, before its driver sees it), and O_NONBLOCK keeps a FIFO
 // swapped in since the listing from blocking (it is opened and closed at
-// once, and shown as nothing). ok is false when this way does not answer
-// (an error, a link, not a regular file): entry's usual way then decides,
-// and reports, as if this had not been tried.
+// once, and shown as nothing). A file whose verdict turns out to be known
+// (want says no) has then been opened and closed unread, where the O_PATH
+// way did not open it: what other watchers of the backing tree see is an
+// open for reading, as of any reader (the watch's own marks take no
+// opens). ok is false when this way does not answer (an error, a link, not
+// a regular file): entry's usual way then decides, and reports, as if this
+// had not been tried.
 func (g *Guard) openListed(root *Root, rel, shown string, e *Entry, want func(*unix.Stat_t) bool) (*File, bool) {
 	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW)
 	if err != nil {
