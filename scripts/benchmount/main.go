@@ -205,6 +205,17 @@ func (m *mounts) targets() []struct{ name, root string } {
 	return t
 }
 
+// rotated is the targets of run i: native first (its untimed run warms the
+// page cache for all), then the servers in turn, each run starting with the
+// next, so no server always follows the same one (a server's unmount frees
+// the page cache it filled, and on a VM whose host takes freed memory back
+// the next server's first large read paid for it: see docs/BENCHMARKS.md).
+func rotated(t []struct{ name, root string }, i int) []struct{ name, root string } {
+	servers := t[1:]
+	k := i % len(servers)
+	return append(append(t[:1:1], servers[k:]...), servers[:k]...)
+}
+
 // runCold times each cell's command as the first one on a fresh mount:
 // for every run each server is mounted anew, alone, and unmounted after;
 // the command runs natively twice, timed the second time (the backing tree
@@ -239,7 +250,7 @@ func runCold(m *mounts, data string) {
 		}
 		times := map[string][]time.Duration{}
 		for i := 0; i < *runs; i++ {
-			for _, t := range m.targets() {
+			for _, t := range rotated(m.targets(), i) {
 				// One server at a time: another's start-up work (fsguard's
 				// warm walk) must not slow the one measured.
 				m.upOnly(t.name)
