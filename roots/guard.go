@@ -375,6 +375,12 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 	if g.Denied(root, rel) {
 		return nil, deniedErr(display)
 	}
+	if root.nodev.Load() {
+		var st unix.Stat_t
+		if fd, ok := g.openNodev(root, rel, 0, &st); ok {
+			return newFile(fd, File{Name: display, Root: root, Rel: rel, Real: filepath.Join(root.Real, rel), Stat: st}), nil
+		}
+	}
 	// O_PATH first: opening a FIFO or a device for reading can block or have
 	// side effects; an O_PATH descriptor can be fstat'ed and does neither.
 	pfd, viaLink, err := g.open(root, rel, unix.O_PATH)

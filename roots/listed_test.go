@@ -35,10 +35,11 @@ func tmpfsDir(t *testing.T, flags uintptr) string {
 
 // TestListedSpecialFilesNeverOpened is a lost race of a listing: the
 // listing saw a regular file, and by its admission the name is a device
-// or a FIFO. A device is never opened (an open can act: a tape rewinds, a
-// watchdog arms; the daemon is root), a FIFO never blocks, and neither is
-// shown — on a nodev root, where a listed file is opened at once, and on
-// any other, where it is first resolved with O_PATH.
+// or a FIFO; or a caller names one. A device is never opened (an open can
+// act: a tape rewinds, a watchdog arms; the daemon is root), a FIFO never
+// blocks, and neither is shown or read — on a nodev root, where a file is
+// opened at once, and on any other, where it is first resolved with
+// O_PATH.
 func TestListedSpecialFilesNeverOpened(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -81,34 +82,47 @@ func TestListedSpecialFilesNeverOpened(t *testing.T) {
 				t.Fatalf("the root's nodev is %v, its mount's %v", r.nodev.Load(), tc.nodev)
 			}
 			want := func(*unix.Stat_t) bool { return true }
-			for _, name := range []string{"dev.txt", "fifo.txt"} {
-				done := make(chan error, 1)
-				var f *File
-				go func() {
-					var err error
-					_, f, err = g.EntryFile(r, name, name, want)
-					done <- err
-				}()
-				select {
-				case err := <-done:
-					if f != nil || refusal.CodeOf(err) != refusal.NotAFile {
-						t.Errorf("%s: file %v, %v; want NOT_A_FILE and no file", name, f, err)
+			// A listing's admission, and an open by name (a READ through
+			// the mount, fsguard read): the same two ways to open.
+			doors := map[string]func(name string) (*File, error){
+				"EntryFile": func(name string) (*File, error) {
+					_, f, err := g.EntryFile(r, name, name, want)
+					return f, err
+				},
+				"Open": func(name string) (*File, error) { return g.Open(name, root) },
+			}
+			for door, open := range doors {
+				for _, name := range []string{"dev.txt", "fifo.txt"} {
+					done := make(chan error, 1)
+					var f *File
+					go func() {
+						var err error
+						f, err = open(name)
+						done <- err
+					}()
+					select {
+					case err := <-done:
+						if f != nil || refusal.CodeOf(err) != refusal.NotAFile {
+							t.Errorf("%s(%s): file %v, %v; want NOT_A_FILE and no file", door, name, f, err)
+						}
+					case <-time.After(30 * time.Second): // a hang guard: the call takes microseconds
+						t.Fatalf("%s(%s): the admission blocked", door, name)
 					}
-				case <-time.After(30 * time.Second): // a hang guard: the call takes microseconds
-					t.Fatalf("%s: the admission blocked", name)
 				}
 			}
 			buf := make([]byte, 4096)
 			if n, _ := unix.Read(in, buf); n > 0 {
 				t.Errorf("the device was opened (%d bytes of IN_OPEN events)", n)
 			}
-			_, f, err := g.EntryFile(r, "plain.txt", "plain.txt", want)
-			if err != nil || f == nil {
-				t.Fatalf("plain.txt: file %v, %v", f, err)
-			}
-			defer f.Close()
-			if n, _ := f.ReadAt(buf, 0); string(buf[:n]) != "plain\n" {
-				t.Errorf("plain.txt read %q", buf[:n])
+			for door, open := range doors {
+				f, err := open("plain.txt")
+				if err != nil || f == nil {
+					t.Fatalf("%s(plain.txt): file %v, %v", door, f, err)
+				}
+				if n, _ := f.ReadAt(buf, 0); string(buf[:n]) != "plain\n" {
+					t.Errorf("%s(plain.txt) read %q", door, buf[:n])
+				}
+				f.Close()
 			}
 		})
 	}
