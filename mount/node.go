@@ -196,6 +196,7 @@ type seen struct {
 func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, listed *seen) (*fs.Inode, *unix.Stat_t, syscall.Errno) {
 	defer n.v.timed("lookup", time.Now())
 	n.v.saw(ctx)
+	changes := n.v.changes.Load()
 	g, r, rel, shown, errno := n.resolve()
 	if errno != 0 {
 		return nil, nil, errno
@@ -273,6 +274,20 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	}
 	if c.index {
 		n.v.git.hold(ino, true)
+	}
+	if f := n.v.looked.Load(); f != nil {
+		(*f)(rel)
+	}
+	if n.v.changes.Load() != changes {
+		// The watch applied a change while this name was decided: if it
+		// was this file's, its invalidation found no inode the kernel
+		// knows (this reply makes it known), and the attributes decided
+		// before it would stand for the hour an entry is cached (a file
+		// created empty and then written read as empty: seen once under
+		// TestLoadWithSymlinkSwaps). The kernel asks again at the next
+		// use instead.
+		out.SetEntryTimeout(time.Nanosecond)
+		out.SetAttrTimeout(time.Nanosecond)
 	}
 	return ino, &e.Stat, 0
 }

@@ -53,6 +53,9 @@ type view struct {
 	// changes counts the batches of changes the watch (or a write of the
 	// daemon's own) reported: a listing made before one of them is old.
 	changes atomic.Int64
+	// looked, when set (tests only), runs in a LOOKUP after the name was
+	// decided and before the reply is made: where a change can land.
+	looked atomic.Pointer[func(rel string)]
 	// absent are the names the kernel caches as not there.
 	absent negatives
 	// open keeps admitted descriptors between READs; nil without a watch.
