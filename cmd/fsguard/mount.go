@@ -129,7 +129,8 @@ func runUnmount(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, `usage: fsguard unmount [--lazy] MOUNTPOINT
 
 Unmounts an fsguard mount. A stale mount (its daemon was killed) is
-always detached.
+always detached. A busy mount is tried again for 2 s before the command
+says so (use --lazy to detach it then).
 
 example:
   fsguard unmount /workspace
