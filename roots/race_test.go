@@ -21,15 +21,20 @@ import (
 // may ever come back.
 func TestComponentSwapRace(t *testing.T) {
 	t.Parallel()
-	// On a nodev root a file is opened at once (openNodev), elsewhere
-	// resolved with O_PATH first: each way meets the race.
+	onEachWay(t, componentSwapRace)
+}
+
+// onEachWay runs race in a directory where files are resolved with O_PATH
+// first, and on a nodev root, where they are opened at once (openNodev):
+// each way must meet the race.
+func onEachWay(t *testing.T, race func(t *testing.T, base string)) {
 	t.Run("dev", func(t *testing.T) {
 		t.Parallel()
-		componentSwapRace(t, t.TempDir())
+		race(t, t.TempDir())
 	})
 	t.Run("nodev", func(t *testing.T) {
 		t.Parallel()
-		componentSwapRace(t, nodevDir(t))
+		race(t, nodevDir(t))
 	})
 }
 
@@ -99,16 +104,7 @@ func componentSwapRace(t *testing.T, base string) {
 // inside bytes, and its stat is that file's.
 func TestEntryFileSwapRace(t *testing.T) {
 	t.Parallel()
-	// On a nodev root each listed file is opened at once (openListed),
-	// elsewhere resolved with O_PATH first: each way meets the race.
-	t.Run("dev", func(t *testing.T) {
-		t.Parallel()
-		entryFileSwapRace(t, t.TempDir())
-	})
-	t.Run("nodev", func(t *testing.T) {
-		t.Parallel()
-		entryFileSwapRace(t, nodevDir(t))
-	})
+	onEachWay(t, entryFileSwapRace)
 }
 
 func entryFileSwapRace(t *testing.T, base string) {
