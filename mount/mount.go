@@ -433,10 +433,11 @@ func Unmount(mp string, lazy bool) error {
 		flags = unix.MNT_DETACH
 	}
 	err := unix.Unmount(mp, flags)
-	// Busy for a moment is the daemon's own doing right after it started:
-	// its warm walk's lister has a directory open while it lists it
-	// (TestUnmountCommand, under load, right after the mount was ready).
-	// Tried again for a while before busy is reported.
+	// A mount can be busy for a moment by the daemon's own doing: right
+	// after it starts, its warm walk's lister has a directory open while
+	// it lists it (the likely holder when TestUnmountCommand, under load,
+	// got EBUSY right after the mount was ready). Tried again for a while
+	// before busy is reported.
 	for deadline := time.Now().Add(busyFor); errors.Is(err, unix.EBUSY) && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 		err = unix.Unmount(mp, flags)
