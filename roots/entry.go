@@ -96,7 +96,7 @@ func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) boo
 		if want == nil || viaLink || e.Stat.Mode&unix.S_IFMT != unix.S_IFREG || !want(&e.Stat) {
 			return e, nil, nil
 		}
-		f, err := g.reopen(pfd, root, rel, filepath.Join(root.Real, rel), shown, &e.Stat)
+		f, err := g.reopen(pfd, root, rel, shown, &e.Stat)
 		return e, f, err
 	}
 	e.Link, err = g.linkEntry(pfd, root, rel, display)
@@ -120,7 +120,7 @@ func (g *Guard) openListed(root *Root, rel, shown string, e *Entry, want func(*u
 		unix.Close(fd)
 		return nil, true
 	}
-	return newFile(fd, File{Name: shown, Root: root, Rel: rel, Real: filepath.Join(root.Real, rel), Stat: e.Stat}), true
+	return root.opened(fd, rel, shown, &e.Stat), true
 }
 
 // openNodev opens rel beneath root, whose mount has nodev, for reading at

@@ -378,7 +378,7 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 	if root.nodev.Load() {
 		var st unix.Stat_t
 		if fd, ok := g.openNodev(root, rel, 0, &st); ok {
-			return newFile(fd, File{Name: display, Root: root, Rel: rel, Real: filepath.Join(root.Real, rel), Stat: st}), nil
+			return root.opened(fd, rel, display, &st), nil
 		}
 	}
 	// O_PATH first: opening a FIFO or a device for reading can block or have
@@ -391,12 +391,10 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 		return nil, g.openErr(err, root, rel, display)
 	}
 	defer unix.Close(pfd)
-	real := filepath.Join(root.Real, rel)
 	if viaLink {
 		if root, rel, err = g.landed(pfd, nil, display); err != nil {
 			return nil, err
 		}
-		real = filepath.Join(root.Real, rel)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
@@ -405,7 +403,7 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 	if kind := KindOf(st.Mode); kind != "regular file" {
 		return nil, notAFile(display, kind)
 	}
-	return g.reopen(pfd, root, rel, real, display, &st)
+	return g.reopen(pfd, root, rel, display, &st)
 }
 
 // reopen opens for reading the regular file the O_PATH descriptor pfd
@@ -415,7 +413,7 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 // second fstat (this runs on every read through the mount). With a
 // caller's access, this open is where the kernel checks the file's mode
 // bits and ACL against the caller.
-func (g *Guard) reopen(pfd int, root *Root, rel, real, display string, st *unix.Stat_t) (*File, error) {
+func (g *Guard) reopen(pfd int, root *Root, rel, display string, st *unix.Stat_t) (*File, error) {
 	fd := -1
 	err := g.Do(func() (err error) {
 		fd, err = Reopen(pfd, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK)
@@ -424,7 +422,14 @@ func (g *Guard) reopen(pfd int, root *Root, rel, real, display string, st *unix.
 	if err != nil {
 		return nil, g.openErr(err, root, rel, display)
 	}
-	return newFile(fd, File{Name: display, Root: root, Rel: rel, Real: real, Stat: *st}), nil
+	return root.opened(fd, rel, display, st), nil
+}
+
+// opened is the File for fd, a regular file opened for reading at rel
+// beneath r whose stat is st, named name in messages: every way of
+// opening one ends here.
+func (r *Root) opened(fd int, rel, name string, st *unix.Stat_t) *File {
+	return newFile(fd, File{Name: name, Root: r, Rel: rel, Real: filepath.Join(r.Real, rel), Stat: *st})
 }
 
 // openAcross handles a path that RESOLVE_BENEATH refused: an absolute
