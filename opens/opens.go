@@ -451,11 +451,11 @@ func (r *Recorder) readOnce(buf []byte) int {
 	if len(r.held) > held && r.cfg.Seen != nil {
 		r.cfg.Seen()
 	}
-	switch {
+	switch bound := r.heldBound(); {
 	case all:
 		r.nameAll()
-	case len(r.held) >= r.heldBound():
-		r.nameOldest(overBound(len(r.held), r.heldBound()))
+	case len(r.held) >= bound:
+		r.nameOldest(overBound(len(r.held), bound))
 	}
 	return n
 }
