@@ -100,9 +100,9 @@ type Config struct {
 	// the daemon's CPU during it.
 	Pause, MaxDelay time.Duration
 	// MaxHeld bounds the event descriptors kept unnamed: at the bound the
-	// reader names the oldest at once, beside the command, down to three
-	// quarters of the bound. Each is an open file
-	// of the mount, in the reader's own descriptor table. Default: what
+	// reader names the oldest at once, beside the command (see overBound).
+	// Each is an open file of the mount, in the reader's own descriptor
+	// table. Default: what
 	// the descriptor limit leaves beside the processes named so far
 	// (counted as they come and go) and one read's worth, at most 1<<15.
 	MaxHeld int
@@ -480,13 +480,16 @@ func (r *Recorder) heldBound() int {
 	return max(min(r.cfg.MaxHeld, r.room-len(r.procs.m)), 1)
 }
 
-// overBound is how many of held opens to name at once at bound:
-// the oldest, down to three quarters of it, while the command's later
-// opens still wait for its pause (naming all at the bound named 15,840 of
-// a 20,001-file grep -r's opens beside it); all of them when bound is 0
-// (the reader has no table of its own and holds nothing).
+// overBound is how many of held opens to name at once at bound: the
+// oldest, down to a read's worth below it (a quarter of a small bound),
+// while the command's later opens still wait for its pause; all of them
+// when bound is 0 (the reader has no table of its own and holds nothing).
+// What is named beside the command is then what passes the bound, and at
+// most a read more: naming all at the bound named 15,840 of a 20,001-file
+// grep -r's opens beside it, and naming down to three quarters 4,640
+// where 1,430 passed it.
 func overBound(held, bound int) int {
-	return min(held, held-bound+max(bound/4, 1))
+	return min(held, held-bound+max(min(bound/4, readBuf/metaLen), 1))
 }
 
 // noteLost widens the window of the losses; r.mu is held.

@@ -401,7 +401,7 @@ func TestHeldAtTheBoundAreNamedAtOnce(t *testing.T) {
 		time.Sleep(time.Millisecond) // a poll interval
 	}
 	if left := heldIn(t, r, dir); len(left) < 6 || len(left) >= 8 {
-		t.Errorf("%d held at a bound of 8, want 6 or 7 (named down to three quarters; the rest wait for the pause): %v", len(left), left)
+		t.Errorf("%d held at a bound of 8, want 6 or 7 (named down to a quarter below it; the rest wait for the pause): %v", len(left), left)
 	}
 }
 
@@ -500,13 +500,15 @@ func TestSeenBeforeNamed(t *testing.T) {
 	}
 }
 
-// TestOverBound: at the bound the oldest are named down to three
-// quarters of it; with a bound of 0 (no table of its own: hold nothing)
-// all are, and never more than are held.
+// TestOverBound: at the bound the oldest are named down to a read's worth
+// below it (682 opens), or a quarter of a smaller bound; with a bound of 0
+// (no table of its own: hold nothing) all are, and never more than are
+// held.
 func TestOverBound(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ held, max, want int }{
-		{8, 8, 2}, {20, 8, 14}, {15840, 15840, 3960}, {5, 0, 5}, {0, 0, 0}, {1, 1, 1},
+		{8, 8, 2}, {20, 8, 14}, {15840, 15840, 682}, {18600, 18571, 711}, {2000, 2000, 500},
+		{5, 0, 5}, {0, 0, 0}, {1, 1, 1},
 	} {
 		if got := overBound(c.held, c.max); got != c.want {
 			t.Errorf("overBound(%d held, bound %d) = %d, want %d", c.held, c.max, got, c.want)
