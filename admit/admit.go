@@ -146,7 +146,8 @@ type Keep struct {
 	Fn func(rel string, id fileid.Identity, data []byte)
 	// Known: files whose verdict is already known are read for Fn too. A
 	// directory listed again (its pages were reclaimed, as an idle
-	// machine's are) wants its files pushed again; a first listing of a
+	// machine's are) wants its files pushed again, and so does one listed
+	// by a walker that reads what it lists (grep -r); a first listing of a
 	// directory whose verdicts are known (a fresh node for a directory
 	// listed before) does not pay a read per file for a walker that may
 	// read none of them (find, git status).

@@ -22,6 +22,20 @@ type parked struct {
 	dirs  map[*fs.Inode]*list.Element // of *parkedDir
 	lru   list.List                   // front: parked most recently
 	bytes atomic.Int64                // memory held, see weight (read without mu on every READ)
+	// last is the directory parked last, and lastRead says a file of it
+	// was read since (its pushes were taken).
+	last     *fs.Inode
+	lastRead bool
+	// reads says the agent reads what it lists: it read a file of a
+	// directory whose pushes were parked, and of the one parked before
+	// last before it parked the next (a walker that reads nothing lists
+	// on and on). Listings
+	// then read the files whose verdicts are known for their pushes (see
+	// admit.Keep.Known), as a first listing reads them anyway to decide:
+	// a restart's grep -r otherwise waits on the eager worker reading
+	// each file it is about to read, while a find (which reads nothing)
+	// still reads nothing.
+	reads atomic.Bool
 }
 
 // weight is the memory a parked push holds: its content, if any, and the
@@ -57,6 +71,12 @@ func (p *parked) park(dir *fs.Inode, jobs []pushJob) (dropped int) {
 	if p.dirs == nil {
 		p.dirs = map[*fs.Inode]*list.Element{}
 	}
+	if dir != p.last {
+		if p.last != nil {
+			p.reads.Store(p.lastRead)
+		}
+		p.last, p.lastRead = dir, false
+	}
 	if e, ok := p.dirs[dir]; ok {
 		d := e.Value.(*parkedDir)
 		d.jobs = append(d.jobs, jobs...)
@@ -76,8 +96,16 @@ func (p *parked) park(dir *fs.Inode, jobs []pushJob) (dropped int) {
 	return dropped
 }
 
-// take removes and returns the pushes parked for dir.
-func (p *parked) take(dir *fs.Inode) []pushJob {
+// take removes and returns the pushes parked for dir, a file of which was
+// read.
+func (p *parked) take(dir *fs.Inode) []pushJob { return p.remove(dir, true) }
+
+// drop forgets what is parked for dir (the kernel forgot the directory).
+func (p *parked) drop(dir *fs.Inode) { (&parkedDir{jobs: p.remove(dir, false)}).done() }
+
+// remove removes and returns the pushes parked for dir; read says a file
+// of it was read.
+func (p *parked) remove(dir *fs.Inode, read bool) []pushJob {
 	if p.bytes.Load() == 0 {
 		return nil // the common case of a READ: nothing parked anywhere
 	}
@@ -90,11 +118,12 @@ func (p *parked) take(dir *fs.Inode) []pushJob {
 	d := p.lru.Remove(e).(*parkedDir)
 	delete(p.dirs, dir)
 	p.bytes.Add(-d.bytes)
+	if read {
+		p.reads.Store(true)
+		p.lastRead = p.lastRead || dir == p.last
+	}
 	return d.jobs
 }
-
-// drop forgets what is parked for dir (the kernel forgot the directory).
-func (p *parked) drop(dir *fs.Inode) { (&parkedDir{jobs: p.take(dir)}).done() }
 
 // done gives back the buffers of pushes that will not be made.
 func (d *parkedDir) done() {

@@ -219,6 +219,12 @@ func (p *prefetch) pushKept(j pushJob) {
 	p.count("pushed")
 }
 
+// readKnown says whether a listing reads, for its pushes, the files whose
+// verdicts are known (admit.Keep.Known): when it lists a directory again
+// (again: its pages were reclaimed with its listing), or while the agent
+// reads what it lists (see parked.reads).
+func (p *prefetch) readKnown(again bool) bool { return again || p.parked.reads.Load() }
+
 // readIn releases the pushes parked for the directory of n, a file a
 // READ just admitted, to the eager worker; n's own is left out (that READ
 // fills its pages).

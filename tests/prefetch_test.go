@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestPushedPagesFollowChanges: the small files a listing named are pushed
@@ -374,5 +377,92 @@ func TestPushesAfterARestart(t *testing.T) { // not parallel: see TestPushedPage
 	}
 	if n, _ := held.ReadAt(buf, 0); strings.Contains(string(buf[:n]), "PRIVATE KEY") {
 		t.Errorf("f05.txt, opened before it became a key, read the key: %q", buf[:n])
+	}
+}
+
+// TestRestartListingsReadForAReader: after a restart every verdict is
+// known, so a listing reads no file (a find, a git status over the tree
+// reads nothing more than natively); but once the agent reads a file of a
+// directory it listed, it reads what it lists (a grep -r), and the next
+// listings read their small files for the pushes at once, as a first
+// mount's listings do, instead of leaving each to be read behind the
+// walker. The backing files' IN_ACCESS events tell which listing read.
+func TestRestartListingsReadForAReader(t *testing.T) { // not parallel: see TestPushedPagesFollowChanges
+	f := newFixture(t)
+	for _, d := range []string{"a", "b", "c"} {
+		for i := range 5 {
+			writeFile(t, filepath.Join(f.root, "r", d, fmt.Sprintf("f%d.txt", i)), fmt.Sprintf("%s/f%d\n", d, i), 0o644)
+		}
+	}
+	aged(t, f.root) // old enough for their verdicts to be saved
+	old := time.Now().Add(-time.Hour)
+	for _, d := range []string{"a", "b", "c"} {
+		must(t, os.Chtimes(filepath.Join(f.root, "r", d), old, old)) // quiet
+	}
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	mustRun(t, "grep", "-r", "f", filepath.Join(f.mp, "r"))
+	d.stop()
+
+	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	accessed := accessWatch(t, filepath.Join(f.root, "r", "b"), filepath.Join(f.root, "r", "c"))
+	// Each directory by its path, not through its parent's listing: no
+	// listing of it is made ahead.
+	ls := func(d string) { mustRun(t, "ls", filepath.Join(f.mp, "r", d)) }
+	ls("a")
+	ls("b") // nothing of a read yet: a walker that only lists
+	if got := accessed(); len(got) != 0 {
+		t.Errorf("listings by a walker that read nothing read %v", got)
+	}
+	if n := counters(scrape(t, sock))["fsguard_admit_scans_total"]; n != 0 {
+		t.Fatalf("the second daemon scanned %v files: the verdicts were not kept", n)
+	}
+	mustRun(t, "cat", filepath.Join(f.mp, "r", "a", "f0.txt"))
+	ls("c") // the agent reads what it lists now: read for the pushes
+	got := accessed()
+	for i := range 5 {
+		if name := fmt.Sprintf("c/f%d.txt", i); !got[name] {
+			t.Errorf("%s not read by the listing of c after a read in a (read: %v)", name, got)
+		}
+	}
+	for name := range got {
+		if strings.HasPrefix(name, "b/") {
+			t.Errorf("%s read, in the directory listed before any read", name)
+		}
+	}
+}
+
+// accessWatch watches dirs for reads of their files (inotify IN_ACCESS)
+// and returns a function that gives the files read so far ("dir/name", by
+// each dir's base name; a listing of the directory itself is left out).
+func accessWatch(t *testing.T, dirs ...string) func() map[string]bool {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	must(t, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	names := map[int32]string{}
+	for _, d := range dirs {
+		wd, err := unix.InotifyAddWatch(fd, d, unix.IN_ACCESS)
+		must(t, err)
+		names[int32(wd)] = filepath.Base(d)
+	}
+	seen := map[string]bool{}
+	buf := make([]byte, 64<<10)
+	return func() map[string]bool {
+		for {
+			n, err := unix.Read(fd, buf)
+			if err != nil || n <= 0 {
+				return seen
+			}
+			for b := buf[:n]; len(b) >= unix.SizeofInotifyEvent; {
+				ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
+				name := strings.TrimRight(string(b[unix.SizeofInotifyEvent:unix.SizeofInotifyEvent+int(ev.Len)]), "\x00")
+				if name != "" { // not the directory itself, listed
+					seen[names[ev.Wd]+"/"+name] = true
+				}
+				b = b[unix.SizeofInotifyEvent+int(ev.Len):]
+			}
+		}
 	}
 }
