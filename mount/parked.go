@@ -26,15 +26,14 @@ type parked struct {
 	// was read since (its pushes were taken).
 	last     *fs.Inode
 	lastRead bool
-	// reads says the agent reads what it lists: it read a file of a
-	// directory whose pushes were parked, and of the one parked before
-	// last before it parked the next (a walker that reads nothing lists
-	// on and on). Listings
-	// then read the files whose verdicts are known for their pushes (see
+	// reads says the agent reads what it lists. A read of a file whose
+	// directory's pushes are parked sets it; parking a directory's pushes
+	// when no file of the one parked before was read clears it (a walker
+	// that reads nothing lists on and on). While it is set, listings read
+	// the files whose verdicts are known for their pushes (see
 	// admit.Keep.Known), as a first listing reads them anyway to decide:
 	// a restart's grep -r otherwise waits on the eager worker reading
-	// each file it is about to read, while a find (which reads nothing)
-	// still reads nothing.
+	// each file it is about to read, and a find still reads nothing.
 	reads atomic.Bool
 }
 

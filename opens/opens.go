@@ -102,9 +102,9 @@ type Config struct {
 	// MaxHeld bounds the event descriptors kept unnamed: at the bound the
 	// reader names the oldest at once, beside the command (see overBound).
 	// Each is an open file of the mount, in the reader's own descriptor
-	// table. Default: what
-	// the descriptor limit leaves beside the processes named so far
-	// (counted as they come and go) and one read's worth, at most 1<<15.
+	// table. Default: what the descriptor limit leaves beside the
+	// processes named so far (counted as they come and go) and one read's
+	// worth, at most 1<<15.
 	MaxHeld int
 }
 

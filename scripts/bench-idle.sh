@@ -8,10 +8,11 @@
 # Idle reclaims the backing tree's pages as well as the mount's, and the
 # first command after it reads them again for the next: so native after
 # idle is timed after an idle of its own, and the mount after another,
-# each paying for its own reads, and the mount is warmed again before its
-# idle, so that its pages and native's have been idle as long. DROP=1 drops the page cache
-# (drop_caches=1: clean unmapped pages, what proactive reclaim takes)
-# instead of waiting, a repeatable stand-in for a reclaiming host.
+# each paying for its own reads; the mount is warmed again before its
+# idle, so that its pages have been idle as long as native's. DROP=1
+# drops the page cache (drop_caches=1: clean unmapped pages, what
+# proactive reclaim takes) instead of waiting, a repeatable stand-in for
+# a reclaiming host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=$(realpath "${1:?usage: scripts/bench-idle.sh TREE [IDLE_SECONDS]}")
