@@ -314,16 +314,7 @@ func TestPushesAfterARestart(t *testing.T) { // not parallel: see TestPushedPage
 	for i := range 40 {
 		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d.txt", i)), content(i), 0o644)
 	}
-	aged(t, dir) // old enough for their verdicts to be saved
-	old := time.Now().Add(-time.Hour)
-	must(t, os.Chtimes(dir, old, old))
-	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
-	sock := filepath.Join(f.base, "ctl.sock")
-	d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
-	mustRun(t, "grep", "-r", "file", filepath.Join(f.mp, "quiet"))
-	d.stop()
-
-	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	sock := restarted(t, f, "quiet")
 	mdir := filepath.Join(f.mp, "quiet")
 	mustRun(t, "ls", mdir) // reads to the end: its last READDIRPLUS hands the pushes over
 	if n := counters(scrape(t, sock))["fsguard_admit_scans_total"]; n != 0 {
@@ -394,18 +385,7 @@ func TestRestartListingsReadForAReader(t *testing.T) { // not parallel: see Test
 			writeFile(t, filepath.Join(f.root, "r", d, fmt.Sprintf("f%d.txt", i)), fmt.Sprintf("%s/f%d\n", d, i), 0o644)
 		}
 	}
-	aged(t, f.root) // old enough for their verdicts to be saved
-	old := time.Now().Add(-time.Hour)
-	for _, d := range []string{"a", "b", "c"} {
-		must(t, os.Chtimes(filepath.Join(f.root, "r", d), old, old)) // quiet
-	}
-	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
-	sock := filepath.Join(f.base, "ctl.sock")
-	d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
-	mustRun(t, "grep", "-r", "f", filepath.Join(f.mp, "r"))
-	d.stop()
-
-	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	sock := restarted(t, f, "r/a", "r/b", "r/c")
 	accessed := accessWatch(t, filepath.Join(f.root, "r", "b"), filepath.Join(f.root, "r", "c"))
 	// Each directory by its path, not through its parent's listing: no
 	// listing of it is made ahead.
@@ -431,6 +411,29 @@ func TestRestartListingsReadForAReader(t *testing.T) { // not parallel: see Test
 			t.Errorf("%s read, in the directory listed before any read", name)
 		}
 	}
+}
+
+// restarted runs a daemon on f's root (without the warm walk) that decides
+// every file of dirs (root-relative) by reading them through the mount,
+// stops it, and starts another on the verdicts it saved: a restart on a
+// tree seen before. dirs are made quiet first, so that listings of them
+// hand their entries over. It returns the daemon's control socket.
+func restarted(t *testing.T, f *fixture, dirs ...string) string {
+	t.Helper()
+	aged(t, f.root) // old enough for their verdicts to be saved
+	old := time.Now().Add(-time.Hour)
+	var through []string
+	for _, d := range dirs {
+		must(t, os.Chtimes(filepath.Join(f.root, d), old, old))
+		through = append(through, filepath.Join(f.mp, d))
+	}
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	mustRun(t, "grep", append([]string{"-r", "-c", ""}, through...)...)
+	d.stop()
+	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	return sock
 }
 
 // accessWatch watches dirs for reads of their files (inotify IN_ACCESS)
