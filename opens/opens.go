@@ -404,7 +404,11 @@ func (r *Recorder) readOnce(buf []byte) int {
 	if err != nil || n <= 0 {
 		return 0 // EAGAIN, EINTR, or an event whose descriptor could not be opened
 	}
-	now := time.Now().UTC()
+	// now times the batch's waits (since, last) on the monotonic clock, so
+	// a step of the wall clock neither hands a batch on early nor holds it;
+	// at is the time the records carry.
+	now := time.Now()
+	at := now.UTC()
 	named := map[uint32]Process{}
 	overflows, held := 0, len(r.held)
 	for b := buf[:n]; len(b) >= metaLen; {
@@ -432,12 +436,12 @@ func (r *Recorder) readOnce(buf []byte) int {
 			p = r.procs.get(pid)
 			named[pid] = p
 		}
-		r.held = append(r.held, heldOpen{fd: int(md.Fd), pid: pid, at: now, proc: p})
+		r.held = append(r.held, heldOpen{fd: int(md.Fd), pid: pid, at: at, proc: p})
 	}
 	r.mu.Lock()
 	if overflows > 0 {
 		r.lost.Overflows += int64(overflows)
-		r.noteLost(now)
+		r.noteLost(at)
 	}
 	if len(r.held) > held {
 		if r.nheld == 0 && len(r.pending) == 0 {
@@ -570,7 +574,8 @@ func (r *Recorder) flushEvery() {
 		select {
 		case <-t.C:
 			if !r.deferred() {
-				r.flush()
+				r.nameHeld()
+				r.handOn(true)
 			}
 		case <-r.stop:
 			r.flush()
@@ -584,6 +589,11 @@ func (r *Recorder) flushEvery() {
 func (r *Recorder) deferred() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.deferredLocked()
+}
+
+// deferredLocked is deferred with r.mu held.
+func (r *Recorder) deferredLocked() bool {
 	return time.Since(r.last) < r.cfg.Pause && time.Since(r.since) < r.cfg.MaxDelay &&
 		len(r.pending)+r.nheld < r.cfg.MaxPending/2 && !r.lost.Any()
 }
@@ -593,7 +603,20 @@ func (r *Recorder) Flush() { r.flush() }
 
 func (r *Recorder) flush() {
 	r.nameHeld()
+	r.handOn(false)
+}
+
+// handOn hands on what is pending. due: only if the batch is still due
+// (see deferred) now that what was held is named: the reader may have
+// taken a command's first opens off the queue since the tick found
+// nothing to wait for (an empty batch is never deferred), and those wait
+// for the command's pause like the rest.
+func (r *Recorder) handOn(due bool) {
 	r.mu.Lock()
+	if due && r.deferredLocked() {
+		r.mu.Unlock()
+		return
+	}
 	batch, lost := r.pending, r.lost
 	r.pending, r.lost = make(map[key]*Access, len(batch)), Lost{}
 	r.mu.Unlock()
