@@ -58,7 +58,9 @@ var markers = append(append([]marker{}, plain...),
 // byte order, the big-endian markers starting with a NUL (bytes.Index
 // stops at each NUL of the chunk): 14 passes over each chunk of the
 // whole-content scan that the first read of every large file waits for,
-// now 10.
+// then 10 (a NUL check and a pass per marker). All four start with
+// widePrefix, so one pass finds where any may start: 7 passes over a
+// binary chunk, as over text (a git pack of 333 MB: 280-340 -> 222-231 ms).
 var wide = func() []marker {
 	var ms []marker
 	for _, s := range []string{"PRIVATE KEY", "PuTTY-User-Key-File-"} {
@@ -70,8 +72,8 @@ var wide = func() []marker {
 	return ms
 }()
 
-// markersWide are markers and wide, for a chunk with a NUL byte.
-var markersWide = append(append([]marker{}, markers...), wide...)
+// widePrefix starts every wide marker: "P", then the padding of its unit.
+var widePrefix = []byte("P\x00")
 
 // plainKey reports whether decoded text holds a key written as text.
 func plainKey(text []byte) bool {
@@ -101,7 +103,7 @@ const (
 // marker exactly once.
 var maxMarker = func() int {
 	n := 0
-	for _, m := range markersWide {
+	for _, m := range append(append([]marker{}, markers...), wide...) {
 		n = max(n, len(m.s))
 	}
 	return n
@@ -190,29 +192,42 @@ func findKeyIn(r io.ReaderAt, from, to, size int64, buf []byte) (int64, error) {
 // for a marker's check. It returns the first marker that proves a key, or
 // -1.
 func findInChunk(chunk []byte, off, size int64, window func(from, want int64) ([]byte, error)) (int64, error) {
-	ms := markers
-	if bytes.IndexByte(chunk, 0) >= 0 {
-		ms = markersWide
+	// proves checks the marker m found at i of the chunk in its window.
+	proves := func(m marker, i int) (int64, bool, error) {
+		at := off + int64(i)
+		from := max(0, at-lookBehind)
+		win, err := window(from, min(size, at+int64(len(m.s))+lookAhead)-from)
+		if err != nil {
+			return -1, false, err
+		}
+		return at, m.check(win, int(at-from)), nil
 	}
-	for _, m := range ms {
+	for _, m := range markers {
 		for i := 0; ; {
 			j := bytes.Index(chunk[i:], m.s)
 			if j < 0 {
 				break
 			}
-			at := off + int64(i+j)
-			from := max(0, at-lookBehind)
-			win, err := window(from, min(size, at+int64(len(m.s))+lookAhead)-from)
-			if err != nil {
-				return -1, err
-			}
-			if m.check(win, int(at-from)) {
-				return at, nil
+			if at, ok, err := proves(m, i+j); ok || err != nil {
+				return at, err
 			}
 			i += j + 1
 		}
 	}
-	return -1, nil
+	for i := 0; ; {
+		j := bytes.Index(chunk[i:], widePrefix)
+		if j < 0 {
+			return -1, nil
+		}
+		for _, m := range wide {
+			if bytes.HasPrefix(chunk[i+j:], m.s) {
+				if at, ok, err := proves(m, i+j); ok || err != nil {
+					return at, err
+				}
+			}
+		}
+		i += j + 1
+	}
 }
 
 // HasKey reports whether b holds a private key. It is searched where it

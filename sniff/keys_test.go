@@ -173,6 +173,27 @@ func TestFindKeyInAcrossChunks(t *testing.T) {
 	}
 }
 
+// TestWideKeyAcrossChunks: a key in UTF-16 or UTF-32, of either byte
+// order, is found wherever a chunk boundary cuts it, at the offset the
+// scan of the whole finds (its markers are found in one pass, by the
+// "P\x00" they all start with).
+func TestWideKeyAcrossChunks(t *testing.T) {
+	t.Parallel()
+	key := keyKinds(t)["openssh"]
+	for _, where := range []string{"utf-16", "utf-16be", "utf-32", "utf-32be"} {
+		data := []byte(strings.Repeat("x", 300) + "\n" + placements[where](key))
+		want, err := FindKeyIn(bytes.NewReader(data), int64(len(data)), nil)
+		if err != nil || want < 0 {
+			t.Fatalf("%s: not found whole (%v)", where, err)
+		}
+		for size := 8; size < 600; size += 7 {
+			if at, err := FindKeyIn(bytes.NewReader(data), int64(len(data)), make([]byte, size+maxMarker)); err != nil || at != want {
+				t.Fatalf("%s, chunk %d: found at %d (%v), want %d", where, size, at, err, want)
+			}
+		}
+	}
+}
+
 // TestFindKeyInHalves: split in two halves scanned at once, a key is found
 // wherever the split cuts it, or on either side of it, at the offset of
 // its first marker, as one scan finds it.
