@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsguard/fsguard/policy"
 	"github.com/fsguard/fsguard/watch"
 )
 
@@ -76,7 +77,8 @@ func TestRemovedDirectoryNeverHandedBack(t *testing.T) {
 // reply is in. The watch's invalidation of the change finds no inode the
 // kernel knows (the reply is what makes it known), so it tells the kernel
 // nothing; the reply must then not let the kernel keep the attributes
-// taken before the write for the hour an entry is cached. Seen once in
+// taken before the write, neither for the hour an entry is cached nor
+// for the jiffies a nanosecond's timeout is rounded up to. Seen once in
 // TestLoadWithSymlinkSwaps: a file created empty and then written read as
 // empty for 5 s. Here the write lands in the window every time: the
 // LOOKUP waits in it until the watch has applied the change.
@@ -103,15 +105,82 @@ func TestLookupRacingAWrite(t *testing.T) {
 		}
 	}
 	s.v.looked.Store(&hook)
-	first, err := exec.Command("cat", filepath.Join(mp, "x.txt")).Output()
+	// Read at once, in this process, both times: a reply the kernel may
+	// cache for as little as a nanosecond still stands for the jiffy it
+	// ends in and the next one (up to 8 ms at HZ=250), time enough for
+	// both reads; a zero timeout stands for nothing.
+	first, err := os.ReadFile(filepath.Join(mp, "x.txt"))
+	must(t, err)
+	again, err := os.ReadFile(filepath.Join(mp, "x.txt"))
 	must(t, err)
 	s.v.looked.Store(nil)
 	if !once.Load() {
 		t.Fatal("the LOOKUP of x.txt never came")
 	}
-	again, err := exec.Command("cat", filepath.Join(mp, "x.txt")).Output()
+	if string(first) != content || string(again) != content {
+		t.Errorf("x.txt reads %q and then %q after it was written during its LOOKUP, want %q", first, again, content)
+	}
+}
+
+// TestRepliesCachedForTheirTimeouts: the timeouts are set in each reply
+// (a zero one must reach the kernel as zero, see node.lookup), so every
+// reply that may be cached must carry them: stats of a path the kernel
+// was just told of reach the daemon no more. Through the roots' top
+// directory (two roots), with the attributes a LOOKUP brought (the stat
+// that looked a name up asks for no GETATTR after it), and with those a
+// GETATTR brought after a change the watch reports (applied here by hand:
+// the file's attributes are dropped, its name stays).
+func TestRepliesCachedForTheirTimeouts(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	text, file := "", ""
+	for _, name := range []string{"a", "b"} {
+		dir := filepath.Join(t.TempDir(), name)
+		must(t, os.MkdirAll(filepath.Join(dir, "d"), 0o755))
+		file = filepath.Join(dir, "d", "f.txt")
+		must(t, os.WriteFile(file, []byte("text\n"), 0o644))
+		text += "[[root]]\npath = \"" + dir + "\"\n"
+	}
+	pol, err := policy.Parse([]byte(text + "[mount]\nwarm = false\n"))
 	must(t, err)
-	if string(again) != content {
-		t.Errorf("x.txt reads %q after it was written during its LOOKUP (and %q the first time), want %q", again, first, content)
+	mp := filepath.Join(t.TempDir(), "mnt")
+	must(t, os.Mkdir(mp, 0o755))
+	var lookups, getattrs atomic.Int64
+	s, err := Mount(Config{Policy: pol, MountPoint: mp, Latency: func(op string, _ time.Duration) {
+		switch op {
+		case "lookup":
+			lookups.Add(1)
+		case "getattr":
+			getattrs.Add(1)
+		}
+	}})
+	must(t, err)
+	defer s.Unmount()
+	paths := []string{mp, filepath.Join(mp, "b"), filepath.Join(mp, "b", "d"), filepath.Join(mp, "b", "d", "f.txt")}
+	stats := func(rounds int) (int64, int64) {
+		t.Helper()
+		l, g := lookups.Load(), getattrs.Load()
+		for range rounds {
+			for _, p := range paths {
+				_, err := os.Stat(p)
+				must(t, err)
+			}
+		}
+		return lookups.Load() - l, getattrs.Load() - g
+	}
+	if l, g := stats(1); l != 3 || g > 1 {
+		t.Errorf("the first stats: %d lookups and %d getattrs, want 3 and at most 1 (the mount's root)", l, g)
+	}
+	if l, g := stats(5); l+g != 0 {
+		t.Errorf("stats again: %d lookups and %d getattrs reached the daemon, want none", l, g)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Dir(file))
+	must(t, err)
+	s.apply([]watch.Event{{Op: watch.Changed, Dir: real, Name: "f.txt"}})
+	if l, g := stats(1); l != 0 || g != 1 {
+		t.Errorf("after a change of f.txt: %d lookups and %d getattrs, want 0 and 1", l, g)
+	}
+	if l, g := stats(5); l+g != 0 {
+		t.Errorf("stats after the change was asked about: %d lookups and %d getattrs reached the daemon, want none", l, g)
 	}
 }

@@ -150,9 +150,8 @@ func Mount(cfg Config) (*Server, error) {
 		s.log.Warn("no watch of the backing tree; the kernel caches names and attributes briefly instead, so changes show within the timeout",
 			"err", err.Error(), "entry_timeout", entry.String(), "attr_timeout", attr.String())
 	}
+	v.entryTTL, v.attrTTL = entry, attr
 	opts := &fs.Options{
-		EntryTimeout:    &entry,
-		AttrTimeout:     &attr,
 		NegativeTimeout: &entry,
 		MountOptions: fuse.MountOptions{
 			FsName:               "fsguard",

@@ -278,17 +278,19 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	if f := n.v.looked.Load(); f != nil {
 		(*f)(rel)
 	}
-	if n.v.changes.Load() != changes {
-		// The watch applied a change while this name was decided: if it
-		// was this file's, its invalidation found no inode the kernel
-		// knows (this reply makes it known), and the attributes decided
-		// before it would stand for the hour an entry is cached (a file
-		// created empty and then written read as empty: seen once under
-		// TestLoadWithSymlinkSwaps). The kernel asks again at the next
-		// use instead.
-		out.SetEntryTimeout(time.Nanosecond)
-		out.SetAttrTimeout(time.Nanosecond)
+	if n.v.changes.Load() == changes {
+		out.SetEntryTimeout(n.v.entryTTL)
+		out.SetAttrTimeout(n.v.attrTTL)
 	}
+	// Otherwise the watch applied a change while this name was decided:
+	// if it was this file's, its invalidation found no inode the kernel
+	// knows (this reply makes it known), and the attributes decided
+	// before it would stand for the hour an entry is cached (a file
+	// created empty and then written read as empty: seen once under
+	// TestLoadWithSymlinkSwaps). The timeouts stay zero, so the kernel
+	// asks again at the next use. Not a nanosecond: the kernel rounds a
+	// timeout up to whole jiffies and keeps an entry through the jiffy
+	// after, up to 8 ms at HZ=250, time enough for a second cat.
 	return ino, &e.Stat, 0
 }
 
@@ -311,6 +313,7 @@ func (n *node) OnForget() {
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	n.v.saw(ctx)
 	defer n.v.timed("getattr", time.Now())
+	out.SetTimeout(n.v.attrTTL) // read only with a success
 	if h, ok := f.(*handle); ok {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(h.f.Fd()), &st); err != nil {

@@ -3,6 +3,7 @@ package mount
 import (
 	"context"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -24,6 +25,7 @@ var (
 )
 
 func (t *top) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	defer t.v.timed("lookup", time.Now())
 	_, r := t.v.root(name)
 	if r == nil {
 		t.v.absent.note(t.EmbeddedInode(), name, out) // a reload may add it
@@ -34,6 +36,8 @@ func (t *top) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return nil, fs.ToErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
+	out.SetEntryTimeout(t.v.entryTTL)
+	out.SetAttrTimeout(t.v.attrTTL)
 	key := idKey{st.Dev, st.Ino, unix.S_IFDIR}
 	out.Attr.Ino = t.v.ino(key)
 	n := newBase(t.v, name, "/"+name)
@@ -50,6 +54,8 @@ func (t *top) Readdir(context.Context) (fs.DirStream, syscall.Errno) {
 }
 
 func (t *top) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	defer t.v.timed("getattr", time.Now())
+	out.SetTimeout(t.v.attrTTL)
 	out.Attr.Mode = unix.S_IFDIR | 0o555
 	out.Attr.Nlink = uint32(2 + len(t.v.guard.Load().Roots()))
 	return 0

@@ -56,6 +56,12 @@ type view struct {
 	// looked, when set (tests only), runs in a LOOKUP after the name was
 	// decided and before the reply is made: where a change can land.
 	looked atomic.Pointer[func(rel string)]
+	// entryTTL and attrTTL are how long the kernel may cache a name and
+	// its attributes, set in each reply rather than in go-fuse's options:
+	// go-fuse puts its options' timeouts in place of a zero one, and a
+	// zero is what a reply that must not be cached needs (see
+	// node.lookup). Negative entries keep go-fuse's option.
+	entryTTL, attrTTL time.Duration
 	// absent are the names the kernel caches as not there.
 	absent negatives
 	// open keeps admitted descriptors between READs; nil without a watch.
