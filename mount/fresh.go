@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/roots"
@@ -74,9 +75,10 @@ func (s *Server) Refresh(real string) {
 	s.apply([]watch.Event{{Op: watch.Added, Dir: filepath.Dir(real), Name: filepath.Base(real)}})
 }
 
-// apply turns changes into invalidations of what the kernel holds. Only
-// nodes the kernel knows are touched: a name it never looked up has
-// nothing cached to be stale.
+// apply turns changes into invalidations of what the kernel holds, in
+// the directories it knows: a directory it never looked up has nothing
+// cached to be stale. Names in them are invalidated even where the
+// kernel holds no node: one may be on its way in a reply (see Changed).
 func (s *Server) apply(evs []watch.Event) {
 	if !s.live.Load() {
 		return
@@ -110,8 +112,17 @@ func (s *Server) apply(evs []watch.Event) {
 			}
 			switch e.Op {
 			case watch.Changed:
+				// c nil, or a number the kernel does not know (ENOENT):
+				// a LOOKUP or listing may be handing the kernel this name
+				// right now, after its last look at the count of changes,
+				// with the attributes from before this change and the
+				// hour's timeouts. The kernel holds the directory's lock
+				// while it takes such a reply in, and invalidating a name
+				// takes that lock, so the name is dropped once it is in.
+				if c == nil || c.NotifyContent(0, 0) == syscall.ENOENT {
+					dir.NotifyEntry(e.Name)
+				}
 				if c != nil {
-					c.NotifyContent(0, 0) // attributes and every page
 					s.repush(c, filepath.Join(e.Dir, e.Name))
 				}
 			case watch.Added, watch.Removed:

@@ -74,14 +74,14 @@ func TestRemovedDirectoryNeverHandedBack(t *testing.T) {
 
 // TestLookupRacingAWrite: a file is written while the kernel's LOOKUP of
 // it is being answered, after its attributes were taken and before the
-// reply is in. The watch's invalidation of the change finds no inode the
-// kernel knows (the reply is what makes it known), so it tells the kernel
-// nothing; the reply must then not let the kernel keep the attributes
-// taken before the write, neither for the hour an entry is cached nor
-// for the jiffies a nanosecond's timeout is rounded up to. Seen once in
-// TestLoadWithSymlinkSwaps: a file created empty and then written read as
-// empty for 5 s. Here the write lands in the window every time: the
-// LOOKUP waits in it until the watch has applied the change.
+// reply is made. The watch's invalidation of the name waits until the
+// kernel has taken the reply in, and a read can come first: the reply
+// must not let the kernel keep the attributes taken before the write,
+// neither for the hour an entry is cached nor for the jiffies a
+// nanosecond's timeout is rounded up to. Seen once in
+// TestLoadWithSymlinkSwaps: a file created empty and then written read
+// as empty for 5 s. Here the write lands in the window every time: the
+// LOOKUP waits in it until the watch applies the change.
 func TestLookupRacingAWrite(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
@@ -89,9 +89,101 @@ func TestLookupRacingAWrite(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(root, "x.txt"), nil, 0o644)) // created empty, as os.WriteFile does first
 	s, mp := mountRoot(t, root, Config{})
 	const content = "written while it was looked up\n"
+	written := writeInLookup(t, s, root, content, false)
+	// Read at once, in this process, both times: a reply the kernel may
+	// cache for as little as a nanosecond still stands for the jiffy it
+	// ends in and the next one (up to 8 ms at HZ=250), time enough for
+	// both reads; a zero timeout stands for nothing.
+	first, err := os.ReadFile(filepath.Join(mp, "x.txt"))
+	must(t, err)
+	again, err := os.ReadFile(filepath.Join(mp, "x.txt"))
+	must(t, err)
+	if !written() {
+		t.Fatal("the LOOKUP of x.txt never came")
+	}
+	if string(first) != content || string(again) != content {
+		t.Errorf("x.txt reads %q and then %q after it was written during its LOOKUP, want %q", first, again, content)
+	}
+}
+
+// TestReloadDuringALookup: a reload that denies a file comes while the
+// file's LOOKUP is being answered under the old policy. The reload's
+// invalidation walks the nodes the kernel holds, and the file has none
+// yet; the reply must then not let the kernel keep the name for the hour
+// (nor for the jiffies a nanosecond's timeout is rounded up to): the
+// next stat asks the new policy. (The first stat may be refused too: the
+// attributes it wants come from a GETATTR under the new policy.)
+func TestReloadDuringALookup(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "x.txt"), []byte("soon denied\n"), 0o644))
+	s, mp := mountRoot(t, root, Config{})
+	denying, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "x.txt") + "\"]\n[mount]\nwarm = false\n"))
+	must(t, err)
 	var once atomic.Bool
-	hook := func(rel string) {
-		if rel != "x.txt" || !once.CompareAndSwap(false, true) {
+	hook := func(rel string, answered bool) {
+		if rel != "x.txt" || answered || !once.CompareAndSwap(false, true) {
+			return
+		}
+		must(t, s.Reload(denying))
+	}
+	s.v.looked.Store(&hook)
+	_, first := os.Stat(filepath.Join(mp, "x.txt"))
+	_, again := os.Stat(filepath.Join(mp, "x.txt"))
+	s.v.looked.Store(nil)
+	if !once.Load() {
+		t.Fatal("the LOOKUP of x.txt never came")
+	}
+	if again == nil {
+		t.Errorf("stat x.txt after a reload denied it during its LOOKUP: found (the first: %v), want refused", first)
+	}
+}
+
+// TestChangeAfterALookupAnswered: the watch applies a change of a file
+// whose LOOKUP has already decided its reply (with the hour's timeouts),
+// before the kernel has taken the reply in: the node is not in the tree
+// yet, or the kernel does not know its number yet, so telling the kernel
+// of the file finds nothing. The kernel must still not keep the
+// attributes taken before the change: what it is told of the name waits
+// for the reply (the kernel holds the directory's lock while it takes a
+// LOOKUP's reply in), and then drops it.
+func TestChangeAfterALookupAnswered(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "x.txt"), nil, 0o644))
+	s, mp := mountRoot(t, root, Config{})
+	const content = "written after its LOOKUP was answered\n"
+	written := writeInLookup(t, s, root, content, true)
+	_, err := os.Stat(filepath.Join(mp, "x.txt"))
+	must(t, err)
+	if !written() {
+		t.Fatal("the LOOKUP of x.txt never came")
+	}
+	// The change is told to the kernel at once or once the reply is in;
+	// either way the file reads whole soon after, not after the hour.
+	for deadline := time.Now().Add(10 * time.Second); ; { // a hang guard
+		got, err := os.ReadFile(filepath.Join(mp, "x.txt"))
+		if err == nil && string(got) == content {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("x.txt reads %q (%v) 10 s after it was written while its LOOKUP's reply was on its way, want %q", got, err, content)
+		}
+		time.Sleep(time.Millisecond) // a poll interval
+	}
+}
+
+// writeInLookup has the first LOOKUP of x.txt write content to it, at
+// the place answered names (see view.looked), and wait there until the
+// watch applies the change; written reports whether it did, once the
+// hook is taken away.
+func writeInLookup(t *testing.T, s *Server, root, content string, answered bool) (written func() bool) {
+	t.Helper()
+	var once atomic.Bool
+	hook := func(rel string, at bool) {
+		if rel != "x.txt" || at != answered || !once.CompareAndSwap(false, true) {
 			return
 		}
 		before := s.v.changes.Load()
@@ -105,20 +197,10 @@ func TestLookupRacingAWrite(t *testing.T) {
 		}
 	}
 	s.v.looked.Store(&hook)
-	// Read at once, in this process, both times: a reply the kernel may
-	// cache for as little as a nanosecond still stands for the jiffy it
-	// ends in and the next one (up to 8 ms at HZ=250), time enough for
-	// both reads; a zero timeout stands for nothing.
-	first, err := os.ReadFile(filepath.Join(mp, "x.txt"))
-	must(t, err)
-	again, err := os.ReadFile(filepath.Join(mp, "x.txt"))
-	must(t, err)
-	s.v.looked.Store(nil)
-	if !once.Load() {
-		t.Fatal("the LOOKUP of x.txt never came")
-	}
-	if string(first) != content || string(again) != content {
-		t.Errorf("x.txt reads %q and then %q after it was written during its LOOKUP, want %q", first, again, content)
+	t.Cleanup(func() { s.v.looked.Store(nil) })
+	return func() bool {
+		s.v.looked.Store(nil)
+		return once.Load()
 	}
 }
 

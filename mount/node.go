@@ -276,21 +276,24 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 		n.v.git.hold(ino, true)
 	}
 	if f := n.v.looked.Load(); f != nil {
-		(*f)(rel)
+		(*f)(rel, false)
 	}
 	if n.v.changes.Load() == changes {
 		out.SetEntryTimeout(n.v.entryTTL)
 		out.SetAttrTimeout(n.v.attrTTL)
 	}
-	// Otherwise the watch applied a change while this name was decided:
-	// if it was this file's, its invalidation found no inode the kernel
-	// knows (this reply makes it known), and the attributes decided
-	// before it would stand for the hour an entry is cached (a file
-	// created empty and then written read as empty: seen once under
-	// TestLoadWithSymlinkSwaps). The timeouts stay zero, so the kernel
-	// asks again at the next use. Not a nanosecond: the kernel rounds a
-	// timeout up to whole jiffies and keeps an entry through the jiffy
-	// after, up to 8 ms at HZ=250, time enough for a second cat.
+	// Otherwise a change was counted while this name was decided. The
+	// watch's invalidation of the name waits until the kernel has taken
+	// this reply in (see apply), and a read may use the reply before it;
+	// a reload's walk of the nodes (invalidate) finds none for the name
+	// at all, and what the old policy decided would stand for the hour.
+	// The timeouts stay zero, so the kernel asks again at the next use.
+	// Not a nanosecond: the kernel rounds a timeout up to whole jiffies
+	// and keeps an entry through the jiffy after, up to 8 ms at HZ=250,
+	// time enough for a second cat.
+	if f := n.v.looked.Load(); f != nil {
+		(*f)(rel, true)
+	}
 	return ino, &e.Stat, 0
 }
 

@@ -53,9 +53,10 @@ type view struct {
 	// changes counts the batches of changes the watch (or a write of the
 	// daemon's own) reported: a listing made before one of them is old.
 	changes atomic.Int64
-	// looked, when set (tests only), runs in a LOOKUP after the name was
-	// decided and before the reply is made: where a change can land.
-	looked atomic.Pointer[func(rel string)]
+	// looked, when set (tests only), runs twice in a LOOKUP: after the
+	// name was decided, and after the timeouts were (answered): the two
+	// places a change can land before the kernel has the reply.
+	looked atomic.Pointer[func(rel string, answered bool)]
 	// entryTTL and attrTTL are how long the kernel may cache a name and
 	// its attributes, set in each reply rather than in go-fuse's options:
 	// go-fuse puts its options' timeouts in place of a zero one, and a
