@@ -78,7 +78,8 @@ func (s *Server) Refresh(real string) {
 // apply turns changes into invalidations of what the kernel holds, in
 // the directories it knows: a directory it never looked up has nothing
 // cached to be stale. Names in them are invalidated even where the
-// kernel holds no node: one may be on its way in a reply (see Changed).
+// kernel holds no node while a reply may be taking one to it (see
+// Changed).
 func (s *Server) apply(evs []watch.Event) {
 	if !s.live.Load() {
 		return
@@ -112,14 +113,14 @@ func (s *Server) apply(evs []watch.Event) {
 			}
 			switch e.Op {
 			case watch.Changed:
-				// c nil, or a number the kernel does not know (ENOENT):
-				// a LOOKUP or listing may be handing the kernel this name
-				// right now, after its last look at the count of changes,
-				// with the attributes from before this change and the
-				// hour's timeouts. The kernel holds the directory's lock
-				// while it takes such a reply in, and invalidating a name
-				// takes that lock, so the name is dropped once it is in.
-				if c == nil || c.NotifyContent(0, 0) == syscall.ENOENT {
+				// No node while a reply is being made (see replying), or a
+				// number the kernel does not know yet (ENOENT): a LOOKUP
+				// or listing may be handing the kernel this name right
+				// now, decided before this change, with the hour's
+				// timeouts. The kernel holds the directory's lock while it
+				// takes such a reply in, and invalidating a name takes
+				// that lock, so the name is dropped once it is in.
+				if c == nil && s.v.replying.Load() > 0 || c != nil && c.NotifyContent(0, 0) == syscall.ENOENT {
 					dir.NotifyEntry(e.Name)
 				}
 				if c != nil {

@@ -170,7 +170,7 @@ func Mount(cfg Config) (*Server, error) {
 			Debug:         cfg.Debug,
 		},
 	}
-	srv, err := serve(mp, s.root, opts)
+	srv, err := serve(mp, s.root, opts, &v.replying)
 	if err != nil {
 		s.stopWatch()
 		g.Close()
@@ -191,8 +191,8 @@ func Mount(cfg Config) (*Server, error) {
 
 // serve mounts root on mp, as fs.Mount does, with the node bridge behind
 // openless (see there).
-func serve(mp string, root fs.InodeEmbedder, opts *fs.Options) (*fuse.Server, error) {
-	srv, err := fuse.NewServer(newOpenless(fs.NewNodeFS(root, opts)), mp, &opts.MountOptions)
+func serve(mp string, root fs.InodeEmbedder, opts *fs.Options, replies *atomic.Int64) (*fuse.Server, error) {
+	srv, err := fuse.NewServer(newOpenless(replying{fs.NewNodeFS(root, opts), replies}), mp, &opts.MountOptions)
 	if err != nil {
 		return nil, err
 	}
