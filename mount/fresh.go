@@ -113,14 +113,14 @@ func (s *Server) apply(evs []watch.Event) {
 			}
 			switch e.Op {
 			case watch.Changed:
-				// No node while a reply is being made (see replying), or a
+				// No node while a reply is being made (see replies), or a
 				// number the kernel does not know yet (ENOENT): a LOOKUP
 				// or listing may be handing the kernel this name right
 				// now, decided before this change, with the hour's
 				// timeouts. The kernel holds the directory's lock while it
 				// takes such a reply in, and invalidating a name takes
 				// that lock, so the name is dropped once it is in.
-				if c == nil && s.v.replying.Load() > 0 || c != nil && c.NotifyContent(0, 0) == syscall.ENOENT {
+				if c == nil && s.v.replies.any() || c != nil && c.NotifyContent(0, 0) == syscall.ENOENT {
 					dir.NotifyEntry(e.Name)
 				}
 				if c != nil {

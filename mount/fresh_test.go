@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,36 +108,74 @@ func TestLookupRacingAWrite(t *testing.T) {
 }
 
 // TestReloadDuringALookup: a reload that denies a file comes while the
-// file's LOOKUP is being answered under the old policy. The reload's
-// invalidation walks the nodes the kernel holds, and the file has none
-// yet; the reply must then not let the kernel keep the name for the hour
-// (nor for the jiffies a nanosecond's timeout is rounded up to): the
+// file's LOOKUP is being answered under the old policy, before the reply
+// is made (decided) or after (answered: its timeouts set, the reload
+// unseen). The reload's walk of the kernel's nodes finds none for the
+// file yet; the reply must still not let the kernel keep the name for the
+// hour (nor for the jiffies a nanosecond's timeout is rounded up to): the
 // next stat asks the new policy. (The first stat may be refused too: the
 // attributes it wants come from a GETATTR under the new policy.)
 func TestReloadDuringALookup(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
-	root := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(root, "x.txt"), []byte("soon denied\n"), 0o644))
-	s, mp := mountRoot(t, root, Config{})
-	denying, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "x.txt") + "\"]\n[mount]\nwarm = false\n"))
-	must(t, err)
+	for _, at := range []string{"decided", "answered"} {
+		t.Run(at, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			must(t, os.WriteFile(filepath.Join(root, "x.txt"), []byte("soon denied\n"), 0o644))
+			s, mp := mountRoot(t, root, Config{})
+			denying, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "x.txt") + "\"]\n[mount]\nwarm = false\n"))
+			must(t, err)
+			reloaded := reloadInLookup(t, s, denying, at == "answered")
+			_, first := os.Stat(filepath.Join(mp, "x.txt"))
+			if !reloaded() {
+				t.Fatal("the LOOKUP of x.txt never came")
+			}
+			if _, again := os.Stat(filepath.Join(mp, "x.txt")); again == nil {
+				t.Errorf("stat x.txt after a reload denied it during its LOOKUP: found (the first: %v), want refused", first)
+			}
+		})
+	}
+}
+
+// reloadInLookup has the first LOOKUP of x.txt, at the place answered
+// names (see view.looked), start a reload to pol and go on once the
+// reload is done or waits for this very LOOKUP (replies.settle).
+// reloaded waits for the reload to end (a hang guard) and reports whether
+// the LOOKUP came.
+func reloadInLookup(t *testing.T, s *Server, pol *policy.Policy, answered bool) (reloaded func() bool) {
+	t.Helper()
 	var once atomic.Bool
-	hook := func(rel string, answered bool) {
-		if rel != "x.txt" || answered || !once.CompareAndSwap(false, true) {
+	done := make(chan error, 1)
+	hook := func(rel string, at bool) {
+		if rel != "x.txt" || at != answered || !once.CompareAndSwap(false, true) {
 			return
 		}
-		must(t, s.Reload(denying))
+		waiting := make(chan struct{})
+		var closeOnce sync.Once
+		settling := func() { closeOnce.Do(func() { close(waiting) }) }
+		s.v.replies.settling.Store(&settling)
+		go func() { done <- s.Reload(pol) }()
+		select {
+		case err := <-done:
+			done <- err
+		case <-waiting:
+		}
 	}
 	s.v.looked.Store(&hook)
-	_, first := os.Stat(filepath.Join(mp, "x.txt"))
-	_, again := os.Stat(filepath.Join(mp, "x.txt"))
-	s.v.looked.Store(nil)
-	if !once.Load() {
-		t.Fatal("the LOOKUP of x.txt never came")
-	}
-	if again == nil {
-		t.Errorf("stat x.txt after a reload denied it during its LOOKUP: found (the first: %v), want refused", first)
+	t.Cleanup(func() { s.v.looked.Store(nil); s.v.replies.settling.Store(nil) })
+	return func() bool {
+		s.v.looked.Store(nil)
+		if !once.Load() {
+			return false
+		}
+		select {
+		case err := <-done:
+			must(t, err)
+		case <-time.After(time.Minute): // a hang guard
+			t.Fatal("the reload did not end in a minute")
+		}
+		return true
 	}
 }
 

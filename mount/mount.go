@@ -71,6 +71,9 @@ type Server struct {
 	stopRoots chan struct{}
 	stopOnce  sync.Once
 
+	// reloadMu makes reloads (a signal, a root that moved) one at a time.
+	reloadMu sync.Mutex
+
 	watchMu sync.Mutex
 	watcher *watch.Watcher // nil: no watch; the short timeouts stand in
 	// live is set once the kernel answers the mount: before that there is
@@ -170,7 +173,7 @@ func Mount(cfg Config) (*Server, error) {
 			Debug:         cfg.Debug,
 		},
 	}
-	srv, err := serve(mp, s.root, opts, &v.replying)
+	srv, err := serve(mp, s.root, opts, &v.replies)
 	if err != nil {
 		s.stopWatch()
 		g.Close()
@@ -191,8 +194,8 @@ func Mount(cfg Config) (*Server, error) {
 
 // serve mounts root on mp, as fs.Mount does, with the node bridge behind
 // openless (see there).
-func serve(mp string, root fs.InodeEmbedder, opts *fs.Options, replies *atomic.Int64) (*fuse.Server, error) {
-	srv, err := fuse.NewServer(newOpenless(replying{fs.NewNodeFS(root, opts), replies}), mp, &opts.MountOptions)
+func serve(mp string, root fs.InodeEmbedder, opts *fs.Options, r *replies) (*fuse.Server, error) {
+	srv, err := fuse.NewServer(newOpenless(replying{fs.NewNodeFS(root, opts), r}), mp, &opts.MountOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +297,8 @@ func (s *Server) Reload(p *policy.Policy) error {
 	if err != nil {
 		return err
 	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
 	old := s.v.guard.Swap(g)
 	s.stopWatch()
 	if err := s.startWatch(g); err != nil {
@@ -305,9 +310,19 @@ func (s *Server) Reload(p *policy.Policy) error {
 	// A listing made under the old guard is old: its READDIRPLUS hands
 	// over names without entries from now on (see listing.Lookup).
 	s.v.changes.Add(1)
+	// A LOOKUP or listing that took the old guard may not have filed its
+	// node in the tree yet: the walk would miss it, and what the old
+	// policy decided would stand for the hour.
+	if !s.v.replies.settle(settleBound) {
+		s.log.Warn("a reload did not wait for every reply begun under the old policy; names it decided may show until they are looked up again", "waited", settleBound.String())
+	}
 	s.invalidate()
 	return nil
 }
+
+// settleBound is how long a reload waits for the replies begun under the
+// old policy (see replies.settle).
+const settleBound = 10 * time.Second
 
 // invalidate tells the kernel to forget every name, attribute and cached
 // page it holds, so the next lookup or read of each asks the new policy.

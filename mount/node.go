@@ -282,12 +282,11 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 		out.SetEntryTimeout(n.v.entryTTL)
 		out.SetAttrTimeout(n.v.attrTTL)
 	}
-	// Otherwise a change was counted while this name was decided. The
-	// watch's invalidation of the name waits until the kernel has taken
-	// this reply in (see apply), and a read may use the reply before it;
-	// a reload's walk of the nodes (invalidate) finds none for the name
-	// at all, and what the old policy decided would stand for the hour.
-	// The timeouts stay zero, so the kernel asks again at the next use.
+	// Otherwise a change (or a reload) was counted while this name was
+	// decided. Its invalidation of the name waits until the kernel has
+	// taken this reply in (see apply and replies), and a read may use the
+	// reply before it: the timeouts stay zero, so the kernel asks again
+	// at the next use.
 	// Not a nanosecond: the kernel rounds a timeout up to whole jiffies
 	// and keeps an entry through the jiffy after, up to 8 ms at HZ=250,
 	// time enough for a second cat.

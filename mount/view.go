@@ -53,8 +53,8 @@ type view struct {
 	// changes counts the batches of changes the watch (or a write of the
 	// daemon's own) reported: a listing made before one of them is old.
 	changes atomic.Int64
-	// replying counts the replies handing the kernel names (see replying).
-	replying atomic.Int64
+	// replies counts the replies handing the kernel names.
+	replies replies
 	// looked, when set (tests only), runs twice in a LOOKUP: after the
 	// name was decided, and after the timeouts were (answered): the two
 	// places a change can land before the kernel has the reply.
