@@ -110,11 +110,11 @@ func TestLookupRacingAWrite(t *testing.T) {
 // TestReloadDuringALookup: a reload that denies a file comes while the
 // file's LOOKUP is being answered under the old policy, before the reply
 // is made (decided) or after (answered: its timeouts set, the reload
-// unseen). The reload's walk of the kernel's nodes finds none for the
-// file yet; the reply must still not let the kernel keep the name for the
-// hour (nor for the jiffies a nanosecond's timeout is rounded up to): the
-// next stat asks the new policy. (The first stat may be refused too: the
-// attributes it wants come from a GETATTR under the new policy.)
+// unseen). The tree has no node for the file yet for the reload's walk
+// to find; the kernel must still not keep the name for the hour (nor for
+// the jiffies a nanosecond's timeout is rounded up to): the next stat
+// after the reload asks the new policy. (The first stat may be refused
+// too: the attributes it wants come from a GETATTR under the new policy.)
 func TestReloadDuringALookup(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
