@@ -111,10 +111,12 @@ func TestLookupRacingAWrite(t *testing.T) {
 // file's LOOKUP is being answered under the old policy, before the reply
 // is made (decided) or after (answered: its timeouts set, the reload
 // unseen). The tree has no node for the file yet for the reload's walk
-// to find; the kernel must still not keep the name for the hour (nor for
-// the jiffies a nanosecond's timeout is rounded up to): the next stat
-// after the reload asks the new policy. (The first stat may be refused
-// too: the attributes it wants come from a GETATTR under the new policy.)
+// to find; the kernel must still not keep the name for the hour: the
+// next stat after the reload asks the new policy. The reload waits for
+// the reply to be filed (replies.settle), and without that wait the
+// "answered" case fails; the "decided" one also has its zero timeouts.
+// (The first stat may be refused too: the attributes it wants come from
+// a GETATTR under the new policy.)
 func TestReloadDuringALookup(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
