@@ -181,6 +181,40 @@ func reloadInLookup(t *testing.T, s *Server, pol *policy.Policy, answered bool) 
 	}
 }
 
+// TestReloadWithoutAWatch: a reload that leaves the mount without a
+// watch (watch = "off" here; in life, one that could not be set again)
+// leaves nothing to tell the kernel of changes, so its replies must be
+// cached briefly, as on a mount that never had a watch: a file changed
+// after the reload shows within the fallback timeout, not the hour.
+func TestReloadWithoutAWatch(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	file := filepath.Join(root, "x.txt")
+	must(t, os.WriteFile(file, []byte("one\n"), 0o644))
+	s, mp := mountRoot(t, root, Config{})
+	unwatched, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwatch = \"off\"\nwarm = false\n"))
+	must(t, err)
+	must(t, s.Reload(unwatched))
+	if s.v.watched() {
+		t.Fatal("a watch after a reload to watch = \"off\"")
+	}
+	if got, err := os.ReadFile(filepath.Join(mp, "x.txt")); err != nil || string(got) != "one\n" {
+		t.Fatalf("x.txt after the reload: %q, %v", got, err)
+	}
+	must(t, os.WriteFile(file, []byte("two, longer\n"), 0o644))
+	for deadline := time.Now().Add(10 * fallbackTimeout); ; { // a hang guard
+		got, err := os.ReadFile(filepath.Join(mp, "x.txt"))
+		if err == nil && string(got) == "two, longer\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("x.txt still reads %q (%v) %v after it changed, on a mount a reload left without a watch", got, err, 10*fallbackTimeout)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval
+	}
+}
+
 // TestChangeAfterALookupAnswered: the watch applies a change of a file
 // whose LOOKUP has already decided its reply (with the hour's timeouts),
 // before the kernel has taken the reply in: the node is not in the tree

@@ -153,7 +153,6 @@ func Mount(cfg Config) (*Server, error) {
 		s.log.Warn("no watch of the backing tree; the kernel caches names and attributes briefly instead, so changes show within the timeout",
 			"err", err.Error(), "entry_timeout", entry.String(), "attr_timeout", attr.String())
 	}
-	v.entryTTL, v.attrTTL = entry, attr
 	opts := &fs.Options{
 		NegativeTimeout: &entry,
 		MountOptions: fuse.MountOptions{

@@ -279,8 +279,9 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 		(*f)(rel, false)
 	}
 	if n.v.changes.Load() == changes {
-		out.SetEntryTimeout(n.v.entryTTL)
-		out.SetAttrTimeout(n.v.attrTTL)
+		entry, attr := n.v.timeouts()
+		out.SetEntryTimeout(entry)
+		out.SetAttrTimeout(attr)
 	}
 	// Otherwise a change (or a reload) was counted while this name was
 	// decided. Its invalidation of the name waits until the kernel has
@@ -315,7 +316,8 @@ func (n *node) OnForget() {
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	n.v.saw(ctx)
 	defer n.v.timed("getattr", time.Now())
-	out.SetTimeout(n.v.attrTTL) // read only with a success
+	_, attr := n.v.timeouts()
+	out.SetTimeout(attr) // read only with a success
 	if h, ok := f.(*handle); ok {
 		var st unix.Stat_t
 		if err := unix.Fstat(int(h.f.Fd()), &st); err != nil {

@@ -36,8 +36,9 @@ func (t *top) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return nil, fs.ToErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
-	out.SetEntryTimeout(t.v.entryTTL)
-	out.SetAttrTimeout(t.v.attrTTL)
+	entry, attr := t.v.timeouts()
+	out.SetEntryTimeout(entry)
+	out.SetAttrTimeout(attr)
 	key := idKey{st.Dev, st.Ino, unix.S_IFDIR}
 	out.Attr.Ino = t.v.ino(key)
 	n := newBase(t.v, name, "/"+name)
@@ -55,7 +56,8 @@ func (t *top) Readdir(context.Context) (fs.DirStream, syscall.Errno) {
 
 func (t *top) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	defer t.v.timed("getattr", time.Now())
-	out.SetTimeout(t.v.attrTTL)
+	_, attr := t.v.timeouts()
+	out.SetTimeout(attr)
 	out.Attr.Mode = unix.S_IFDIR | 0o555
 	out.Attr.Nlink = uint32(2 + len(t.v.guard.Load().Roots()))
 	return 0

@@ -59,12 +59,6 @@ type view struct {
 	// name was decided, and after the timeouts were (answered): the two
 	// places a change can land before the kernel has the reply.
 	looked atomic.Pointer[func(rel string, answered bool)]
-	// entryTTL and attrTTL are how long the kernel may cache a name and
-	// its attributes, set in each reply rather than in go-fuse's options:
-	// go-fuse puts its options' timeouts in place of a zero one, and a
-	// zero is what a reply that must not be cached needs (see
-	// node.lookup). Negative entries keep go-fuse's option.
-	entryTTL, attrTTL time.Duration
 	// absent are the names the kernel caches as not there.
 	absent negatives
 	// open keeps admitted descriptors between READs; nil without a watch.
@@ -229,6 +223,22 @@ func (v *view) timed(op string, start time.Time) {
 }
 
 func (v *view) policy() *policy.Policy { return v.guard.Load().Policy() }
+
+// timeouts are how long the kernel may cache a reply's name and
+// attributes: the policy's while a watch keeps them fresh, at most
+// fallbackTimeout without one (from the mount, or after a reload that
+// could not set one again). They are set in each reply, not in go-fuse's
+// options: go-fuse puts its options' timeouts in place of a zero one, and
+// a zero is what a reply that must not be cached needs (see node.lookup).
+// Negative entries keep go-fuse's option, fixed at mount.
+func (v *view) timeouts() (entry, attr time.Duration) {
+	m := &v.policy().Mount
+	entry, attr = m.EntryTimeout.Duration, m.AttrTimeout.Duration
+	if !v.watched() {
+		entry, attr = min(entry, fallbackTimeout), min(attr, fallbackTimeout)
+	}
+	return entry, attr
+}
 
 // watched reports whether a watch of the backing tree holds: then every
 // change invalidates what the kernel and the daemon hold for it, and the
