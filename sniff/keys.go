@@ -46,9 +46,10 @@ var markers = append(append([]marker{}, plain...),
 	marker{[]byte("UHVUVFkt"), base64At}, // "PuTTY-"
 )
 
-// wide are the keys in UTF-16 and UTF-32, looked for only in a chunk that
-// has a NUL byte (such text of ASCII has one in every other byte, or three
-// in four). fsguard read shows text in either encoding when it has a BOM.
+// wide are the keys in UTF-16 and UTF-32, looked for only where a chunk
+// holds widePrefix, "P" and a NUL (such text of ASCII has a NUL in every
+// other byte, or three in four): one pass over the chunk finds where any
+// may start. fsguard read shows text in either encoding when it has a BOM.
 //
 // One marker serves both byte orders: in ASCII the big-endian bytes are
 // the little-endian ones shifted by a unit's padding ("\0P\0R\0I" holds
