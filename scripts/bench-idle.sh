@@ -12,17 +12,29 @@
 # idle, so that its pages have been idle as long as native's. DROP=1
 # drops the page cache (drop_caches=1: clean unmapped pages, what
 # proactive reclaim takes) instead of waiting, a repeatable stand-in for
-# a reclaiming host.
+# a reclaiming host. FLOOR=1 mounts scripts/fusefloor (the tree copied
+# into memory, served with no admission) instead of fsguard: what the
+# refill costs in FUSE requests alone (no request counts then).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=$(realpath "${1:?usage: scripts/bench-idle.sh TREE [IDLE_SECONDS]}")
 idle=${2:-65}
 . scripts/benchlib.sh
 bench_work idle
-bench_build
-printf '[[root]]\npath = "%s"\n[audit]\nopens = "off"\n' "$tree" > "$work/policy.toml"
-bench_mount --socket "$work/ctl.sock"
-ops() { curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | awk '/^fsguard_fuse_op_seconds_count/ {s += $2} END {print s + 0}'; }
+if [ "${FLOOR:-0}" = 1 ]; then
+  go build -o "$work/fusefloor" ./scripts/fusefloor
+  "$work/fusefloor" "$tree" "$work/mnt" > "$work/ready" 2> "$work/log" &
+  daemon=$!
+  until grep -q Mounted "$work/ready" 2>/dev/null; do kill -0 "$daemon" || { cat "$work/log" >&2; exit 1; }; sleep 0.1; done
+  ops() { echo 0; }
+  byop() { :; }
+else
+  bench_build
+  printf '[[root]]\npath = "%s"\n[audit]\nopens = "off"\n' "$tree" > "$work/policy.toml"
+  bench_mount --socket "$work/ctl.sock"
+  ops() { curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | awk '/^fsguard_fuse_op_seconds_count/ {s += $2} END {print s + 0}'; }
+  byop() { curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | awk '/^fsguard_fuse_op_seconds_count/ {print $1, $2}' | sort; }
+fi
 timed() { local t0 t1; t0=$(date +%s%N); grep -rn zzqqxx-no-such-text "$1" > /dev/null || true; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
 timed "$work/mnt" > /dev/null; timed "$work/mnt" > /dev/null # warm up
 echo "native: $(timed "$tree") ms"
@@ -41,7 +53,6 @@ echo "native after $what: $(timed "$tree") ms"
 # so without this they would have sat idle twice as long as native's.
 timed "$work/mnt" > /dev/null; timed "$work/mnt" > /dev/null
 idle
-byop() { curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | awk '/^fsguard_fuse_op_seconds_count/ {print $1, $2}' | sort; }
 byop > "$work/ops0"
 o0=$(ops); t=$(timed "$work/mnt"); o1=$(ops)
 echo "after $what: $t ms, $((o1 - o0)) FUSE requests:" $(byop | join - "$work/ops0" | awk '$2 > $3 {sub(/.*op="/, "", $1); sub(/".*/, "", $1); printf "%s %d, ", $1, $2 - $3}')

@@ -7,6 +7,7 @@
 //	go run ./scripts/benchmount -cold        # each run on a fresh mount
 //	go run ./scripts/benchmount -cold -tree /tmp/moby   # any tree
 //	go run ./scripts/benchmount -cold -nodev  # the tree on a nodev bind of itself
+//	go run ./scripts/benchmount -cold -floor  # and the floor: scripts/fusefloor
 //
 // Warm cells run once untimed first: the steady state of an agent that
 // re-runs its tools. Cold cells mount both FUSE servers afresh for every
@@ -42,6 +43,7 @@ var (
 	base   = flag.String("base", "", "another fsguard binary (an older build) measured in the same run, as column \"base\"")
 	nodev  = flag.Bool("nodev", false, "give the tree a nodev bind mount of itself for the run (README: \"Roots on a nodev mount\"), removed at the end")
 	kept   = flag.Bool("kept", false, "cold: fsguard starts with the verdicts an earlier run saved (a restart on a tree seen before), not as on a first mount ever")
+	floor  = flag.Bool("floor", false, "also measure scripts/fusefloor, an in-memory copy of the tree served with no admission and no backing file: what FUSE's requests alone cost here")
 )
 
 func main() {
@@ -55,6 +57,9 @@ func main() {
 	os.MkdirAll(bin, 0o755)
 	build(filepath.Join(bin, "fsguard"), "./cmd/fsguard")
 	build(filepath.Join(bin, "loopback"), "github.com/hanwen/go-fuse/v2/example/loopback")
+	if *floor {
+		build(filepath.Join(bin, "fusefloor"), "./scripts/fusefloor")
+	}
 
 	root := data
 	if *tree != "" {
@@ -64,7 +69,7 @@ func main() {
 		defer bindNodev(root)()
 	}
 	m := &mounts{bin: bin, root: root, loop: filepath.Join(*dir, "mnt-loopback"), fsg: filepath.Join(*dir, "mnt-fsguard"), pol: filepath.Join(*dir, "policy.toml"),
-		baseBin: *base, baseMnt: filepath.Join(*dir, "mnt-base")}
+		baseBin: *base, baseMnt: filepath.Join(*dir, "mnt-base"), floorMnt: filepath.Join(*dir, "mnt-floor")}
 	os.WriteFile(m.pol, []byte(fmt.Sprintf("[[root]]\npath = %q\n[mount]\nopen = %q\n", root, *open)), 0o644)
 	if *cold {
 		runCold(m, data)
@@ -86,7 +91,7 @@ func main() {
 		benches = treeBenches(*tree)
 	}
 	fmt.Printf("fsguard mount.open = %q, %d runs per cell after one warm-up, medians\n\n", *open, *runs)
-	header()
+	header(targets)
 	for _, b := range benches {
 		if *only != "" && !strings.Contains(b.name, *only) {
 			continue
@@ -100,7 +105,7 @@ func main() {
 				}
 			}
 		}
-		row(b.name, times)
+		row(b.name, targets, times)
 	}
 	fmt.Printf("\nfsguard daemon peak RSS: %s; loopback: %s\n", peakRSS(m.fsgCmd.Process.Pid), peakRSS(m.loopCmd.Process.Pid))
 }
@@ -122,34 +127,45 @@ func treeBenches(tree string) []bench {
 	return bs
 }
 
-func header() {
-	if *base != "" {
-		fmt.Printf("| workload | native | loopback | base | fsguard | loopback/native | base/native | fsguard/native |\n|---|---|---|---|---|---|---|---|\n")
-		return
+// header starts the table: a column of medians for each target, then one
+// of ratios to native for each server.
+func header(targets []target) {
+	cols := []string{"workload"}
+	for _, t := range targets {
+		cols = append(cols, t.name)
 	}
-	fmt.Printf("| workload | native | loopback | fsguard | loopback/native | fsguard/native |\n|---|---|---|---|---|---|\n")
+	for _, t := range targets[1:] {
+		cols = append(cols, t.name+"/native")
+	}
+	fmt.Printf("| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
 }
 
-func row(name string, times map[string][]time.Duration) {
-	n, l, f := median(times["native"]), median(times["loopback"]), median(times["fsguard"])
-	if *base != "" {
-		b := median(times["base"])
-		fmt.Printf("| %s | %s | %s | %s | %s | %.2fx | %.2fx | %.2fx |\n", name, ms(n), ms(l), ms(b), ms(f), float64(l)/float64(n), float64(b)/float64(n), float64(f)/float64(n))
-		return
+func row(name string, targets []target, times map[string][]time.Duration) {
+	cells := []string{name}
+	for _, t := range targets {
+		cells = append(cells, ms(median(times[t.name])))
 	}
-	fmt.Printf("| %s | %s | %s | %s | %.2fx | %.2fx |\n", name, ms(n), ms(l), ms(f), float64(l)/float64(n), float64(f)/float64(n))
+	n := median(times["native"])
+	for _, t := range targets[1:] {
+		cells = append(cells, fmt.Sprintf("%.2fx", float64(median(times[t.name]))/float64(n)))
+	}
+	fmt.Printf("| %s |\n", strings.Join(cells, " | "))
 }
 
-// mounts are the two FUSE servers over one root.
+// mounts are the FUSE servers over one root.
 type mounts struct {
-	bin, root, loop, fsg, pol string
-	baseBin, baseMnt          string
-	loopCmd, fsgCmd, baseCmd  *exec.Cmd
-	warmed, baseWarmed        <-chan struct{} // fsguard's (base's) warm walk is done
+	bin, root, loop, fsg, pol          string
+	baseBin, baseMnt, floorMnt         string
+	loopCmd, fsgCmd, baseCmd, floorCmd *exec.Cmd
+	warmed, baseWarmed                 <-chan struct{} // fsguard's (base's) warm walk is done
 }
+
+// target is where a workload runs: natively (root is the tree) or
+// through one server's mount.
+type target struct{ name, root string }
 
 // up mounts every server.
-func (m *mounts) up() { m.upOnly("loopback", "fsguard", "base") }
+func (m *mounts) up() { m.upOnly("loopback", "fsguard", "base", "floor") }
 
 func (m *mounts) fsguard(bin, mp, journal string) (*exec.Cmd, <-chan struct{}) {
 	cmd := exec.Command(bin, "mount", "--policy", m.pol, mp)
@@ -169,7 +185,7 @@ func (m *mounts) fsguard(bin, mp, journal string) (*exec.Cmd, <-chan struct{}) {
 
 // upOnly mounts the named targets' servers ("native": none).
 func (m *mounts) upOnly(names ...string) {
-	for _, mp := range []string{m.loop, m.fsg, m.baseMnt} {
+	for _, mp := range []string{m.loop, m.fsg, m.baseMnt, m.floorMnt} {
 		syscall.Unmount(mp, syscall.MNT_DETACH)
 		os.MkdirAll(mp, 0o755)
 	}
@@ -181,6 +197,8 @@ func (m *mounts) upOnly(names ...string) {
 			m.fsgCmd, m.warmed = m.fsguard(filepath.Join(m.bin, "fsguard"), m.fsg, "journal.db")
 		case name == "base" && m.baseBin != "":
 			m.baseCmd, m.baseWarmed = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
+		case name == "floor" && *floor:
+			m.floorCmd = start(exec.Command(filepath.Join(m.bin, "fusefloor"), m.root, m.floorMnt), "Mounted!")
 		}
 	}
 }
@@ -189,7 +207,7 @@ func (m *mounts) down() {
 	for _, c := range []struct {
 		cmd **exec.Cmd
 		mp  string
-	}{{&m.loopCmd, m.loop}, {&m.fsgCmd, m.fsg}, {&m.baseCmd, m.baseMnt}} {
+	}{{&m.loopCmd, m.loop}, {&m.fsgCmd, m.fsg}, {&m.baseCmd, m.baseMnt}, {&m.floorCmd, m.floorMnt}} {
 		if *c.cmd != nil {
 			stop(*c.cmd, c.mp)
 			*c.cmd = nil
@@ -197,12 +215,16 @@ func (m *mounts) down() {
 	}
 }
 
-func (m *mounts) targets() []struct{ name, root string } {
-	t := []struct{ name, root string }{{"native", m.root}, {"loopback", m.loop}, {"fsguard", m.fsg}}
-	if m.baseBin != "" {
-		t = append(t, struct{ name, root string }{"base", m.baseMnt})
+// targets are native first, then each server measured: fsguard last.
+func (m *mounts) targets() []target {
+	t := []target{{"native", m.root}, {"loopback", m.loop}}
+	if *floor {
+		t = append(t, target{"floor", m.floorMnt})
 	}
-	return t
+	if m.baseBin != "" {
+		t = append(t, target{"base", m.baseMnt})
+	}
+	return append(t, target{"fsguard", m.fsg})
 }
 
 // rotated is the targets of run i: native first (its untimed run warms the
@@ -210,7 +232,7 @@ func (m *mounts) targets() []struct{ name, root string } {
 // next, so no server always follows the same one (a server's unmount frees
 // the page cache it filled, and on a VM whose host takes freed memory back
 // the next server's first large read paid for it: see docs/BENCHMARKS.md).
-func rotated(t []struct{ name, root string }, i int) []struct{ name, root string } {
+func rotated(t []target, i int) []target {
 	servers := t[1:]
 	k := i % len(servers)
 	return append(append(t[:1:1], servers[k:]...), servers[:k]...)
@@ -243,7 +265,7 @@ func runCold(m *mounts, data string) {
 		m.down()
 	}
 	fmt.Printf("fsguard mount.open = %q, cold: a fresh mount for each of %d runs, backing tree page-cached, verdicts kept from an earlier run: %v, medians\n\n", *open, *runs, *kept)
-	header()
+	header(m.targets())
 	for _, b := range benches {
 		if *only != "" && !strings.Contains(b.name, *only) {
 			continue
@@ -272,7 +294,7 @@ func runCold(m *mounts, data string) {
 				m.down()
 			}
 		}
-		row(b.name, times)
+		row(b.name, m.targets(), times)
 	}
 }
 
