@@ -52,6 +52,10 @@ type node struct {
 	// attributes (LOOKUP, GETATTR), its bytes (READ, a push), or an error
 	// (the zero identity); nil: none yet. See prefetch.pushKept.
 	told atomic.Pointer[fileid.Identity]
+	// held is the version of the file whose bytes the kernel was last
+	// given whole (a push, a READ), and when; nil while a push of it is
+	// queued, or once a refill took it (see prefetch.readOf).
+	held atomic.Pointer[heldBytes]
 }
 
 // tell notes that the kernel is told of version id.
@@ -548,6 +552,7 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 		g, _ := n.v.root(n.root)
 		if h := c.get(n, g); h != nil {
 			n.v.prefetch.readIn(n)
+			n.v.prefetch.readOf(n, h.id, off, len(dest))
 			n.tell(h.id)
 			return c.serve(h, dest, off)
 		}
@@ -567,6 +572,7 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 			defer f.Close()
 			return readAt(f, dest, off)
 		}
+		n.v.prefetch.readOf(n, f.Identity(), off, len(dest))
 		return c.serve(c.put(n, g, f), dest, off)
 	}
 	f, errno := n.admit(ctx)

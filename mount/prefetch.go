@@ -39,6 +39,10 @@ type prefetch struct {
 	report func(result string) // nil: not counted
 	bytes  atomic.Int64        // pushed so far (the warm walk's budget)
 	queued atomic.Int64        // offered and not yet pushed or given up
+	// refillAfter is how long after the kernel was given a file's bytes a
+	// READ of them means they were reclaimed (see readOf): refillAfter,
+	// or 0 in tests.
+	refillAfter atomic.Int64
 }
 
 // drained reports whether every push offered so far is done.
@@ -51,6 +55,7 @@ func (p *prefetch) busy() bool { return len(p.queue) > pushQueue/2 }
 // start makes the queue and its workers (for the life of the daemon).
 func (p *prefetch) start(v *view, report func(string)) {
 	p.v, p.report = v, report
+	p.refillAfter.Store(int64(refillAfter))
 	p.queue = make(chan pushJob, pushQueue)
 	p.eager = make(chan pushJob, pushQueue)
 	for range pushWorkers {
@@ -101,6 +106,10 @@ const (
 	// maxEagerBytes bounds the content waiting in eager pushes; past it a
 	// push is offered as an ordinary one (read again when it is its turn).
 	maxEagerBytes = 64 << 20
+	// refillAfter: a READ of a version the kernel was given whole longer
+	// ago than this finds its pages reclaimed (here the host takes pages
+	// idle for a minute); sooner, it is a READ that raced their push.
+	refillAfter = 5 * time.Second
 )
 
 // offer queues a push of n's content, the version id, once the kernel
@@ -109,6 +118,7 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 	if size == 0 || size > maxPush || n.index || !p.on() {
 		return
 	}
+	n.held.Store(nil) // until this push is in
 	p.queued.Add(1)
 	select {
 	case p.queue <- pushJob{in: n.EmbeddedInode(), n: n, id: id}:
@@ -122,6 +132,7 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 // read and admitted it under the guard in force now, after the view had
 // counted changes.
 func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte, changes int64) pushJob {
+	n.held.Store(nil) // until this push is in
 	return pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data, g: p.v.guard.Load(), changes: changes}
 }
 
@@ -216,6 +227,7 @@ func (p *prefetch) pushKept(j pushJob) {
 		return
 	}
 	p.bytes.Add(int64(len(j.data)))
+	j.n.gaveWhole(j.id, time.Now())
 	p.count("pushed")
 }
 
@@ -240,6 +252,50 @@ func (p *prefetch) readIn(n *node) {
 		if j.n != n {
 			p.offerKept(j)
 		}
+	}
+}
+
+// heldBytes is a version of a file whose bytes the kernel was given
+// whole, and when.
+type heldBytes struct {
+	id fileid.Identity
+	at time.Time
+}
+
+// gaveWhole notes that the kernel was given version id of n whole at at.
+func (n *node) gaveWhole(id fileid.Identity, at time.Time) { n.held.Store(&heldBytes{id, at}) }
+
+// readOf notes a READ at off, of size bytes, of version id of n, a file
+// the kernel opens without asking. A READ at offset 0 of a version whose
+// bytes the kernel was given whole a while ago means it lost them: the
+// machine reclaimed the mount's idle pages, which it does for a
+// directory's files alike, while their names and the directory's listing
+// may stay (a listing made again pushes its files anyway). A walker
+// reading one file of a directory reads its neighbours next, so the files
+// beside n that the kernel was given whole as long ago are pushed again
+// by the eager workers while it reads this one, instead of a READ each.
+// Each is taken once (its held mark cleared) and marked again when pushed.
+func (p *prefetch) readOf(n *node, id fileid.Identity, off int64, size int) {
+	if off != 0 || id.Size > maxPush || n.index || !p.on() {
+		return
+	}
+	now := time.Now()
+	after := time.Duration(p.refillAfter.Load())
+	if h := n.held.Load(); h != nil && h.id == id && now.Sub(h.at) >= after {
+		if _, dir := n.Parent(); dir != nil {
+			for _, c := range dir.Children() {
+				s, ok := c.Operations().(*node)
+				if !ok || s == n {
+					continue
+				}
+				if h := s.held.Load(); h != nil && now.Sub(h.at) >= after && s.held.CompareAndSwap(h, nil) {
+					p.offerKept(pushJob{in: c, n: s, id: h.id})
+				}
+			}
+		}
+	}
+	if id.Size <= int64(size) {
+		n.gaveWhole(id, now)
 	}
 }
 
@@ -286,6 +342,7 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 		return
 	}
 	p.bytes.Add(int64(n))
+	j.n.gaveWhole(j.id, time.Now())
 	p.count("pushed")
 }
 

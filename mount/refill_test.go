@@ -1,0 +1,132 @@
+package mount
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestReclaimedPagesPushedAgain reclaims, as an idle machine does, the
+// pages of a directory's files while the kernel keeps their names and the
+// directory's listing. A READ of one of them must have the others pushed
+// again, so that reading them next sends no READ; and the refill must
+// never put back a version that is gone. The attacker's part: one file is
+// rewritten (same size, other text) in the backing tree after the reclaim
+// and before the READ that starts the refill, and another is made a
+// private key; the mount must serve the new text, and no key.
+func TestReclaimedPagesPushedAgain(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "d")
+	const files = 8
+	text := func(i int, v string) string { return fmt.Sprintf("file %d, version %s: ordinary text\n", i, v) }
+	quietDir(t, dir, func() {
+		for i := range files {
+			must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(text(i, "one")), 0o644))
+		}
+	})
+	var reads atomic.Int64
+	cfg := Config{Latency: func(op string, _ time.Duration) {
+		if op == "read" {
+			reads.Add(1)
+		}
+	}}
+	s, mp := mountRoot(t, root, cfg)
+	s.v.prefetch.refillAfter.Store(0) // a READ of pages given any time ago is one of lost pages
+	path := func(i int) string { return filepath.Join(mp, "d", fmt.Sprintf("f%d.txt", i)) }
+	readAll := func() {
+		t.Helper()
+		for i := range files {
+			if _, err := os.ReadFile(path(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	lsBy(t, filepath.Join(mp, "d"))
+	readAll()
+	d := s.root.EmbeddedInode().GetChild("d")
+	held := func() bool {
+		for i := range files {
+			c := d.GetChild(fmt.Sprintf("f%d.txt", i))
+			if c == nil {
+				return false
+			}
+			if n, _ := nodeOf(c); n == nil || n.held.Load() == nil {
+				return false
+			}
+		}
+		return true
+	}
+	within(t, 30*time.Second, held) // every file's bytes given whole
+
+	// Reclaim: the files' pages go, their names and the listing stay.
+	reclaim := func() {
+		t.Helper()
+		for i := range files {
+			f, err := os.Open(path(i))
+			must(t, err)
+			must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+			f.Close()
+		}
+	}
+	reclaim()
+	// The READ that finds f0's pages gone pushes the others again.
+	before := reads.Load()
+	if got, err := os.ReadFile(path(0)); err != nil || string(got) != text(0, "one") {
+		t.Fatalf("f0 after reclaim: %q, %v", got, err)
+	}
+	if n := reads.Load() - before; n != 1 {
+		t.Fatalf("reading f0 after reclaim sent %d READs, want 1", n)
+	}
+	within(t, 30*time.Second, held) // pushed again
+	before = reads.Load()
+	readAll()
+	if n := reads.Load() - before; n != 0 {
+		t.Errorf("reading the other files after the refill sent %d READs, want none", n)
+	}
+
+	// The attacker holds f7 open, then makes it a private key and f6 other
+	// text of the same size, in place. The refill may have taken their
+	// marks before the watch applied the changes: it then offers the old
+	// versions. Neither may be pushed: not the old bytes, not the key.
+	const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
+	open7, err := os.Open(path(7))
+	must(t, err)
+	defer open7.Close()
+	marks := map[int]*heldBytes{}
+	for _, i := range []int{6, 7} {
+		n, _ := nodeOf(d.GetChild(fmt.Sprintf("f%d.txt", i)))
+		marks[i] = n.held.Load()
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "f6.txt"), []byte(text(6, "two")), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "f7.txt"), []byte(key), 0o644))
+	within(t, 30*time.Second, func() bool { // the watch applied both
+		got, err := os.ReadFile(path(6))
+		_, err7 := os.ReadFile(path(7))
+		return err == nil && string(got) == text(6, "two") && err7 != nil
+	})
+	reclaim()
+	for i, h := range marks {
+		n, _ := nodeOf(d.GetChild(fmt.Sprintf("f%d.txt", i)))
+		n.held.Store(h) // as the refill saw them, before the watch
+	}
+	if _, err := os.ReadFile(path(0)); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 30*time.Second, s.v.prefetch.drained)
+	if got, err := os.ReadFile(path(6)); err != nil || string(got) != text(6, "two") {
+		t.Errorf("f6 after a refill offered its old version: %q, %v", got, err)
+	}
+	buf := make([]byte, 4096)
+	if n, err := open7.ReadAt(buf, 0); strings.Contains(string(buf[:n]), "PRIVATE KEY") || string(buf[:n]) == text(7, "one") {
+		t.Errorf("f7, now a key, read through a descriptor opened before: %q, %v; want a refusal", buf[:n], err)
+	}
+}
