@@ -25,7 +25,7 @@ cmd=${2:?usage: scripts/bench-first.sh TREE 'COMMAND using \$M' [RUNS]}
 runs=${3:-3}
 . scripts/benchlib.sh
 bench_work first
-if [ -n "${BIN:-}" ]; then cp "$BIN" "$work/fsguard"; else bench_build; fi
+bench_build
 warm=false
 case "${WARM:-0}" in 1 | after) warm=true ;; esac
 printf '[[root]]\npath = "%s"\n[mount]\nopen = "%s"\nwarm = %s\n' "$tree" "${OPEN:-kernel}" "$warm" > "$work/policy.toml"

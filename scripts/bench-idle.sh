@@ -12,9 +12,13 @@
 # idle, so that its pages have been idle as long as native's. DROP=1
 # drops the page cache (drop_caches=1: clean unmapped pages, what
 # proactive reclaim takes) instead of waiting, a repeatable stand-in for
-# a reclaiming host. FLOOR=1 mounts scripts/fusefloor (the tree copied
-# into memory, served with no admission) instead of fsguard: what the
-# refill costs in FUSE requests alone (no request counts then).
+# a reclaiming host. EVICT=1 drops only the pages of every file, through
+# the mount and in the backing tree (FADV_DONTNEED), and waits 6 s: the
+# names and listings stay, as after a reclaim that took pages alone.
+# FLOOR=1 mounts scripts/fusefloor (the tree copied into memory, served
+# with no admission) instead of fsguard: what the refill costs in FUSE
+# requests alone (no request counts then). BIN=path measures another
+# fsguard build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=$(realpath "${1:?usage: scripts/bench-idle.sh TREE [IDLE_SECONDS]}")
@@ -43,6 +47,23 @@ echo "warm: $t ms, $((o1 - o0)) FUSE requests"
 if [ "${DROP:-0}" = 1 ]; then
   what="the page cache dropped"
   idle() { sync; echo 1 > /proc/sys/vm/drop_caches; }
+elif [ "${EVICT:-0}" = 1 ]; then
+  what="every file's pages dropped"
+  idle() {
+    python3 - "$tree" "$work/mnt" <<'PY'
+import os, sys
+for top in sys.argv[1:]:
+    for d, _, files in os.walk(top):
+        for f in files:
+            try:
+                fd = os.open(os.path.join(d, f), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+PY
+    sleep 6 # past the 5 s after which a READ of given bytes means they were reclaimed
+  }
 else
   what="${idle}s idle"
   idle() { sleep "$idle"; }

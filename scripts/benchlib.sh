@@ -5,7 +5,8 @@
 #   bench_work NAME [BASE]   make $work (under BASE, default /tmp) with
 #                            $work/mnt; at exit the daemon is stopped, the
 #                            mount detached and $work removed
-#   bench_build              build ./cmd/fsguard to $work/fsguard
+#   bench_build              build ./cmd/fsguard to $work/fsguard (BIN=path:
+#                            copy that build instead, an older one)
 #   bench_mount [ARGS...]    mount $work/policy.toml on $work/mnt (ARGS go
 #                            to fsguard mount), set $daemon, wait for ready
 #   bench_stop               stop the daemon
@@ -24,7 +25,9 @@ bench_cleanup() {
   rm -rf "$work"
 }
 
-bench_build() { go build -o "$work/fsguard" ./cmd/fsguard; }
+bench_build() {
+  if [ -n "${BIN:-}" ]; then cp "$BIN" "$work/fsguard"; else go build -o "$work/fsguard" ./cmd/fsguard; fi
+}
 
 bench_mount() {
   # A first mount ever, unless KEPT=1: then the verdicts the last run saved
