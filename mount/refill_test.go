@@ -67,12 +67,15 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 	}
 	within(t, 30*time.Second, held) // every file's bytes given whole
 
-	// Reclaim: the files' pages go, their names and the listing stay.
+	// Reclaim: the files' pages go, their names and the listing stay. (A
+	// file the mount hides by then, the key below, has no pages to lose.)
 	reclaim := func() {
 		t.Helper()
 		for i := range files {
 			f, err := os.Open(path(i))
-			must(t, err)
+			if err != nil {
+				continue
+			}
 			must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
 			f.Close()
 		}
