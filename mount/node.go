@@ -283,9 +283,7 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 		(*f)(rel, false)
 	}
 	if n.v.changes.Load() == changes {
-		entry, attr := n.v.timeouts()
-		out.SetEntryTimeout(entry)
-		out.SetAttrTimeout(attr)
+		n.v.cacheEntry(out)
 	}
 	// Otherwise a change (or a reload) was counted while this name was
 	// decided. Its invalidation of the name waits until the kernel has

@@ -226,9 +226,7 @@ func (p *prefetch) pushKept(j pushJob) {
 		p.count("changed")
 		return
 	}
-	p.bytes.Add(int64(len(j.data)))
-	j.n.gaveWhole(j.id, time.Now())
-	p.count("pushed")
+	p.pushed(j, len(j.data))
 }
 
 // readKnown says whether a listing reads, for its pushes, the files whose
@@ -341,6 +339,11 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 		p.count("changed")
 		return
 	}
+	p.pushed(j, n)
+}
+
+// pushed accounts for the push of j, n bytes, now in the kernel's cache.
+func (p *prefetch) pushed(j pushJob, n int) {
 	p.bytes.Add(int64(n))
 	j.n.gaveWhole(j.id, time.Now())
 	p.count("pushed")

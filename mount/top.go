@@ -36,9 +36,7 @@ func (t *top) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return nil, fs.ToErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
-	entry, attr := t.v.timeouts()
-	out.SetEntryTimeout(entry)
-	out.SetAttrTimeout(attr)
+	t.v.cacheEntry(out)
 	key := idKey{st.Dev, st.Ino, unix.S_IFDIR}
 	out.Attr.Ino = t.v.ino(key)
 	n := newBase(t.v, name, "/"+name)

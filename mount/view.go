@@ -240,6 +240,13 @@ func (v *view) timeouts() (entry, attr time.Duration) {
 	return entry, attr
 }
 
+// cacheEntry sets a LOOKUP reply's timeouts (see timeouts).
+func (v *view) cacheEntry(out *fuse.EntryOut) {
+	entry, attr := v.timeouts()
+	out.SetEntryTimeout(entry)
+	out.SetAttrTimeout(attr)
+}
+
 // watched reports whether a watch of the backing tree holds: then every
 // change invalidates what the kernel and the daemon hold for it, and the
 // caches that only a watch keeps fresh (kept descriptors, pushes, a
