@@ -131,7 +131,7 @@ func Mount(cfg Config) (*Server, error) {
 	if v.audit == nil {
 		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	}
-	v.prefetch.start(v, cfg.Prefetched)
+	v.prefetch.start(v, cfg.Policy.Mount.WarmMaxBytes, cfg.Prefetched)
 	v.ahead.v, v.ahead.report = v, cfg.ListedAhead
 	v.guard.Store(g)
 	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event, walked: make(chan struct{})}

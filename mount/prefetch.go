@@ -43,6 +43,10 @@ type prefetch struct {
 	// READ of them means they were reclaimed (see readOf): refillAfter,
 	// or 0 in tests.
 	refillAfter atomic.Int64
+	// refill pushes again what the machine reclaimed (see refill.go), at
+	// most budget bytes a round.
+	refill refill
+	budget int64
 }
 
 // drained reports whether every push offered so far is done.
@@ -53,8 +57,8 @@ func (p *prefetch) drained() bool { return p.queued.Load() == 0 }
 func (p *prefetch) busy() bool { return len(p.queue) > pushQueue/2 }
 
 // start makes the queue and its workers (for the life of the daemon).
-func (p *prefetch) start(v *view, report func(string)) {
-	p.v, p.report = v, report
+func (p *prefetch) start(v *view, budget int64, report func(string)) {
+	p.v, p.report, p.budget = v, report, budget
 	p.refillAfter.Store(int64(refillAfter))
 	p.queue = make(chan pushJob, pushQueue)
 	p.eager = make(chan pushJob, pushQueue)
@@ -87,6 +91,10 @@ type pushJob struct {
 	data    []byte
 	g       *roots.Guard
 	changes int64
+	// known: the kernel knew the inode when the job was made (a refill's:
+	// it had been given the file's bytes), so the store does not wait for
+	// a reply naming it; an inode unknown now was forgotten since.
+	known bool
 }
 
 const (
@@ -106,10 +114,6 @@ const (
 	// maxEagerBytes bounds the content waiting in eager pushes; past it a
 	// push is offered as an ordinary one (read again when it is its turn).
 	maxEagerBytes = 64 << 20
-	// refillAfter: a READ of a version the kernel was given whole longer
-	// ago than this finds its pages reclaimed (here the host takes pages
-	// idle for a minute); sooner, it is a READ that raced their push.
-	refillAfter = 5 * time.Second
 )
 
 // offer queues a push of n's content, the version id, once the kernel
@@ -253,50 +257,6 @@ func (p *prefetch) readIn(n *node) {
 	}
 }
 
-// heldBytes is a version of a file whose bytes the kernel was given
-// whole, and when.
-type heldBytes struct {
-	id fileid.Identity
-	at time.Time
-}
-
-// gaveWhole notes that the kernel was given version id of n whole at at.
-func (n *node) gaveWhole(id fileid.Identity, at time.Time) { n.held.Store(&heldBytes{id, at}) }
-
-// readOf notes a READ at off, of size bytes, of version id of n, a file
-// the kernel opens without asking. A READ at offset 0 of a version whose
-// bytes the kernel was given whole a while ago means it lost them: the
-// machine reclaimed the mount's idle pages, which it does for a
-// directory's files alike, while their names and the directory's listing
-// may stay (a listing made again pushes its files anyway). A walker
-// reading one file of a directory reads its neighbours next, so the files
-// beside n that the kernel was given whole as long ago are pushed again
-// by the eager workers while it reads this one, instead of a READ each.
-// Each is taken once (its held mark cleared) and marked again when pushed.
-func (p *prefetch) readOf(n *node, id fileid.Identity, off int64, size int) {
-	if off != 0 || id.Size > maxPush || n.index || !p.on() {
-		return
-	}
-	now := time.Now()
-	after := time.Duration(p.refillAfter.Load())
-	if h := n.held.Load(); h != nil && h.id == id && now.Sub(h.at) >= after {
-		if _, dir := n.Parent(); dir != nil {
-			for _, c := range dir.Children() {
-				s, ok := c.Operations().(*node)
-				if !ok || s == n {
-					continue
-				}
-				if h := s.held.Load(); h != nil && now.Sub(h.at) >= after && s.held.CompareAndSwap(h, nil) {
-					p.offerKept(pushJob{in: c, n: s, id: h.id})
-				}
-			}
-		}
-	}
-	if id.Size <= int64(size) {
-		n.gaveWhole(id, now)
-	}
-}
-
 func (p *prefetch) work() {
 	buf := make([]byte, maxPush+1)
 	for j := range p.queue {
@@ -330,7 +290,7 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 		return
 	}
 	j.n.tell(j.id) // before the store: see pushKept
-	if p.store(j.in, buf[:n], true) != 0 {
+	if p.store(j.in, buf[:n], !j.known) != 0 {
 		return
 	}
 	var st unix.Stat_t

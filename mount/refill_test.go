@@ -133,3 +133,137 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 		t.Errorf("f7, now a key, read through a descriptor opened before: %q, %v; want a refusal", buf[:n], err)
 	}
 }
+
+// TestReclaimedTreePushedAhead reclaims the pages of a whole tree, names
+// and listings kept. Once a READ has found pages gone in a second
+// directory, a walker is crossing the tree: the rest of it must be pushed
+// again without waiting for a READ in each directory, subdirectories of
+// directories the walker has not reached included. The attacker's part:
+// in a directory the walker has not reached, one file is made a private
+// key in place and another other text of the same size, after their
+// marks were taken as a round would have taken them before the watch
+// applied the changes; the mount must serve the new text and no key.
+func TestReclaimedTreePushedAhead(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	dirs := []string{"a", "a/b", "a/b/c", "z", "z/y"}
+	const files = 4
+	text := func(d string, i int, v string) string {
+		return fmt.Sprintf("%s file %d, version %s: ordinary text\n", d, i, v)
+	}
+	for _, d := range dirs {
+		quietDir(t, filepath.Join(root, d), func() {
+			for i := range files {
+				must(t, os.WriteFile(filepath.Join(root, d, fmt.Sprintf("f%d.txt", i)), []byte(text(d, i, "one")), 0o644))
+			}
+		})
+	}
+	var reads atomic.Int64
+	s, mp := mountRoot(t, root, Config{Latency: func(op string, _ time.Duration) {
+		if op == "read" {
+			reads.Add(1)
+		}
+	}})
+	s.v.prefetch.refillAfter.Store(0)
+	path := func(d string, i int) string { return filepath.Join(mp, d, fmt.Sprintf("f%d.txt", i)) }
+	node := func(d string, i int) *node {
+		in := s.root.EmbeddedInode()
+		for _, name := range strings.Split(d, "/") {
+			if in = in.GetChild(name); in == nil {
+				return nil
+			}
+		}
+		n, _ := nodeOf(in.GetChild(fmt.Sprintf("f%d.txt", i)))
+		return n
+	}
+	held := func() bool {
+		for _, d := range dirs {
+			for i := range files {
+				if n := node(d, i); n == nil || n.held.Load() == nil {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	roundOver := func() bool {
+		r := &s.v.prefetch.refill
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return !r.running && s.v.prefetch.drained()
+	}
+	for _, d := range dirs {
+		lsBy(t, filepath.Join(mp, d))
+		for i := range files {
+			if _, err := os.ReadFile(path(d, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	within(t, 30*time.Second, held)
+	reclaim := func() {
+		t.Helper()
+		for _, d := range dirs {
+			for i := range files {
+				if f, err := os.Open(path(d, i)); err == nil {
+					must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+					f.Close()
+				}
+			}
+		}
+	}
+	reclaim()
+	// The walker reads in a, then in z: two READs, and the round.
+	for _, d := range []string{"a", "z"} {
+		before := reads.Load()
+		if got, err := os.ReadFile(path(d, 0)); err != nil || string(got) != text(d, 0, "one") {
+			t.Fatalf("%s/f0 after reclaim: %q, %v", d, got, err)
+		}
+		if n := reads.Load() - before; n != 1 {
+			t.Fatalf("reading %s/f0 after reclaim sent %d READs, want 1", d, n)
+		}
+	}
+	within(t, 30*time.Second, func() bool { return held() && roundOver() })
+	before := reads.Load()
+	for _, d := range dirs {
+		for i := range files {
+			if got, err := os.ReadFile(path(d, i)); err != nil || string(got) != text(d, i, "one") {
+				t.Fatalf("%s/f%d after the refill: %q, %v", d, i, got, err)
+			}
+		}
+	}
+	if n := reads.Load() - before; n != 0 {
+		t.Errorf("reading the tree after the round sent %d READs, want none (a/b, a/b/c and z/y are pushed ahead)", n)
+	}
+
+	const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
+	open3, err := os.Open(path("a/b/c", 3))
+	must(t, err)
+	defer open3.Close()
+	marks := map[int]*heldBytes{2: node("a/b/c", 2).held.Load(), 3: node("a/b/c", 3).held.Load()}
+	must(t, os.WriteFile(filepath.Join(root, "a/b/c/f2.txt"), []byte(text("a/b/c", 2, "two")), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "a/b/c/f3.txt"), []byte(key), 0o644))
+	within(t, 30*time.Second, func() bool { // the watch applied both
+		got, err := os.ReadFile(path("a/b/c", 2))
+		_, err3 := os.ReadFile(path("a/b/c", 3))
+		return err == nil && string(got) == text("a/b/c", 2, "two") && err3 != nil
+	})
+	reclaim()
+	for i, h := range marks {
+		node("a/b/c", i).held.Store(h) // as a round saw them, before the watch
+	}
+	for _, d := range []string{"a", "z"} {
+		if _, err := os.ReadFile(path(d, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	within(t, 30*time.Second, roundOver)
+	if got, err := os.ReadFile(path("a/b/c", 2)); err != nil || string(got) != text("a/b/c", 2, "two") {
+		t.Errorf("a/b/c/f2 after a round offered its old version: %q, %v", got, err)
+	}
+	buf := make([]byte, 4096)
+	if n, err := open3.ReadAt(buf, 0); strings.Contains(string(buf[:n]), "PRIVATE KEY") || string(buf[:n]) == text("a/b/c", 3, "one") {
+		t.Errorf("a/b/c/f3, now a key, read through a descriptor opened before: %q, %v; want a refusal", buf[:n], err)
+	}
+}

@@ -1,0 +1,179 @@
+package mount
+
+import (
+	"sync"
+	"time"
+
+	"github.com/fsguard/fsguard/fileid"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+)
+
+// The refill pushes again what the machine reclaimed. An idle machine
+// takes the mount's file pages (this VM's host does after a minute), often
+// while the kernel keeps the names and the directories' listings: nothing
+// is then listed again, so nothing is pushed again, and a walker sends a
+// READ per file, each waiting on the backing file's pages, which went too.
+//
+// Each node keeps the version whose bytes the kernel was given whole (a
+// push, a whole READ) and when (node.held). A READ at offset 0 of that
+// version, refillAfter or more after it was given, means its pages are
+// gone (readOf). The files beside it that were given as long ago are then
+// pushed again by the eager workers while it is answered: a walker reads
+// them next. Once that is found in a second directory, a walker is
+// crossing the tree, and going one directory at a time leaves it a READ
+// to wait for in each, on a backing file read from disk. A round then
+// pushes again every file of the tree given as long ago (the old marks),
+// on workers of its own, so that several files are read from disk at
+// once: the walker's directory first, each directory where the walker is
+// found next on top, then the rest of the tree, at most the warm walk's
+// budget. Each push re-admits its file under the guard in force, checks
+// its identity before and after the store, and stores only the version it
+// admitted (prefetch.push); a file is taken once, its mark cleared, and
+// marked again when pushed.
+type refill struct {
+	mu      sync.Mutex
+	running bool
+	dirs    []*fs.Inode        // to go through, the next last
+	queued  map[*fs.Inode]bool // in dirs this round, or gone through
+	// found is the directory of the last reclaim found outside a round.
+	found *fs.Inode
+}
+
+const (
+	// refillAfter: a READ of a version the kernel was given whole longer
+	// ago than this finds its pages reclaimed (here the host takes pages
+	// idle for a minute); sooner, it is a READ that raced their push.
+	refillAfter = 5 * time.Second
+	// refillWorkers push a round's files: more than the cores, since
+	// after a reclaim each push mostly waits on the disk.
+	refillWorkers = 4
+)
+
+// heldBytes is a version of a file whose bytes the kernel was given
+// whole, and when.
+type heldBytes struct {
+	id fileid.Identity
+	at time.Time
+}
+
+// gaveWhole notes that the kernel was given version id of n whole at at.
+func (n *node) gaveWhole(id fileid.Identity, at time.Time) { n.held.Store(&heldBytes{id, at}) }
+
+// takeOld takes in's file for a push again if the kernel was given it
+// whole at least after before now (its mark is cleared: no other refill
+// takes it).
+func takeOld(in *fs.Inode, now time.Time, after time.Duration) (pushJob, bool) {
+	s, ok := in.Operations().(*node)
+	if !ok {
+		return pushJob{}, false
+	}
+	h := s.held.Load()
+	if h == nil || now.Sub(h.at) < after || !s.held.CompareAndSwap(h, nil) {
+		return pushJob{}, false
+	}
+	return pushJob{in: in, n: s, id: h.id, known: true}, true
+}
+
+// readOf notes a READ at off, of size bytes, of version id of n, a file
+// the kernel opens without asking: one at offset 0 of a version the
+// kernel was given whole a while ago finds its pages reclaimed, and has
+// the files beside it pushed again, and a round started (see refill).
+func (p *prefetch) readOf(n *node, id fileid.Identity, off int64, size int) {
+	if off != 0 || id.Size > maxPush || n.index || !p.on() {
+		return
+	}
+	now := time.Now()
+	after := time.Duration(p.refillAfter.Load())
+	if h := n.held.Load(); h != nil && h.id == id && now.Sub(h.at) >= after {
+		if _, dir := n.Parent(); dir != nil {
+			for _, c := range dir.Children() {
+				if c == n.EmbeddedInode() {
+					continue
+				}
+				if j, ok := takeOld(c, now, after); ok {
+					p.offerKept(j)
+				}
+			}
+			p.refill.foundIn(p, dir)
+		}
+	}
+	if id.Size <= int64(size) {
+		n.gaveWhole(id, now)
+	}
+}
+
+// foundIn notes a reclaim found in dir: the round's next directory, or
+// the start of one if it is the second directory found.
+func (r *refill) foundIn(p *prefetch, dir *fs.Inode) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.running:
+		r.queue(dir)
+	case r.found == nil || r.found == dir:
+		r.found = dir
+	default:
+		r.found, r.running = nil, true
+		r.queued = map[*fs.Inode]bool{}
+		r.queue(dir.Root()) // last: the rest of the tree
+		r.queue(dir)
+		go r.round(p)
+	}
+}
+
+// queue puts dir on top, unless it was queued this round; r.mu is held.
+func (r *refill) queue(dir *fs.Inode) {
+	if !r.queued[dir] {
+		r.queued[dir] = true
+		r.dirs = append(r.dirs, dir)
+	}
+}
+
+// round pushes again the files of the directories queued, and of their
+// subdirectories, that the kernel was given whole refillAfter or more
+// ago, until none is left or the budget is spent.
+func (r *refill) round(p *prefetch) {
+	jobs := make(chan pushJob, refillWorkers)
+	var wg sync.WaitGroup
+	for range refillWorkers {
+		wg.Go(func() {
+			buf := make([]byte, maxPush+1)
+			for j := range jobs {
+				p.push(j, buf)
+				p.queued.Add(-1)
+			}
+		})
+	}
+	after := time.Duration(p.refillAfter.Load())
+	var taken int64
+	for {
+		r.mu.Lock()
+		if len(r.dirs) == 0 || taken >= p.budget {
+			r.running, r.dirs, r.queued = false, nil, nil
+			r.mu.Unlock()
+			break
+		}
+		dir := r.dirs[len(r.dirs)-1]
+		r.dirs = r.dirs[:len(r.dirs)-1]
+		r.mu.Unlock()
+		now := time.Now()
+		var subs []*fs.Inode
+		for _, c := range dir.Children() {
+			if c.IsDir() {
+				subs = append(subs, c)
+			} else if j, ok := takeOld(c, now, after); ok {
+				taken += j.id.Size
+				p.queued.Add(1)
+				jobs <- j
+			}
+		}
+		r.mu.Lock()
+		for _, c := range subs {
+			r.queue(c)
+		}
+		r.mu.Unlock()
+	}
+	close(jobs)
+	wg.Wait()
+}
