@@ -152,6 +152,17 @@ type Keep struct {
 	// listed before) does not pay a read per file for a walker that may
 	// read none of them (find, git status).
 	Known bool
+	// Want, when set, narrows Known: the content of a file whose verdict
+	// is known is read only if Want says so for its name in the listed
+	// directory and its version (the mount declines a version the kernel
+	// was given a moment ago, by a refill).
+	Want func(name string, id fileid.Identity) bool
+}
+
+// wants reports whether keep asks for the content of the file name,
+// version st, whose verdict may be known.
+func (k *Keep) wants(name string, st *unix.Stat_t) bool {
+	return k != nil && k.Known && (k.Want == nil || k.Want(name, fileid.Of(st)))
 }
 
 // start is Start; keep, when set, is given the content of a file admitted
@@ -408,7 +419,6 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 	decide := func(i int) {
 		e := ents[i]
 		frel, name := crel(e.Name), path.Join(shown, e.Name)
-		content := keep != nil && keep.Known
 		// One resolution of the name for its stat and, when its verdict
 		// is not known yet, its content: a cold listing decides every
 		// file, and resolving each twice was two fifths of the daemon's
@@ -416,7 +426,7 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 		var known error
 		answered := false
 		ent, f, err := g.EntryFile(r, frel, name, func(st *unix.Stat_t) bool {
-			answered, known = d.decided(g, r, frel, name, st, content)
+			answered, known = d.decided(g, r, frel, name, st, keep.wants(e.Name, st))
 			return !answered
 		})
 		if err != nil {
@@ -434,7 +444,7 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 			show[i] = d.decideOpen(g, f, kept) == nil
 			f.Close()
 		default: // not a regular file any more, or met a link: as Visible decides
-			show[i] = d.visible(g, r, frel, name, &ent.Stat, kept, content) == nil
+			show[i] = d.visible(g, r, frel, name, &ent.Stat, kept, keep.wants(e.Name, &ent.Stat)) == nil
 		}
 		if show[i] {
 			stats[i] = &ent.Stat

@@ -9,6 +9,7 @@ import (
 	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/roots"
 
+	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,13 +53,15 @@ type aheadKey struct{ root, rel string }
 type aheadDir struct {
 	name  string
 	known bool
+	in    *fs.Inode // the kernel's, if it knows the directory
 }
 
 // aheadList is one directory listed ahead.
 type aheadList struct {
 	key     aheadKey
 	shown   string
-	known   bool // listed before: see admit.Keep.Known
+	known   bool      // listed before: see admit.Keep.Known
+	in      *fs.Inode // the directory's inode, if the kernel knows it
 	started bool
 	done    chan struct{} // closed once made (or given up)
 	at      time.Time     // when made
@@ -108,7 +111,7 @@ func (a *ahead) queueDirs(root, rel, shown string, dirs []aheadDir) {
 		if a.lists[k] != nil {
 			continue
 		}
-		x := &aheadList{key: k, shown: cshown, known: d.known, done: make(chan struct{})}
+		x := &aheadList{key: k, shown: cshown, known: d.known, in: d.in, done: make(chan struct{})}
 		a.lists[k] = x
 		add = append(add, x)
 	}
@@ -184,7 +187,7 @@ func (a *ahead) make(x *aheadList) {
 	// listing's 8 MiB past it); what the listing then declines to keep
 	// gives its share back.
 	var reserved atomic.Int64
-	keep := &admit.Keep{Known: a.v.prefetch.readKnown(x.known), Fn: func(rel string, id fileid.Identity, data []byte) {
+	keep := &admit.Keep{Known: a.v.prefetch.readKnown(x.known), Want: a.v.prefetch.givenLately(x.in), Fn: func(rel string, id fileid.Identity, data []byte) {
 		n := int64(len(data))
 		if a.bytes.Add(n) > maxAheadBytes {
 			a.bytes.Add(-n)

@@ -421,7 +421,7 @@ func (l *listing) load() syscall.Errno {
 		var keep *admit.Keep
 		if !l.busy && n.v.prefetch.on() {
 			l.again = n.listed.Swap(true)
-			keep = &admit.Keep{Fn: l.keep, Known: n.v.prefetch.readKnown(l.again)}
+			keep = &admit.Keep{Fn: l.keep, Known: n.v.prefetch.readKnown(l.again), Want: n.v.prefetch.givenLately(n.EmbeddedInode())}
 		}
 		list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	}
@@ -437,12 +437,12 @@ func (l *listing) load() syscall.Errno {
 			l.seen[e.Name] = e.Stat
 		}
 		if e.Mode == unix.S_IFDIR {
-			known := false
-			if ch := n.GetChild(e.Name); ch != nil {
+			known, ch := false, n.GetChild(e.Name)
+			if ch != nil {
 				c, ok := nodeOf(ch)
 				known = ok && c.listed.Load()
 			}
-			dirs = append(dirs, aheadDir{e.Name, known})
+			dirs = append(dirs, aheadDir{e.Name, known, ch})
 		}
 	}
 	// A directory listed again because the watch dropped its listing (an

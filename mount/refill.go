@@ -75,6 +75,31 @@ func takeOld(in *fs.Inode, now time.Time, after time.Duration) (pushJob, bool) {
 	return pushJob{in: in, n: s, id: h.id, known: true}, true
 }
 
+// givenLately returns, for a listing of dir that reads the files whose
+// verdicts are known for their pushes (admit.Keep.Want), whether it wants
+// the content of dir's file name, version id: not if the kernel was given
+// that version whole less than refillAfter ago (by a round, which may get
+// to a directory before the walker lists it again), since its pages are
+// there. Nil (every file wanted) for a directory the kernel does not know.
+func (p *prefetch) givenLately(dir *fs.Inode) func(name string, id fileid.Identity) bool {
+	if dir == nil {
+		return nil
+	}
+	after := time.Duration(p.refillAfter.Load())
+	return func(name string, id fileid.Identity) bool {
+		c := dir.GetChild(name)
+		if c == nil {
+			return true
+		}
+		s, ok := c.Operations().(*node)
+		if !ok {
+			return true
+		}
+		h := s.held.Load()
+		return h == nil || h.id != id || time.Since(h.at) >= after
+	}
+}
+
 // readOf notes a READ at off, of size bytes, of version id of n, a file
 // the kernel opens without asking: one at offset 0 of a version the
 // kernel was given whole a while ago finds its pages reclaimed, and has

@@ -3,7 +3,9 @@ package mount
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -265,5 +267,72 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 	buf := make([]byte, 4096)
 	if n, err := open3.ReadAt(buf, 0); strings.Contains(string(buf[:n]), "PRIVATE KEY") || string(buf[:n]) == text("a/b/c", 3, "one") {
 		t.Errorf("a/b/c/f3, now a key, read through a descriptor opened before: %q, %v; want a refusal", buf[:n], err)
+	}
+}
+
+// TestListedAgainSkipsWhatWasJustGiven: a directory listed again reads
+// its files for pushes (their pages are most likely gone with the
+// listing), except the versions the kernel was given a moment ago (a
+// round may reach a directory before the walker lists it again): those
+// are neither read nor pushed again. A version not given lately is.
+func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "d")
+	const files = 6
+	quietDir(t, dir, func() {
+		for i := range files {
+			must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644))
+		}
+	})
+	s, mp := mountRoot(t, root, Config{})
+	s.v.prefetch.refillAfter.Store(int64(time.Hour)) // every push below is lately
+	lsBy(t, filepath.Join(mp, "d"))
+	for i := range files {
+		if _, err := os.ReadFile(filepath.Join(mp, "d", fmt.Sprintf("f%d.txt", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := s.root.EmbeddedInode().GetChild("d")
+	marks := func() []*heldBytes {
+		var m []*heldBytes
+		for i := range files {
+			c := d.GetChild(fmt.Sprintf("f%d.txt", i))
+			if c == nil {
+				return nil
+			}
+			n, _ := nodeOf(c)
+			m = append(m, n.held.Load())
+		}
+		return m
+	}
+	within(t, 30*time.Second, func() bool {
+		m := marks()
+		return m != nil && !slices.Contains(m, nil) && s.v.prefetch.drained() // no push in flight to mark again
+	})
+	// f5 was given long ago, as far as the listing can tell.
+	n5, _ := nodeOf(d.GetChild("f5.txt"))
+	old := *n5.held.Load()
+	old.at = old.at.Add(-2 * time.Hour)
+	n5.held.Store(&old)
+	before := marks()
+
+	// A new name: the watch drops the listing, and the next is made again
+	// (with the directory dated back: a listing of one that changed a
+	// moment ago keeps nothing).
+	must(t, os.WriteFile(filepath.Join(dir, "new.txt"), []byte("new\n"), 0o644))
+	long := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(dir, long, long))
+	within(t, 30*time.Second, func() bool {
+		out, err := exec.Command("ls", filepath.Join(mp, "d")).CombinedOutput()
+		return err == nil && strings.Contains(string(out), "new.txt") &&
+			s.v.prefetch.drained() && marks()[5] != nil && marks()[5] != before[5]
+	})
+	after := marks()
+	for i := range files - 1 {
+		if after[i] != before[i] {
+			t.Errorf("f%d, given a moment before, was read and pushed again by the listing made again", i)
+		}
 	}
 }
