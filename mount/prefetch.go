@@ -60,6 +60,7 @@ func (p *prefetch) busy() bool { return len(p.queue) > pushQueue/2 }
 func (p *prefetch) start(v *view, budget int64, report func(string)) {
 	p.v, p.report, p.budget = v, report, budget
 	p.refillAfter.Store(int64(refillAfter))
+	p.refill.gap = roundGap
 	p.queue = make(chan pushJob, pushQueue)
 	p.eager = make(chan pushJob, pushQueue)
 	for range pushWorkers {

@@ -38,6 +38,10 @@ type refill struct {
 	queued  map[*fs.Inode]bool // in dirs this round, or gone through
 	// found is the directory of the last reclaim found outside a round.
 	found *fs.Inode
+	// started is when the last round started; the next starts gap after
+	// it at the earliest (roundGap, 0 in tests).
+	started time.Time
+	gap     time.Duration
 }
 
 const (
@@ -48,6 +52,11 @@ const (
 	// refillWorkers push a round's files: more than the cores, since
 	// after a reclaim each push mostly waits on the disk.
 	refillWorkers = 4
+	// roundGap bounds how often a round starts. An agent may drop the
+	// mount's pages itself (FADV_DONTNEED on a file it opened) and read two
+	// files: without a bound, a cheap request every refillAfter would have
+	// the daemon read and push the whole tree again each time.
+	roundGap = 30 * time.Second
 )
 
 // heldBytes is a version of a file whose bytes the kernel was given
@@ -136,10 +145,10 @@ func (r *refill) foundIn(p *prefetch, dir *fs.Inode) {
 	switch {
 	case r.running:
 		r.queue(dir)
-	case r.found == nil || r.found == dir:
+	case r.found == nil || r.found == dir || !r.started.IsZero() && time.Since(r.started) < r.gap:
 		r.found = dir
 	default:
-		r.found, r.running = nil, true
+		r.found, r.running, r.started = nil, true, time.Now()
 		r.queued = map[*fs.Inode]bool{}
 		r.queue(dir.Root()) // last: the rest of the tree
 		r.queue(dir)

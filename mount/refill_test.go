@@ -168,6 +168,13 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 		}
 	}})
 	s.v.prefetch.refillAfter.Store(0)
+	setGap := func(gap time.Duration) {
+		r := &s.v.prefetch.refill
+		r.mu.Lock()
+		r.gap = gap
+		r.mu.Unlock()
+	}
+	setGap(0)
 	path := func(d string, i int) string { return filepath.Join(mp, d, fmt.Sprintf("f%d.txt", i)) }
 	node := func(d string, i int) *node {
 		in := s.root.EmbeddedInode()
@@ -267,6 +274,26 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 	buf := make([]byte, 4096)
 	if n, err := open3.ReadAt(buf, 0); strings.Contains(string(buf[:n]), "PRIVATE KEY") || string(buf[:n]) == text("a/b/c", 3, "one") {
 		t.Errorf("a/b/c/f3, now a key, read through a descriptor opened before: %q, %v; want a refusal", buf[:n], err)
+	}
+
+	// The agent drops the pages itself and reads in two directories again,
+	// within the gap after the last round: no round (a cheap request must
+	// not have the daemon read the whole tree again and again).
+	setGap(time.Hour)
+	within(t, 30*time.Second, func() bool { return node("a/b", 0).held.Load() != nil && roundOver() })
+	reclaim()
+	for _, d := range []string{"a", "z"} {
+		if _, err := os.ReadFile(path(d, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	within(t, 30*time.Second, roundOver)
+	before = reads.Load()
+	if _, err := os.ReadFile(path("a/b", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if reads.Load() == before {
+		t.Errorf("a round started within the gap after the last: a/b/f0 was pushed again")
 	}
 }
 
