@@ -173,6 +173,34 @@ func TestFindKeyInAcrossChunks(t *testing.T) {
 	}
 }
 
+// TestEveryKindAcrossChunks: each kind of key, as text, base64-encoded
+// and in UTF-16, is found wherever a chunk boundary cuts it, at the offset
+// the scan of the whole finds. The markers are found by their first byte,
+// several from one pass (anchors); an AWS name is found from its '_', with
+// its "AWS" or "aws" possibly in the chunk before.
+func TestEveryKindAcrossChunks(t *testing.T) {
+	t.Parallel()
+	kinds := keyKinds(t)
+	kinds["aws upper"] = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+	for kind, key := range kinds {
+		for _, where := range []string{"alone", "base64", "utf-16"} {
+			if strings.HasPrefix(kind, "aws") && where != "alone" {
+				continue
+			}
+			data := []byte(strings.Repeat("x", 50) + "\n" + placements[where](key))
+			want, err := FindKeyIn(bytes.NewReader(data), int64(len(data)), nil)
+			if err != nil || want < 0 {
+				t.Fatalf("%s %s: not found whole (%v)", kind, where, err)
+			}
+			for size := 1; size < 120; size += 3 {
+				if at, err := FindKeyIn(bytes.NewReader(data), int64(len(data)), make([]byte, size+maxMarker)); err != nil || at != want {
+					t.Fatalf("%s %s, chunk %d: found at %d (%v), want %d", kind, where, size, at, err, want)
+				}
+			}
+		}
+	}
+}
+
 // TestWideKeyAcrossChunks: a key in UTF-16 or UTF-32, of either byte
 // order, is found wherever a chunk boundary cuts it, at the offset the
 // scan of the whole finds (its markers are found in one pass, by the
