@@ -187,7 +187,7 @@ func (a *ahead) make(x *aheadList) {
 	// listing's 8 MiB past it); what the listing then declines to keep
 	// gives its share back.
 	var reserved atomic.Int64
-	keep := &admit.Keep{Known: a.v.prefetch.readKnown(x.known), Want: a.v.prefetch.givenLately(x.in), Fn: func(rel string, id fileid.Identity, data []byte) {
+	keep := &admit.Keep{Known: a.v.prefetch.readKnown(x.known), Want: a.v.prefetch.wantedIn(x.in), Fn: func(rel string, id fileid.Identity, data []byte) {
 		n := int64(len(data))
 		if a.bytes.Add(n) > maxAheadBytes {
 			a.bytes.Add(-n)

@@ -421,7 +421,7 @@ func (l *listing) load() syscall.Errno {
 		var keep *admit.Keep
 		if !l.busy && n.v.prefetch.on() {
 			l.again = n.listed.Swap(true)
-			keep = &admit.Keep{Fn: l.keep, Known: n.v.prefetch.readKnown(l.again), Want: n.v.prefetch.givenLately(n.EmbeddedInode())}
+			keep = &admit.Keep{Fn: l.keep, Known: n.v.prefetch.readKnown(l.again), Want: n.v.prefetch.wantedIn(n.EmbeddedInode())}
 		}
 		list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	}

@@ -69,32 +69,36 @@ type heldBytes struct {
 // gaveWhole notes that the kernel was given version id of n whole at at.
 func (n *node) gaveWhole(id fileid.Identity, at time.Time) { n.held.Store(&heldBytes{id, at}) }
 
+// longAgo reports whether the kernel was given the bytes h whole
+// refillAfter or more before now: a READ of them then finds them reclaimed.
+func (p *prefetch) longAgo(h *heldBytes, now time.Time) bool {
+	return h != nil && now.Sub(h.at) >= time.Duration(p.refillAfter.Load())
+}
+
 // takeOld takes in's file for a push again if the kernel was given it
-// whole at least after before now (its mark is cleared: no other refill
-// takes it).
-func takeOld(in *fs.Inode, now time.Time, after time.Duration) (pushJob, bool) {
+// whole long ago (its mark is cleared: no other refill takes it).
+func (p *prefetch) takeOld(in *fs.Inode, now time.Time) (pushJob, bool) {
 	s, ok := in.Operations().(*node)
 	if !ok {
 		return pushJob{}, false
 	}
 	h := s.held.Load()
-	if h == nil || now.Sub(h.at) < after || !s.held.CompareAndSwap(h, nil) {
+	if !p.longAgo(h, now) || !s.held.CompareAndSwap(h, nil) {
 		return pushJob{}, false
 	}
 	return pushJob{in: in, n: s, id: h.id, known: true}, true
 }
 
-// givenLately returns, for a listing of dir that reads the files whose
-// verdicts are known for their pushes (admit.Keep.Want), whether it wants
-// the content of dir's file name, version id: not if the kernel was given
-// that version whole less than refillAfter ago (by a round, which may get
-// to a directory before the walker lists it again), since its pages are
-// there. Nil (every file wanted) for a directory the kernel does not know.
-func (p *prefetch) givenLately(dir *fs.Inode) func(name string, id fileid.Identity) bool {
+// wantedIn is the admit.Keep.Want of a listing of dir that reads the
+// files whose verdicts are known, for their pushes: the content of a
+// version the kernel was given whole less than refillAfter ago (by a
+// round, which may get to a directory before the walker lists it again)
+// is not wanted, since its pages are there. Nil (every file wanted) for a
+// directory the kernel does not know.
+func (p *prefetch) wantedIn(dir *fs.Inode) func(name string, id fileid.Identity) bool {
 	if dir == nil {
 		return nil
 	}
-	after := time.Duration(p.refillAfter.Load())
 	return func(name string, id fileid.Identity) bool {
 		c := dir.GetChild(name)
 		if c == nil {
@@ -105,7 +109,7 @@ func (p *prefetch) givenLately(dir *fs.Inode) func(name string, id fileid.Identi
 			return true
 		}
 		h := s.held.Load()
-		return h == nil || h.id != id || time.Since(h.at) >= after
+		return h == nil || h.id != id || p.longAgo(h, time.Now())
 	}
 }
 
@@ -118,14 +122,13 @@ func (p *prefetch) readOf(n *node, id fileid.Identity, off int64, size int) {
 		return
 	}
 	now := time.Now()
-	after := time.Duration(p.refillAfter.Load())
-	if h := n.held.Load(); h != nil && h.id == id && now.Sub(h.at) >= after {
+	if h := n.held.Load(); h != nil && h.id == id && p.longAgo(h, now) {
 		if _, dir := n.Parent(); dir != nil {
 			for _, c := range dir.Children() {
 				if c == n.EmbeddedInode() {
 					continue
 				}
-				if j, ok := takeOld(c, now, after); ok {
+				if j, ok := p.takeOld(c, now); ok {
 					p.offerKept(j)
 				}
 			}
@@ -179,7 +182,6 @@ func (r *refill) round(p *prefetch) {
 			}
 		})
 	}
-	after := time.Duration(p.refillAfter.Load())
 	var taken int64
 	for {
 		r.mu.Lock()
@@ -196,7 +198,7 @@ func (r *refill) round(p *prefetch) {
 		for _, c := range dir.Children() {
 			if c.IsDir() {
 				subs = append(subs, c)
-			} else if j, ok := takeOld(c, now, after); ok {
+			} else if j, ok := p.takeOld(c, now); ok {
 				taken += j.id.Size
 				p.queued.Add(1)
 				jobs <- j

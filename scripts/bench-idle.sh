@@ -13,7 +13,7 @@
 # drops the page cache (drop_caches=1: clean unmapped pages, what
 # proactive reclaim takes) instead of waiting, a repeatable stand-in for
 # a reclaiming host. EVICT=1 drops only the pages of every file, through
-# the mount and in the backing tree (FADV_DONTNEED), and waits 6 s: the
+# the mount and in the backing tree (FADV_DONTNEED), and waits 31 s: the
 # names and listings stay, as after a reclaim that took pages alone.
 # FLOOR=1 mounts scripts/fusefloor (the tree copied into memory, served
 # with no admission) instead of fsguard: what the refill costs in FUSE
@@ -62,7 +62,10 @@ for top in sys.argv[1:]:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(fd)
 PY
-    sleep 6 # past the 5 s after which a READ of given bytes means they were reclaimed
+    # Past the 5 s after which a READ of given bytes means they were
+    # reclaimed, and the 30 s between two rounds of pushes after reclaim
+    # (the warm-up after the first idle starts one).
+    sleep 31
   }
 else
   what="${idle}s idle"
