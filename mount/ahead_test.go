@@ -31,7 +31,7 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
-	const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
+	const key = testKey
 	text := func(dir, name, v string) string { return dir + "/" + name + ", version " + v + " of ordinary text\n" }
 	cases := []string{"untouched", "inplace", "keyed", "created", "removed", "renamed", "swapped"}
 	old := time.Now().Add(-time.Hour)

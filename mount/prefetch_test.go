@@ -80,7 +80,7 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 	const (
 		v1  = "version one of this file, ordinary text\n"
 		v2  = "version two of this file, ordinary text\n"
-		key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
+		key = testKey
 	)
 	names := map[string]string{"text.txt": v2, "key.txt": key}
 	quietDir(t, dir, func() { // READDIRPLUS hands over entries

@@ -34,12 +34,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 			must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(text(i, "one")), 0o644))
 		}
 	})
-	var reads atomic.Int64
-	cfg := Config{Latency: func(op string, _ time.Duration) {
-		if op == "read" {
-			reads.Add(1)
-		}
-	}}
+	cfg, reads := countReads()
 	s, mp := mountRoot(t, root, cfg)
 	s.v.prefetch.refillAfter.Store(0) // a READ of pages given any time ago is one of lost pages
 	path := func(i int) string { return filepath.Join(mp, "d", fmt.Sprintf("f%d.txt", i)) }
@@ -74,12 +69,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 	reclaim := func() {
 		t.Helper()
 		for i := range files {
-			f, err := os.Open(path(i))
-			if err != nil {
-				continue
-			}
-			must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
-			f.Close()
+			dropPages(t, path(i))
 		}
 	}
 	reclaim()
@@ -102,7 +92,6 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 	// text of the same size, in place. The refill may have taken their
 	// marks before the watch applied the changes: it then offers the old
 	// versions. Neither may be pushed: not the old bytes, not the key.
-	const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
 	open7, err := os.Open(path(7))
 	must(t, err)
 	defer open7.Close()
@@ -112,7 +101,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 		marks[i] = n.held.Load()
 	}
 	must(t, os.WriteFile(filepath.Join(dir, "f6.txt"), []byte(text(6, "two")), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "f7.txt"), []byte(key), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "f7.txt"), []byte(testKey), 0o644))
 	within(t, 30*time.Second, func() bool { // the watch applied both
 		got, err := os.ReadFile(path(6))
 		_, err7 := os.ReadFile(path(7))
@@ -161,12 +150,8 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 			}
 		})
 	}
-	var reads atomic.Int64
-	s, mp := mountRoot(t, root, Config{Latency: func(op string, _ time.Duration) {
-		if op == "read" {
-			reads.Add(1)
-		}
-	}})
+	cfg, reads := countReads()
+	s, mp := mountRoot(t, root, cfg)
 	s.v.prefetch.refillAfter.Store(0)
 	setGap := func(gap time.Duration) {
 		r := &s.v.prefetch.refill
@@ -215,10 +200,7 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 		t.Helper()
 		for _, d := range dirs {
 			for i := range files {
-				if f, err := os.Open(path(d, i)); err == nil {
-					must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
-					f.Close()
-				}
+				dropPages(t, path(d, i))
 			}
 		}
 	}
@@ -246,13 +228,12 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 		t.Errorf("reading the tree after the round sent %d READs, want none (a/b, a/b/c and z/y are pushed ahead)", n)
 	}
 
-	const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
 	open3, err := os.Open(path("a/b/c", 3))
 	must(t, err)
 	defer open3.Close()
 	marks := map[int]*heldBytes{2: node("a/b/c", 2).held.Load(), 3: node("a/b/c", 3).held.Load()}
 	must(t, os.WriteFile(filepath.Join(root, "a/b/c/f2.txt"), []byte(text("a/b/c", 2, "two")), 0o644))
-	must(t, os.WriteFile(filepath.Join(root, "a/b/c/f3.txt"), []byte(key), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "a/b/c/f3.txt"), []byte(testKey), 0o644))
 	within(t, 30*time.Second, func() bool { // the watch applied both
 		got, err := os.ReadFile(path("a/b/c", 2))
 		_, err3 := os.ReadFile(path("a/b/c", 3))
@@ -362,4 +343,29 @@ func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 			t.Errorf("f%d, given a moment before, was read and pushed again by the listing made again", i)
 		}
 	}
+}
+
+// testKey is a private key as ssh-keygen writes one (its body cut short:
+// recognition reads the layout).
+const testKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
+
+// dropPages drops the kernel's cached pages of the file at path, as
+// reclaim does, if it can be opened (a file the mount hides by then has
+// none to lose).
+func dropPages(t *testing.T, path string) {
+	t.Helper()
+	if f, err := os.Open(path); err == nil {
+		must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+		f.Close()
+	}
+}
+
+// countReads is a Config that counts the READs the mount serves.
+func countReads() (Config, *atomic.Int64) {
+	reads := new(atomic.Int64)
+	return Config{Latency: func(op string, _ time.Duration) {
+		if op == "read" {
+			reads.Add(1)
+		}
+	}}, reads
 }
