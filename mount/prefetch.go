@@ -92,10 +92,11 @@ type pushJob struct {
 	data    []byte
 	g       *roots.Guard
 	changes int64
-	// known: the kernel knew the inode when the job was made (a refill's:
-	// it had been given the file's bytes), so the store does not wait for
-	// a reply naming it; an inode unknown now was forgotten since.
-	known bool
+	// refill: a refill's push (see refill.go). The kernel knew the inode
+	// when the job was made (it had been given the file's bytes), so the
+	// store does not wait for a reply naming it (an inode unknown now was
+	// forgotten since); and the mark it leaves says so.
+	refill bool
 }
 
 const (
@@ -291,7 +292,7 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 		return
 	}
 	j.n.tell(j.id) // before the store: see pushKept
-	if p.store(j.in, buf[:n], !j.known) != 0 {
+	if p.store(j.in, buf[:n], !j.refill) != 0 {
 		return
 	}
 	var st unix.Stat_t
@@ -306,7 +307,7 @@ func (p *prefetch) push(j pushJob, buf []byte) {
 // pushed accounts for the push of j, n bytes, now in the kernel's cache.
 func (p *prefetch) pushed(j pushJob, n int) {
 	p.bytes.Add(int64(n))
-	j.n.gaveWhole(j.id, time.Now())
+	j.n.gaveWhole(j.id, time.Now(), j.refill)
 	p.count("pushed")
 }
 

@@ -60,14 +60,18 @@ const (
 )
 
 // heldBytes is a version of a file whose bytes the kernel was given
-// whole, and when.
+// whole, and when; refill says a refill gave them, after a reclaim.
 type heldBytes struct {
-	id fileid.Identity
-	at time.Time
+	id     fileid.Identity
+	at     time.Time
+	refill bool
 }
 
-// gaveWhole notes that the kernel was given version id of n whole at at.
-func (n *node) gaveWhole(id fileid.Identity, at time.Time) { n.held.Store(&heldBytes{id, at}) }
+// gaveWhole notes that the kernel was given version id of n whole at at,
+// by a refill or not.
+func (n *node) gaveWhole(id fileid.Identity, at time.Time, refill bool) {
+	n.held.Store(&heldBytes{id, at, refill})
+}
 
 // longAgo reports whether the kernel was given the bytes h whole
 // refillAfter or more before now: a READ of them then finds them reclaimed.
@@ -86,15 +90,17 @@ func (p *prefetch) takeOld(in *fs.Inode, now time.Time) (pushJob, bool) {
 	if !p.longAgo(h, now) || !s.held.CompareAndSwap(h, nil) {
 		return pushJob{}, false
 	}
-	return pushJob{in: in, n: s, id: h.id, known: true}, true
+	return pushJob{in: in, n: s, id: h.id, refill: true}, true
 }
 
 // wantedIn is the admit.Keep.Want of a listing of dir that reads the
 // files whose verdicts are known, for their pushes: the content of a
-// version the kernel was given whole less than refillAfter ago (by a
-// round, which may get to a directory before the walker lists it again)
-// is not wanted, since its pages are there. Nil (every file wanted) for a
-// directory the kernel does not know.
+// version a refill gave the kernel less than refillAfter ago (a round may
+// get to a directory before the walker lists it again) is not wanted,
+// since its pages went in after the reclaim. Any other mark says nothing
+// of the pages: a listing made again lost it to reclaim, which may have
+// come at any time since. Nil (every file wanted) for a directory the
+// kernel does not know.
 func (p *prefetch) wantedIn(dir *fs.Inode) func(name string, id fileid.Identity) bool {
 	if dir == nil {
 		return nil
@@ -109,7 +115,7 @@ func (p *prefetch) wantedIn(dir *fs.Inode) func(name string, id fileid.Identity)
 			return true
 		}
 		h := s.held.Load()
-		return h == nil || h.id != id || p.longAgo(h, time.Now())
+		return h == nil || !h.refill || h.id != id || p.longAgo(h, time.Now())
 	}
 }
 
@@ -136,7 +142,7 @@ func (p *prefetch) readOf(n *node, id fileid.Identity, off int64, size int) {
 		}
 	}
 	if id.Size <= int64(size) {
-		n.gaveWhole(id, now)
+		n.gaveWhole(id, now, false)
 	}
 }
 

@@ -280,9 +280,12 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 
 // TestListedAgainSkipsWhatWasJustGiven: a directory listed again reads
 // its files for pushes (their pages are most likely gone with the
-// listing), except the versions the kernel was given a moment ago (a
+// listing), except the versions a refill gave the kernel a moment ago (a
 // round may reach a directory before the walker lists it again): those
-// are neither read nor pushed again. A version not given lately is.
+// are neither read nor pushed again. A version a refill gave long ago is,
+// and so is one given a moment ago by anything else (a push after its
+// first listing, a READ): the reclaim that took the listing may have
+// come since.
 func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
@@ -319,12 +322,20 @@ func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 		m := marks()
 		return m != nil && !slices.Contains(m, nil) && s.v.prefetch.drained() // no push in flight to mark again
 	})
-	// f5 was given long ago, as far as the listing can tell.
-	n5, _ := nodeOf(d.GetChild("f5.txt"))
-	old := *n5.held.Load()
-	old.at = old.at.Add(-2 * time.Hour)
-	n5.held.Store(&old)
+	// f0-f3 as a round leaves them; f4 as its first push or READ left it
+	// (no refill); f5 given by a round long ago.
+	mark := func(i int, refill bool, age time.Duration) {
+		n, _ := nodeOf(d.GetChild(fmt.Sprintf("f%d.txt", i)))
+		h := *n.held.Load()
+		h.refill, h.at = refill, h.at.Add(-age)
+		n.held.Store(&h)
+	}
+	for i := range 4 {
+		mark(i, true, 0)
+	}
+	mark(5, true, 2*time.Hour)
 	before := marks()
+	again := func(i int) bool { m := marks(); return m[i] != nil && m[i] != before[i] }
 
 	// A new name: the watch drops the listing, and the next is made again
 	// (with the directory dated back: a listing of one that changed a
@@ -335,12 +346,11 @@ func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 	within(t, 30*time.Second, func() bool {
 		out, err := exec.Command("ls", filepath.Join(mp, "d")).CombinedOutput()
 		return err == nil && strings.Contains(string(out), "new.txt") &&
-			s.v.prefetch.drained() && marks()[5] != nil && marks()[5] != before[5]
+			s.v.prefetch.drained() && again(4) && again(5)
 	})
-	after := marks()
-	for i := range files - 1 {
-		if after[i] != before[i] {
-			t.Errorf("f%d, given a moment before, was read and pushed again by the listing made again", i)
+	for i := range 4 {
+		if again(i) {
+			t.Errorf("f%d, given by a refill a moment before, was read and pushed again by the listing made again", i)
 		}
 	}
 }
