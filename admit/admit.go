@@ -418,37 +418,11 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 	}
 	decide := func(i int) {
 		e := ents[i]
-		frel, name := crel(e.Name), path.Join(shown, e.Name)
-		// One resolution of the name for its stat and, when its verdict
-		// is not known yet, its content: a cold listing decides every
-		// file, and resolving each twice was two fifths of the daemon's
-		// time in a cold find.
-		var known error
-		answered := false
-		ent, f, err := g.EntryFile(r, frel, name, func(st *unix.Stat_t) bool {
-			answered, known = d.decided(g, r, frel, name, st, keep.wants(e.Name, st))
-			return !answered
-		})
+		ent, err := d.shownEntry(g, r, crel(e.Name), path.Join(shown, e.Name), keep)
 		if err != nil {
 			return // hidden by name, kind, content or links: absent, as a denied name is
 		}
-		var kept func([]byte)
-		if keep != nil {
-			id := fileid.Of(&ent.Stat)
-			kept = func(data []byte) { keep.Fn(frel, id, data) }
-		}
-		switch {
-		case answered:
-			show[i] = known == nil
-		case f != nil:
-			show[i] = d.decideOpen(g, f, kept) == nil
-			f.Close()
-		default: // not a regular file any more, or met a link: as Visible decides
-			show[i] = d.visible(g, r, frel, name, &ent.Stat, kept, keep.wants(e.Name, &ent.Stat)) == nil
-		}
-		if show[i] {
-			stats[i] = &ent.Stat
-		}
+		show[i], stats[i] = true, &ent.Stat
 	}
 	fanout.Each(len(files), listWorkers, minFilesPerWorker, func(k int) { decide(files[k]) })
 	out := ents[:0:0]
@@ -459,6 +433,48 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 		}
 	}
 	return out
+}
+
+// ShownEntry decides, as Shown decides each file of a listing, whether
+// the entry rel beneath r (name in messages) is shown: its entry if so,
+// else the refusal that hides it (a not-found one when nothing is there).
+// The view's rewrite of a repository's index asks it of every tracked
+// path.
+func (d *Decider) ShownEntry(g *roots.Guard, r *roots.Root, rel, name string) (roots.Entry, error) {
+	return d.shownEntry(g, r, rel, name, nil)
+}
+
+// shownEntry is ShownEntry; keep (nil: none) is given the content of a
+// small file admitted here (see Shown). One resolution of the name serves
+// its stat and, when its verdict is not known yet, its content: a cold
+// listing decides every file, and resolving each twice was two fifths of
+// the daemon's time in a cold find.
+func (d *Decider) shownEntry(g *roots.Guard, r *roots.Root, rel, name string, keep *Keep) (roots.Entry, error) {
+	base := path.Base(rel)
+	var known error
+	answered := false
+	ent, f, err := g.EntryFile(r, rel, name, func(st *unix.Stat_t) bool {
+		answered, known = d.decided(g, r, rel, name, st, keep.wants(base, st))
+		return !answered
+	})
+	if err != nil {
+		return ent, err
+	}
+	var kept func([]byte)
+	if keep != nil {
+		id := fileid.Of(&ent.Stat)
+		kept = func(data []byte) { keep.Fn(rel, id, data) }
+	}
+	switch {
+	case answered:
+		err = known
+	case f != nil:
+		err = d.decideOpen(g, f, kept)
+		f.Close()
+	default: // not a regular file, or met a link: as Visible decides
+		err = d.visible(g, r, rel, name, &ent.Stat, kept, keep.wants(base, &ent.Stat))
+	}
+	return ent, err
 }
 
 const (

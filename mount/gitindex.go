@@ -259,12 +259,9 @@ func (v *view) hiddenTracked(g *roots.Guard, r *roots.Root, rel string, key inde
 }
 
 // hidden reports whether the view hides rel beneath r: denied, refused by
-// content or links, leading outside. A missing file is not hidden: git may
-// say it was deleted, because it was.
+// content or links, leading outside, as a listing would. A missing file
+// is not hidden: git may say it was deleted, because it was.
 func (v *view) hidden(g *roots.Guard, r *roots.Root, rel string) bool {
-	e, err := g.Entry(r, rel)
-	if err != nil {
-		return refusal.CodeOf(err) != refusal.NotFound
-	}
-	return v.admit.Visible(g, r, rel, rel, &e.Stat) != nil
+	_, err := v.admit.ShownEntry(g, r, rel, rel)
+	return err != nil && refusal.CodeOf(err) != refusal.NotFound
 }

@@ -417,6 +417,10 @@ func TestGitInViewIgnoresHiddenFiles(t *testing.T) {
 	writeFile(t, filepath.Join(repo, ".env"), canary+"=1\n", 0o644)
 	writeFile(t, filepath.Join(repo, "certs", "server.pem"), realKeys(t)["rsa"], 0o644)
 	writeFile(t, filepath.Join(repo, "testdata", "key.txt"), realKeys(t)["ec"], 0o644)
+	// Another name of .env's inode: the view hides it as it hides .env.
+	if err := os.Link(filepath.Join(repo, ".env"), filepath.Join(repo, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "x"}} {
 		if out, err := gitIn(repo, args...); err != nil {
 			t.Fatalf("git %v: %v %s", args, err, out)
@@ -456,7 +460,7 @@ func TestGitInViewIgnoresHiddenFiles(t *testing.T) {
 		t.Errorf("git diff --quiet in the view: %v %s", err, out)
 	}
 	ls, _ := gitIn(view, "ls-files", "-v")
-	for _, hidden := range []string{".env", "certs/server.pem", "testdata/key.txt"} {
+	for _, hidden := range []string{".env", "certs/server.pem", "notes.txt", "testdata/key.txt"} {
 		if !strings.Contains(ls, "S "+hidden+"\n") {
 			t.Errorf("%s is not skip-worktree in the view:\n%s", hidden, ls)
 		}
