@@ -213,11 +213,11 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	var err error
 	if listed != nil && listed.g == g {
 		e.Stat = *listed.st // the guard's Entry of this name, a moment ago
-	} else {
-		e, err = g.Entry(r, rel)
-	}
-	if err == nil {
 		err = n.v.admit.Visible(g, r, rel, shown, &e.Stat)
+	} else {
+		// As a listing decides it: one resolution for the stat and, when
+		// the verdict is not known yet, the content.
+		e, err = n.v.admit.ShownEntry(g, r, rel, shown)
 	}
 	if err != nil {
 		errno := n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
