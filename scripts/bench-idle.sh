@@ -14,7 +14,12 @@
 # proactive reclaim takes) instead of waiting, a repeatable stand-in for
 # a reclaiming host. EVICT=1 drops only the pages of every file, through
 # the mount and in the backing tree (FADV_DONTNEED), and waits 31 s: the
-# names and listings stay, as after a reclaim that took pages alone.
+# names and listings stay, as after a reclaim that took pages alone;
+# EVICT=0.15 drops those of a random 15% of the files, each side drawn
+# apart. RESIDENT=1 times nothing after the mount's idle: it says how much
+# of the small files' pages stayed, through the mount and in the backing
+# tree (fincore), what the host's reclaim took (its walk of the mount
+# lists again what the kernel lost, so it cannot precede a timed run).
 # FLOOR=1 mounts scripts/fusefloor (the tree copied into memory, served
 # with no admission) instead of fsguard: what the refill costs in FUSE
 # requests alone (no request counts then). BIN=path measures another
@@ -47,14 +52,18 @@ echo "warm: $t ms, $((o1 - o0)) FUSE requests"
 if [ "${DROP:-0}" = 1 ]; then
   what="the page cache dropped"
   idle() { sync; echo 1 > /proc/sys/vm/drop_caches; }
-elif [ "${EVICT:-0}" = 1 ]; then
+elif [ "${EVICT:-0}" != 0 ]; then
   what="every file's pages dropped"
+  [ "$EVICT" = 1 ] || what="the pages of a random $EVICT of the files dropped"
   idle() {
-    python3 - "$tree" "$work/mnt" <<'PY'
-import os, sys
-for top in sys.argv[1:]:
+    python3 - "$EVICT" "$tree" "$work/mnt" <<'PY'
+import os, random, sys
+share = float(sys.argv[1])
+for top in sys.argv[2:]:
     for d, _, files in os.walk(top):
         for f in files:
+            if random.random() >= share:
+                continue
             try:
                 fd = os.open(os.path.join(d, f), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
@@ -77,6 +86,15 @@ echo "native after $what: $(timed "$tree") ms"
 # so without this they would have sat idle twice as long as native's.
 timed "$work/mnt" > /dev/null; timed "$work/mnt" > /dev/null
 idle
+if [ "${RESIDENT:-0}" = 1 ]; then
+  resident() { # small files (of at most 128 KiB, the pushed ones) under $1, .git left out
+    (cd "$1" && find . -path ./.git -prune -o -type f -size -129k -print0 | xargs -0 -r fincore -b -n -o RES,SIZE) |
+      awk '{n++; if ($1 < $2) lost++} END {printf "%d of %d small files lost pages\n", lost, n}'
+  }
+  echo "after $what, through the mount: $(resident "$work/mnt")"
+  echo "after $what, in the backing tree: $(resident "$tree")"
+  exit 0
+fi
 byop > "$work/ops0"
 o0=$(ops); t=$(timed "$work/mnt"); o1=$(ops)
 echo "after $what: $t ms, $((o1 - o0)) FUSE requests:" $(byop | join - "$work/ops0" | awk '$2 > $3 {sub(/.*op="/, "", $1); sub(/".*/, "", $1); printf "%s %d, ", $1, $2 - $3}')
