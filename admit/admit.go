@@ -438,8 +438,8 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 // ShownEntry decides, as Shown decides each file of a listing, whether
 // the entry rel beneath r (name in messages) is shown: its entry if so,
 // else the refusal that hides it (a not-found one when nothing is there).
-// The view's rewrite of a repository's index asks it of every tracked
-// path.
+// The mount's LOOKUP asks it of a name no listing has just decided, and
+// its rewrite of a repository's index of every tracked path.
 func (d *Decider) ShownEntry(g *roots.Guard, r *roots.Root, rel, name string) (roots.Entry, error) {
 	return d.shownEntry(g, r, rel, name, nil)
 }
