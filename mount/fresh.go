@@ -128,6 +128,7 @@ func (s *Server) apply(evs []watch.Event) {
 				}
 			case watch.Added, watch.Removed:
 				if c != nil && e.Op == watch.Removed {
+					s.forgetBelow(c) // gone from this path: so is all beneath it
 					if cn, ok := nodeOf(c); ok {
 						s.v.bury(cn) // before the kernel is told: see bury
 					}
@@ -146,6 +147,37 @@ func (s *Server) apply(evs []watch.Event) {
 				if dn, ok := nodeOf(dir); ok {
 					dn.dropped.Store(true)
 				}
+			}
+		}
+	}
+}
+
+// forgetBelow makes the kernel forget what it caches beneath the
+// directory in, whose name was removed (deleted, or moved away): the
+// names in it and the attributes, pages and listings of the nodes they
+// lead to, all the way down; the descriptors kept for its files go too.
+// A shell or program holding a directory in it (its working directory, an
+// open descriptor) was otherwise still answered from those caches: a file
+// read before its directory moved into a denied subtree, or out of the
+// root, read on. Every request beneath it now asks the daemon, which
+// finds no path to the node any more.
+func (s *Server) forgetBelow(in *fs.Inode) {
+	if !in.IsDir() {
+		return
+	}
+	open := s.v.open.Load()
+	dirs := []*fs.Inode{in}
+	for len(dirs) > 0 {
+		d := dirs[len(dirs)-1]
+		dirs = dirs[:len(dirs)-1]
+		for name, c := range d.Children() {
+			if cn, ok := nodeOf(c); ok && open != nil {
+				open.drop(cn)
+			}
+			d.NotifyEntry(name)
+			c.NotifyContent(0, 0)
+			if c.IsDir() {
+				dirs = append(dirs, c)
 			}
 		}
 	}

@@ -582,3 +582,72 @@ func TestHardLinksShowChangesTogether(t *testing.T) {
 		})
 	}
 }
+
+// TestMovedDirectoryNothingCachedBelow: a shell sits in a directory of
+// the mount (its working directory) and has read a file there, so the
+// kernel caches the directory's listing and the file's name and pages.
+// The attacker then renames the directory into a denied subtree (.ssh),
+// or out of the root, in the backing tree: from then on nothing in it may
+// be listed or read through the held directory, neither the file read
+// before nor one written there after the move.
+func TestMovedDirectoryNothingCachedBelow(t *testing.T) {
+	t.Parallel()
+	for _, backend := range watchBackends {
+		for _, to := range []string{"denied", "outside"} {
+			t.Run(backend+"/"+to, func(t *testing.T) {
+				t.Parallel()
+				f := newFixture(t)
+				writeFile(t, filepath.Join(f.root, "foo", "sub", "x.txt"), "in sub\n", 0o644)
+				freshMount(t, f, backend)
+				held, err := os.Open(filepath.Join(f.mp, "foo", "sub")) // a shell's directory
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.Close()
+				// in lists the held directory afresh and reads name in it.
+				in := func(name string) ([]string, string, error) {
+					fd, err := syscall.Openat(int(held.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+					if err != nil {
+						return nil, "", err
+					}
+					d := os.NewFile(uintptr(fd), "held")
+					defer d.Close()
+					names, err := d.Readdirnames(-1)
+					sort.Strings(names)
+					if err != nil {
+						return names, "", err
+					}
+					fd, err = syscall.Openat(int(held.Fd()), name, syscall.O_RDONLY, 0)
+					if err != nil {
+						return names, "", err
+					}
+					r := os.NewFile(uintptr(fd), name)
+					defer r.Close()
+					b, err := io.ReadAll(r)
+					return names, string(b), err
+				}
+				if names, b, err := in("x.txt"); err != nil || !slices.Equal(names, []string{"x.txt"}) || b != "in sub\n" {
+					t.Fatalf("before the move: lists %q, reads x.txt as %q (%v)", names, b, err)
+				}
+				dest := filepath.Join(f.root, "home", ".ssh", "foo")
+				if to == "outside" {
+					dest = filepath.Join(f.outside, "foo")
+				}
+				must(t, os.Rename(filepath.Join(f.root, "foo"), dest))
+				writeFile(t, filepath.Join(dest, "sub", "z.txt"), canary+"\n", 0o644)
+				refused := func(name string) error {
+					if names, b, err := in(name); err == nil || len(names) > 0 || b != "" {
+						return fmt.Errorf("moved to %s: lists %q, reads %s as %q (%v)", dest, names, name, b, err)
+					}
+					return nil
+				}
+				within(t, 10*time.Second, "the directory moved "+to, func() error { return refused("x.txt") })
+				for _, name := range []string{"x.txt", "z.txt"} {
+					if err := refused(name); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
