@@ -44,6 +44,7 @@ var (
 	nodev  = flag.Bool("nodev", false, "give the tree a nodev bind mount of itself for the run (README: \"Roots on a nodev mount\"), removed at the end")
 	kept   = flag.Bool("kept", false, "cold: fsguard starts with the verdicts an earlier run saved (a restart on a tree seen before), not as on a first mount ever")
 	floor  = flag.Bool("floor", false, "also measure scripts/fusefloor, an in-memory copy of the tree served with no admission and no backing file: what FUSE's requests alone cost here")
+	splice = flag.Bool("splice", false, "with -floor: the floor answers READs by splice from the backing files (fusefloor -splice), as fsguard does, instead of from memory")
 )
 
 func main() {
@@ -198,7 +199,7 @@ func (m *mounts) upOnly(names ...string) {
 		case name == "base" && m.baseBin != "":
 			m.baseCmd, m.baseWarmed = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
 		case name == "floor" && *floor:
-			m.floorCmd = start(exec.Command(filepath.Join(m.bin, "fusefloor"), m.root, m.floorMnt), "Mounted!")
+			m.floorCmd = start(exec.Command(filepath.Join(m.bin, "fusefloor"), fmt.Sprintf("-splice=%v", *splice), m.root, m.floorMnt), "Mounted!")
 		}
 	}
 }

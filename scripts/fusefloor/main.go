@@ -19,6 +19,13 @@
 // page cache (FUSE_NOTIFY_STORE), so a reader of a listed file sends no
 // READ; -push=false leaves every read to a READ.
 //
+// -splice keeps no file's bytes in memory: a READ is spliced from the
+// backing file (opened at the first READ of each, and kept), as fsguard
+// answers the READs of an admitted file in kernel open mode. It is the
+// floor for a large first read, whose bytes must cross the daemon when
+// the kernel is never asked to open (no passthrough); a push reads its
+// file then.
+//
 // A benchmark tool, not part of fsguard: it serves the copy to anyone and
 // never sees a change made to the tree after it started.
 package main
@@ -46,12 +53,17 @@ const timeout = time.Hour
 // maxPush is fsguard's largest push (mount.maxPush).
 const maxPush = 128 << 10
 
-var push = flag.Bool("push", true, "push each listed file of at most 128 KiB into the page cache after its listing")
+var (
+	push   = flag.Bool("push", true, "push each listed file of at most 128 KiB into the page cache after its listing")
+	splice = flag.Bool("splice", false, "answer READs by splice from the backing files instead of from a copy in memory")
+)
 
 // node is one file of the copy; its index in floor.nodes is its node ID.
 type node struct {
 	attr     fuse.Attr
-	data     []byte // a regular file's bytes, a symlink's target
+	data     []byte       // a regular file's bytes (none with -splice), a symlink's target
+	path     string       // the backing file (-splice)
+	fd       atomic.Int64 // its descriptor once opened, plus one (-splice)
 	names    []string
 	children map[string]uint64 // a directory's entries by name
 }
@@ -69,7 +81,7 @@ type floor struct {
 func main() {
 	flag.Parse()
 	if flag.NArg() != 2 {
-		fmt.Fprintln(os.Stderr, "usage: fusefloor [-push=false] TREE MOUNTPOINT")
+		fmt.Fprintln(os.Stderr, "usage: fusefloor [-push=false] [-splice] TREE MOUNTPOINT")
 		os.Exit(2)
 	}
 	tree, mp := flag.Arg(0), flag.Arg(1)
@@ -121,6 +133,10 @@ func (f *floor) load(path string) (uint64, error) {
 	f.nodes = append(f.nodes, n)
 	switch st.Mode & syscall.S_IFMT {
 	case syscall.S_IFREG:
+		if *splice {
+			n.path = path
+			break
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return 0, err
@@ -200,6 +216,20 @@ func (f *floor) Read(_ <-chan struct{}, in *fuse.ReadIn, _ []byte) (fuse.ReadRes
 	if n == nil {
 		return nil, fuse.ENOENT
 	}
+	if n.path != "" {
+		fd := n.fd.Load() - 1
+		if fd < 0 {
+			nfd, err := syscall.Open(n.path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				return nil, fuse.ToStatus(err)
+			}
+			if !n.fd.CompareAndSwap(0, int64(nfd)+1) {
+				syscall.Close(nfd) // another READ opened it first
+			}
+			fd = n.fd.Load() - 1
+		}
+		return fuse.ReadResultFd(uintptr(fd), int64(in.Offset), int(in.Size)), fuse.OK
+	}
 	lo := min(int(in.Offset), len(n.data))
 	hi := min(lo+int(in.Size), len(n.data))
 	return fuse.ReadResultData(n.data[lo:hi]), fuse.OK
@@ -263,8 +293,12 @@ func (f *floor) list(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.St
 func (f *floor) pushes() {
 	for files := range f.listed {
 		for _, id := range files {
+			data := f.nodes[id].data
+			if p := f.nodes[id].path; p != "" {
+				data, _ = os.ReadFile(p)
+			}
 			for delay, waited := 100*time.Microsecond, time.Duration(0); waited < time.Second; delay = min(2*delay, 50*time.Millisecond) {
-				if f.srv.InodeNotifyStoreCache(id, 0, f.nodes[id].data) != fuse.ENOENT {
+				if f.srv.InodeNotifyStoreCache(id, 0, data) != fuse.ENOENT {
 					f.pushed.Add(1)
 					break
 				}
