@@ -154,6 +154,10 @@ func startMountEnv(t *testing.T, mp string, env []string, args ...string) *daemo
 	d.journal = filepath.Join(filepath.Dir(mp), "journal.db")
 	d.cmd.Env = append(append(os.Environ(), "FSGUARD_JOURNAL="+d.journal), env...)
 	d.cmd.Stderr = d.log
+	// A test binary killed (go test's timeout, a kill -9) runs no
+	// cleanup: the daemon is told by the kernel instead, and unmounts as
+	// on any SIGTERM, so no mount and no daemon outlive the run.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	out, err := d.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +180,7 @@ func startMountEnv(t *testing.T, mp string, env []string, args ...string) *daemo
 	case line, ok := <-lines:
 		if !ok {
 			<-d.done
-			t.Fatalf("fsguard mount exited before it was ready: %s", d.log.String())
+			t.Fatalf("fsguard mount exited (%v) before it was ready: %s", d.cmd.ProcessState, d.log.String())
 		}
 		if err := json.Unmarshal([]byte(line), &d.ready); err != nil || d.ready["msg"] != "mounted" {
 			t.Fatalf("readiness line %q", line)
