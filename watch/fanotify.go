@@ -31,6 +31,11 @@ type fanotify struct {
 const fanMask = unix.FAN_CREATE | unix.FAN_DELETE | unix.FAN_MOVED_FROM | unix.FAN_MOVED_TO |
 	unix.FAN_MODIFY | unix.FAN_ATTRIB | unix.FAN_CLOSE_WRITE | unix.FAN_ONDIR
 
+// renameMask adds FAN_RENAME (Linux 5.17): one event naming a renamed
+// entry's old and new place, reported as Moved. A kernel without it gets
+// the mark without it.
+const renameMask = fanMask | unix.FAN_RENAME
+
 // maxDirCache bounds the handle-to-path cache; a busy filesystem outside
 // the roots could otherwise grow it without end.
 const maxDirCache = 8192
@@ -48,7 +53,11 @@ func startFanotify(roots []string, _ Options, fn func([]Event)) (*Watcher, error
 		}
 	}
 	for _, r := range roots {
-		if err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM, fanMask, unix.AT_FDCWD, r); err != nil {
+		err := unix.FanotifyMark(fd, unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM, renameMask, unix.AT_FDCWD, r)
+		if err == unix.EINVAL {
+			err = unix.FanotifyMark(fd, unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM, fanMask, unix.AT_FDCWD, r)
+		}
+		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("fanotify mark %s: %w", r, err)
 		}
@@ -127,10 +136,18 @@ func (w *fanotify) parse(b []byte) []Event {
 		if md.Fd >= 0 {
 			unix.Close(int(md.Fd)) // not sent with FID reporting; never leak one
 		}
+		info := b[md.Metadata_len:n]
 		if md.Mask&unix.FAN_Q_OVERFLOW != 0 {
 			w.dirs = map[string]string{}
 			out = append(out, Event{Op: Lost})
-		} else if dir, name, ok := w.place(b[md.Metadata_len:n]); ok {
+		} else if md.Mask&unix.FAN_RENAME != 0 {
+			// Its own event, with the old and the new place and nothing
+			// else; the same rename's MOVED_FROM and MOVED_TO follow.
+			fromDir, fromName, ok := w.place(info, unix.FAN_EVENT_INFO_TYPE_OLD_DFID_NAME)
+			if dir, name, ok2 := w.place(info, unix.FAN_EVENT_INFO_TYPE_NEW_DFID_NAME); ok && ok2 {
+				out = append(out, Event{Op: Moved, Dir: dir, Name: name, FromDir: fromDir, FromName: fromName})
+			}
+		} else if dir, name, ok := w.place(info, unix.FAN_EVENT_INFO_TYPE_DFID_NAME); ok {
 			out = appendOps(out, md.Mask, dir, name)
 			if md.Mask&unix.FAN_ONDIR != 0 && md.Mask&(unix.FAN_MOVED_FROM|unix.FAN_DELETE) != 0 {
 				w.dirs = map[string]string{}
@@ -156,8 +173,9 @@ func appendOps(out []Event, mask uint64, dir, name string) []Event {
 	return out
 }
 
-// place finds the directory and name of an event from its info records.
-func (w *fanotify) place(info []byte) (dir, name string, ok bool) {
+// place finds the directory and name of an event from its info record
+// of type want.
+func (w *fanotify) place(info []byte, want uint8) (dir, name string, ok bool) {
 	for len(info) >= 4 {
 		typ, n := info[0], int(binary.NativeEndian.Uint16(info[2:4]))
 		if n < 4 || n > len(info) {
@@ -166,7 +184,7 @@ func (w *fanotify) place(info []byte) (dir, name string, ok bool) {
 		rec := info[:n]
 		info = info[n:]
 		// header(4) fsid(8) handle_bytes(4) handle_type(4) f_handle[] name\0
-		if typ != unix.FAN_EVENT_INFO_TYPE_DFID_NAME || len(rec) < 20 {
+		if typ != want || len(rec) < 20 {
 			continue
 		}
 		var fsid [8]byte

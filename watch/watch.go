@@ -30,6 +30,12 @@ const (
 	Removed
 	// Lost: the kernel dropped events; anything may have changed.
 	Lost
+	// Moved: the entry was renamed from FromDir/FromName, as the kernel
+	// said (fanotify's FAN_RENAME names both; inotify's pairing is not
+	// to be had through fsnotify). It comes besides the Removed and the
+	// Added of the two names, never instead of them: a consumer that
+	// ignores it misses nothing but the pairing.
+	Moved
 )
 
 func (o Op) String() string {
@@ -42,6 +48,8 @@ func (o Op) String() string {
 		return "removed"
 	case Lost:
 		return "lost"
+	case Moved:
+		return "moved"
 	}
 	return fmt.Sprintf("op(%d)", o)
 }
@@ -53,6 +61,9 @@ type Event struct {
 	Op   Op
 	Dir  string
 	Name string
+	// FromDir and FromName are where a Moved entry was (FromDir inside a
+	// root too); empty for every other Op.
+	FromDir, FromName string
 }
 
 // Backends, in the order "auto" tries them.
