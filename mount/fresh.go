@@ -85,6 +85,7 @@ func (s *Server) apply(evs []watch.Event) {
 		return
 	}
 	s.v.changes.Add(1)
+	s.follow(evs)
 	seen := make(map[watch.Event]bool, len(evs))
 	tree := false // a change outside every .git directory
 	defer func() {
@@ -96,7 +97,7 @@ func (s *Server) apply(evs []watch.Event) {
 		}
 	}()
 	for _, e := range evs {
-		if seen[e] {
+		if seen[e] || e.Op == watch.Moved { // a Moved was followed above; its names come as Removed and Added
 			continue
 		}
 		seen[e] = true
@@ -152,15 +153,68 @@ func (s *Server) apply(evs []watch.Event) {
 	}
 }
 
+// follow moves, in the daemon's tree, each node the kernel holds that the
+// watch reports renamed (Moved: the kernel named both places) within its
+// root, before the batch is applied. The batch's Removed of the old name
+// then finds no node there and only tells the kernel the name is gone,
+// not that its file or directory is deleted; so whatever holds the node
+// goes on reaching it, as natively: a shell whose directory was renamed
+// lists it, a program reads on in a file renamed under it (their requests
+// name the node; its path is made from the tree, see node.where). The
+// kernel's next lookup of the new name finds the same inode and moves its
+// cached entry there.
+//
+// A move decides nothing: every request on the node resolves and admits
+// its new path afresh, so a node moved into a denied subtree is refused
+// like any name there, and what the kernel caches beneath a moved
+// directory is dropped (see forgetBelow). The entry at the new name must
+// be the node's very file (device and inode), or it was renamed again or
+// replaced since: then the batch applies as a removal and an addition. A
+// rename reported as those alone (the inotify watch) is applied so too.
+func (s *Server) follow(evs []watch.Event) {
+	for _, e := range evs {
+		if e.Op != watch.Moved {
+			continue
+		}
+		for _, from := range s.held(e.FromDir) {
+			c := from.GetChild(e.FromName)
+			n, ok := nodeOf(c)
+			if !ok {
+				continue
+			}
+			for _, to := range s.held(e.Dir) {
+				if tn, ok := nodeOf(to); !ok || tn.root != n.root || !s.stillIs(tn, e.Name, n.key) {
+					continue
+				}
+				if from.MvChild(e.FromName, to, e.Name, true) {
+					s.v.moved.Store(s.v.changes.Load())
+					s.forgetBelow(c) // decided on the old path
+				}
+				break
+			}
+		}
+	}
+}
+
+// stillIs reports whether name in the directory dir leads, now, to the
+// backing file k stands for.
+func (s *Server) stillIs(dir *node, name string, k idKey) bool {
+	_, r := s.v.root(dir.root)
+	rel, _, ok := dir.where()
+	var st unix.Stat_t
+	return r != nil && ok && r.StatNow(childRel(rel, name), &st) == nil && k.is(&st) && k.typ == st.Mode&unix.S_IFMT
+}
+
 // forgetBelow makes the kernel forget what it caches beneath the
-// directory in, whose name was removed (deleted, or moved away): the
-// names in it and the attributes, pages and listings of the nodes they
-// lead to, all the way down; the descriptors kept for its files go too.
-// A shell or program holding a directory in it (its working directory, an
-// open descriptor) was otherwise still answered from those caches: a file
-// read before its directory moved into a denied subtree, or out of the
-// root, read on. Every request beneath it now asks the daemon, which
-// finds no path to the node any more.
+// directory in, whose name was removed (deleted, or moved away) or which
+// moved (see follow): the names in it and the attributes, pages and
+// listings of the nodes they lead to, all the way down; the descriptors
+// kept for its files go too. A shell or program holding a directory in it
+// (its working directory, an open descriptor) was otherwise still
+// answered from those caches: a file read before its directory moved into
+// a denied subtree, or out of the root, read on. Every request beneath it
+// now asks the daemon, which decides on the node's path now, or finds it
+// has none.
 func (s *Server) forgetBelow(in *fs.Inode) {
 	if !in.IsDir() {
 		return

@@ -1,16 +1,23 @@
 package mount
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fsguard/fsguard/fileid"
 	"github.com/fsguard/fsguard/policy"
 	"github.com/fsguard/fsguard/watch"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRemovedDirectoryNeverHandedBack: the watch reports a directory
@@ -340,4 +347,99 @@ func TestRepliesCachedForTheirTimeouts(t *testing.T) {
 	if l, g := stats(5); l+g != 0 {
 		t.Errorf("stats after the change was asked about: %d lookups and %d getattrs reached the daemon, want none", l, g)
 	}
+}
+
+// TestPushAfterAMoveIntoDenied is the attacker's race around a followed
+// rename (see Server.follow): a listing read a small file and queued its
+// content for a push; before the push, the file's directory was renamed
+// into a denied subtree, and the node with it. The push must not leave
+// those bytes in the kernel for a reader holding the file mapped: the
+// version at the node's name is still the one admitted, but the name is
+// another path now.
+func TestPushAfterAMoveIntoDenied(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	const text = "admitted at d/sub/x.txt, ordinary text\n"
+	must(t, os.MkdirAll(filepath.Join(root, "d", "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "d", "sub", "x.txt"), []byte(text), 0o644))
+	must(t, os.Mkdir(filepath.Join(root, "e"), 0o755))
+	mp := filepath.Join(t.TempDir(), "mnt")
+	must(t, os.Mkdir(mp, 0o755))
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "e", "d") + "\"]\n[mount]\nwarm = false\n"))
+	must(t, err)
+	s, err := Mount(Config{Policy: pol, MountPoint: mp})
+	must(t, err)
+	t.Cleanup(func() { s.Unmount() })
+	if !s.v.prefetch.on() {
+		t.Skip("no watch here: nothing is pushed")
+	}
+	for _, d := range []string{"e", "d/sub"} { // the kernel holds e, and the file
+		if _, err := os.ReadDir(filepath.Join(mp, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Held open, to be mapped: a fault reads the page cache without the
+	// attribute check a read(2) may make first (which would refuse on
+	// its own).
+	h, err := os.Open(filepath.Join(mp, "d", "sub", "x.txt"))
+	must(t, err)
+	defer h.Close()
+	in := s.root.EmbeddedInode().GetChild("d").GetChild("sub").GetChild("x.txt")
+	n, ok := nodeOf(in)
+	if !ok {
+		t.Fatal("the kernel does not hold x.txt after the listing")
+	}
+	var st unix.Stat_t
+	must(t, unix.Stat(filepath.Join(root, "d", "sub", "x.txt"), &st))
+	before := s.v.changes.Load() // the listing's count, taken before it read the file
+	must(t, os.Rename(filepath.Join(root, "d"), filepath.Join(root, "e", "d")))
+	e := filepath.Join(root, "e")
+	s.apply([]watch.Event{
+		{Op: watch.Moved, Dir: e, Name: "d", FromDir: root, FromName: "d"},
+		{Op: watch.Removed, Dir: root, Name: "d"},
+		{Op: watch.Added, Dir: e, Name: "d"},
+	})
+	if rel, _, ok := n.where(); !ok || rel != "e/d/sub/x.txt" {
+		t.Fatalf("x.txt's node is at %q (%v) after the rename, want e/d/sub/x.txt", rel, ok)
+	}
+	s.v.prefetch.pushKept(pushJob{in: in, n: n, id: fileid.Of(&st), data: []byte(text), g: s.v.guard.Load(), changes: before})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), mapReadEnv+"=1")
+	child.ExtraFiles = []*os.File{h}
+	out, err := child.Output()
+	if err != nil {
+		t.Fatalf("the mapping child: %v", err)
+	}
+	if strings.Contains(string(out), text) {
+		t.Fatalf("x.txt, moved into a denied subtree, reads %q through a mapping of a descriptor held open", out)
+	}
+}
+
+// mapReadEnv, set to "1", makes this test binary map its descriptor 3 (a
+// file of a mount a test serves), print what its first page holds (or
+// nothing, if reading it faults: a page the kernel could not fill), and
+// exit. It is a child of its own: a fault in the serving process could
+// stop it for good, a garbage collection waiting for the faulting thread,
+// which waits for a reply only the stopped process would make.
+const mapReadEnv = "FSGUARD_TEST_MAPREAD"
+
+func init() {
+	if os.Getenv(mapReadEnv) == "1" {
+		os.Exit(mapRead())
+	}
+}
+
+func mapRead() int {
+	mem, err := unix.Mmap(3, 0, 4096, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	debug.SetPanicOnFault(true)
+	defer func() { recover() }() // a fault: nothing printed
+	os.Stdout.WriteString(strings.TrimRight(string(mem), "\x00"))
+	return 0
 }

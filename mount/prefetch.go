@@ -216,10 +216,12 @@ func (p *prefetch) pushKept(j pushJob) {
 			return true
 		}
 		// The very file, unchanged: the guard admitted this version at
-		// this name under this guard, so its verdict stands.
+		// this name under this guard, so its verdict stands — unless the
+		// node may have moved since (see Server.follow): its name is
+		// another path then, perhaps a denied one.
 		var st unix.Stat_t
 		g, ok := j.n.statNow(&st)
-		return ok && g == j.g && fileid.Of(&st) == j.id && st.Nlink == 1
+		return ok && g == j.g && fileid.Of(&st) == j.id && st.Nlink == 1 && p.v.moved.Load() <= j.changes
 	}
 	if errno := p.store(j.in, j.data, false); errno == syscall.ENOENT {
 		p.count("unknown")

@@ -53,6 +53,10 @@ type view struct {
 	// changes counts the batches of changes the watch (or a write of the
 	// daemon's own) reported: a listing made before one of them is old.
 	changes atomic.Int64
+	// moved is the count of changes of the last batch that moved a node
+	// to a new name (see Server.follow): a push of a version admitted
+	// before it may be of a file that is now elsewhere.
+	moved atomic.Int64
 	// replies counts the replies handing the kernel names.
 	replies replies
 	// looked, when set (tests only), runs twice in a LOOKUP: after the

@@ -604,28 +604,7 @@ func TestMovedDirectoryNothingCachedBelow(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer held.Close()
-				// in lists the held directory afresh and reads name in it.
-				in := func(name string) ([]string, string, error) {
-					fd, err := syscall.Openat(int(held.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-					if err != nil {
-						return nil, "", err
-					}
-					d := os.NewFile(uintptr(fd), "held")
-					defer d.Close()
-					names, err := d.Readdirnames(-1)
-					sort.Strings(names)
-					if err != nil {
-						return names, "", err
-					}
-					fd, err = syscall.Openat(int(held.Fd()), name, syscall.O_RDONLY, 0)
-					if err != nil {
-						return names, "", err
-					}
-					r := os.NewFile(uintptr(fd), name)
-					defer r.Close()
-					b, err := io.ReadAll(r)
-					return names, string(b), err
-				}
+				in := heldReader(held)
 				if names, b, err := in("x.txt"); err != nil || !slices.Equal(names, []string{"x.txt"}) || b != "in sub\n" {
 					t.Fatalf("before the move: lists %q, reads x.txt as %q (%v)", names, b, err)
 				}
@@ -649,5 +628,101 @@ func TestMovedDirectoryNothingCachedBelow(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRenamedDirectoryKeepsItsReaders: a shell whose directory in the
+// mount is renamed in the backing tree goes on working in it, as
+// natively: it lists the directory and reads the files in it, new ones
+// too, by the node the kernel holds, now named by the new path. Then the
+// attacker renames the directory into a denied subtree whose parent the
+// kernel holds (so the node moves there too): from then on nothing in it
+// is listed or read through the held directory, neither the files read
+// before nor one written there after. Only fanotify reports a rename as
+// such (FAN_RENAME); on inotify a rename is a removal and an addition
+// (TestMovedDirectoryNothingCachedBelow).
+func TestRenamedDirectoryKeepsItsReaders(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"fanotify", "fanotify/daemon"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			writeFile(t, filepath.Join(f.root, "foo", "sub", "x.txt"), "in sub\n", 0o644)
+			writeFile(t, filepath.Join(f.root, "vault", "README"), "the vault\n", 0o644)
+			watch, open, _ := strings.Cut(backend, "/")
+			if open == "" {
+				open = "kernel"
+			}
+			writePolicy(t, f.policy, []string{f.root}, fmt.Sprintf("[deny]\npaths = [%q]\n[mount]\nwatch = %q\nopen = %q\n", filepath.Join(f.root, "vault", "inner"), watch, open))
+			if d := startMount(t, f.mp, "--policy", f.policy); d.ready["watch"] != watch {
+				t.Fatalf("watch %q in use, want %q", d.ready["watch"], watch)
+			}
+			if _, err := os.ReadDir(filepath.Join(f.mp, "vault")); err != nil { // the kernel holds vault
+				t.Fatal(err)
+			}
+			held, err := os.Open(filepath.Join(f.mp, "foo", "sub")) // a shell's directory
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			in := heldReader(held)
+			shown := func(name, body string, names ...string) func() error {
+				return func() error {
+					got, b, err := in(name)
+					if err != nil || !slices.Equal(got, names) || b != body {
+						return fmt.Errorf("lists %q, reads %s as %q (%v); want %q and %q", got, name, b, err, names, body)
+					}
+					return nil
+				}
+			}
+			within(t, 10*time.Second, "the directory before the rename", shown("x.txt", "in sub\n", "x.txt"))
+			must(t, os.Rename(filepath.Join(f.root, "foo"), filepath.Join(f.root, "bar")))
+			within(t, 10*time.Second, "the renamed directory, through the held one", shown("x.txt", "in sub\n", "x.txt"))
+			writeFile(t, filepath.Join(f.root, "bar", "sub", "y.txt"), "new here\n", 0o644)
+			within(t, 10*time.Second, "a file made in the renamed directory", shown("y.txt", "new here\n", "x.txt", "y.txt"))
+
+			dest := filepath.Join(f.root, "vault", "inner")
+			must(t, os.Rename(filepath.Join(f.root, "bar"), dest))
+			refused := func(name string) error {
+				if names, b, err := in(name); err == nil || len(names) > 0 || b != "" {
+					return fmt.Errorf("moved into the denied vault/inner: lists %q, reads %s as %q (%v)", names, name, b, err)
+				}
+				return nil
+			}
+			// Nothing written in it since: only the move can make the
+			// kernel drop what it cached there.
+			within(t, 10*time.Second, "the directory moved into a denied subtree", func() error { return refused("x.txt") })
+			writeFile(t, filepath.Join(dest, "sub", "z.txt"), canary+"\n", 0o644)
+			within(t, 10*time.Second, "a file written there after the move", func() error { return refused("z.txt") })
+			for _, name := range []string{"x.txt", "y.txt", "z.txt"} {
+				if err := refused(name); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// heldReader returns a function that lists the directory held afresh and,
+// apart from that, reads name in it, as a shell in it would (openat on
+// its descriptor). err is the first of the two errors.
+func heldReader(held *os.File) func(name string) ([]string, string, error) {
+	return func(name string) ([]string, string, error) {
+		var names []string
+		fd, err := syscall.Openat(int(held.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		if err == nil {
+			d := os.NewFile(uintptr(fd), "held")
+			names, err = d.Readdirnames(-1)
+			d.Close()
+			sort.Strings(names)
+		}
+		var body []byte
+		fd, rerr := syscall.Openat(int(held.Fd()), name, syscall.O_RDONLY, 0)
+		if rerr == nil {
+			r := os.NewFile(uintptr(fd), name)
+			body, rerr = io.ReadAll(r)
+			r.Close()
+		}
+		return names, string(body), errors.Join(err, rerr)
 	}
 }
