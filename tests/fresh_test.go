@@ -599,14 +599,9 @@ func TestMovedDirectoryNothingCachedBelow(t *testing.T) {
 				f := newFixture(t)
 				writeFile(t, filepath.Join(f.root, "foo", "sub", "x.txt"), "in sub\n", 0o644)
 				freshMount(t, f, backend)
-				held, err := os.Open(filepath.Join(f.mp, "foo", "sub")) // a shell's directory
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer held.Close()
-				in := heldReader(held)
-				if names, b, err := in("x.txt"); err != nil || !slices.Equal(names, []string{"x.txt"}) || b != "in sub\n" {
-					t.Fatalf("before the move: lists %q, reads x.txt as %q (%v)", names, b, err)
+				held := holdDir(t, filepath.Join(f.mp, "foo", "sub"))
+				if err := held.shows("x.txt", "in sub\n", "x.txt")(); err != nil {
+					t.Fatalf("before the move: %v", err)
 				}
 				dest := filepath.Join(f.root, "home", ".ssh", "foo")
 				if to == "outside" {
@@ -614,18 +609,8 @@ func TestMovedDirectoryNothingCachedBelow(t *testing.T) {
 				}
 				must(t, os.Rename(filepath.Join(f.root, "foo"), dest))
 				writeFile(t, filepath.Join(dest, "sub", "z.txt"), canary+"\n", 0o644)
-				refused := func(name string) error {
-					if names, b, err := in(name); err == nil || len(names) > 0 || b != "" {
-						return fmt.Errorf("moved to %s: lists %q, reads %s as %q (%v)", dest, names, name, b, err)
-					}
-					return nil
-				}
-				within(t, 10*time.Second, "the directory moved "+to, func() error { return refused("x.txt") })
-				for _, name := range []string{"x.txt", "z.txt"} {
-					if err := refused(name); err != nil {
-						t.Fatal(err)
-					}
-				}
+				within(t, 10*time.Second, "the directory moved "+to, held.refuses("x.txt"))
+				held.refusesAll(t, "x.txt", "z.txt")
 			})
 		}
 	}
@@ -660,69 +645,89 @@ func TestRenamedDirectoryKeepsItsReaders(t *testing.T) {
 			if _, err := os.ReadDir(filepath.Join(f.mp, "vault")); err != nil { // the kernel holds vault
 				t.Fatal(err)
 			}
-			held, err := os.Open(filepath.Join(f.mp, "foo", "sub")) // a shell's directory
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer held.Close()
-			in := heldReader(held)
-			shown := func(name, body string, names ...string) func() error {
-				return func() error {
-					got, b, err := in(name)
-					if err != nil || !slices.Equal(got, names) || b != body {
-						return fmt.Errorf("lists %q, reads %s as %q (%v); want %q and %q", got, name, b, err, names, body)
-					}
-					return nil
-				}
-			}
-			within(t, 10*time.Second, "the directory before the rename", shown("x.txt", "in sub\n", "x.txt"))
+			held := holdDir(t, filepath.Join(f.mp, "foo", "sub"))
+			within(t, 10*time.Second, "the directory before the rename", held.shows("x.txt", "in sub\n", "x.txt"))
 			must(t, os.Rename(filepath.Join(f.root, "foo"), filepath.Join(f.root, "bar")))
-			within(t, 10*time.Second, "the renamed directory, through the held one", shown("x.txt", "in sub\n", "x.txt"))
+			within(t, 10*time.Second, "the renamed directory, through the held one", held.shows("x.txt", "in sub\n", "x.txt"))
 			writeFile(t, filepath.Join(f.root, "bar", "sub", "y.txt"), "new here\n", 0o644)
-			within(t, 10*time.Second, "a file made in the renamed directory", shown("y.txt", "new here\n", "x.txt", "y.txt"))
+			within(t, 10*time.Second, "a file made in the renamed directory", held.shows("y.txt", "new here\n", "x.txt", "y.txt"))
 
 			dest := filepath.Join(f.root, "vault", "inner")
 			must(t, os.Rename(filepath.Join(f.root, "bar"), dest))
-			refused := func(name string) error {
-				if names, b, err := in(name); err == nil || len(names) > 0 || b != "" {
-					return fmt.Errorf("moved into the denied vault/inner: lists %q, reads %s as %q (%v)", names, name, b, err)
-				}
-				return nil
-			}
 			// Nothing written in it since: only the move can make the
 			// kernel drop what it cached there.
-			within(t, 10*time.Second, "the directory moved into a denied subtree", func() error { return refused("x.txt") })
+			within(t, 10*time.Second, "the directory moved into a denied subtree", held.refuses("x.txt"))
 			writeFile(t, filepath.Join(dest, "sub", "z.txt"), canary+"\n", 0o644)
-			within(t, 10*time.Second, "a file written there after the move", func() error { return refused("z.txt") })
-			for _, name := range []string{"x.txt", "y.txt", "z.txt"} {
-				if err := refused(name); err != nil {
-					t.Fatal(err)
-				}
-			}
+			within(t, 10*time.Second, "a file written there after the move", held.refuses("z.txt"))
+			held.refusesAll(t, "x.txt", "y.txt", "z.txt")
 		})
 	}
 }
 
-// heldReader returns a function that lists the directory held afresh and,
-// apart from that, reads name in it, as a shell in it would (openat on
-// its descriptor). err is the first of the two errors.
-func heldReader(held *os.File) func(name string) ([]string, string, error) {
-	return func(name string) ([]string, string, error) {
-		var names []string
-		fd, err := syscall.Openat(int(held.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-		if err == nil {
-			d := os.NewFile(uintptr(fd), "held")
-			names, err = d.Readdirnames(-1)
-			d.Close()
-			sort.Strings(names)
+// heldDir is a directory of the mount held open, as a shell holds its
+// working directory: it is listed and read in through its descriptor.
+type heldDir struct{ f *os.File }
+
+func holdDir(t *testing.T, path string) *heldDir {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return &heldDir{f}
+}
+
+// in lists the directory afresh and, apart from that, reads name in it
+// (openat on its descriptor); err is the first of the two errors.
+func (h *heldDir) in(name string) ([]string, string, error) {
+	var names []string
+	fd, err := syscall.Openat(int(h.f.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err == nil {
+		d := os.NewFile(uintptr(fd), "held")
+		names, err = d.Readdirnames(-1)
+		d.Close()
+		sort.Strings(names)
+	}
+	var body []byte
+	fd, rerr := syscall.Openat(int(h.f.Fd()), name, syscall.O_RDONLY, 0)
+	if rerr == nil {
+		r := os.NewFile(uintptr(fd), name)
+		body, rerr = io.ReadAll(r)
+		r.Close()
+	}
+	return names, string(body), errors.Join(err, rerr)
+}
+
+// shows checks that the directory lists names and that name in it reads
+// as body.
+func (h *heldDir) shows(name, body string, names ...string) func() error {
+	return func() error {
+		got, b, err := h.in(name)
+		if err != nil || !slices.Equal(got, names) || b != body {
+			return fmt.Errorf("lists %q, reads %s as %q (%v); want %q and %q", got, name, b, err, names, body)
 		}
-		var body []byte
-		fd, rerr := syscall.Openat(int(held.Fd()), name, syscall.O_RDONLY, 0)
-		if rerr == nil {
-			r := os.NewFile(uintptr(fd), name)
-			body, rerr = io.ReadAll(r)
-			r.Close()
+		return nil
+	}
+}
+
+// refuses checks that nothing is listed in the directory and that name
+// in it reads nothing.
+func (h *heldDir) refuses(name string) func() error {
+	return func() error {
+		if names, b, err := h.in(name); err == nil || len(names) > 0 || b != "" {
+			return fmt.Errorf("lists %q, reads %s as %q (%v); want both refused", names, name, b, err)
 		}
-		return names, string(body), errors.Join(err, rerr)
+		return nil
+	}
+}
+
+// refusesAll fails the test unless each of names is refused now.
+func (h *heldDir) refusesAll(t *testing.T, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if err := h.refuses(name)(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
