@@ -7,45 +7,94 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+	"unsafe"
 
-	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 )
 
 // inotify watches every directory beneath the roots, one inotify watch
-// each (fsnotify does the reading and decoding). New directories get a
-// watch as they appear; a directory that moves loses the watches under its
-// old name, since inotify would go on reporting them by that name.
+// each, read from the kernel here rather than through a library: a
+// rename's two halves (IN_MOVED_FROM, IN_MOVED_TO) carry one cookie, and
+// pairing them is what reports a rename inside the roots as Moved. The
+// watches beneath a renamed directory stay and are renamed with it, so
+// nothing made in it after the move goes unseen; a directory that comes
+// from outside gets watches, one that leaves loses them.
+//
+// A watch names the directory it was added for; which path that is now
+// is this watch's own bookkeeping (dirs, wds), kept in step with the
+// events in the order the kernel queued them. When the kernel's queue
+// overflows that order is broken, so the tree is walked again and every
+// watch named afresh before the loss is reported.
 type inotify struct {
-	w     *fsnotify.Watcher
+	f     *os.File
 	roots []string
 	skip  string
 	dev   map[string]uint64 // root → device: the walk stays on it
-	fn    func([]Event)
-	done  chan struct{}
+	dirs  map[int32]string  // watch → the directory it watches now
+	wds   map[string]int32  // directory → its watch
+	// from holds the first halves of renames not yet paired, by cookie;
+	// moving says which watches were beneath a directory in from: their
+	// events queued between the two halves happened after the rename, so
+	// they wait (in from's held) to be named by the new path.
+	from   map[uint32]*moveFrom
+	moving map[int32]uint32
+	fn     func([]Event)
+	done   chan struct{}
 }
 
+// moveFrom is an IN_MOVED_FROM waiting for its IN_MOVED_TO. A
+// directory's watches are taken out of the names (wds) meanwhile, with
+// their paths below it (under): nothing made at its old path in between
+// can be mistaken for them.
+type moveFrom struct {
+	dir, name string
+	under     map[int32]string
+	held      []rawEvent
+}
+
+// rawEvent is one inotify record.
+type rawEvent struct {
+	wd           int32
+	mask, cookie uint32
+	name         string
+}
+
+// inMask is what each directory's watch reports. IN_ONLYDIR and
+// IN_DONT_FOLLOW: a directory swapped for a link between the walk's look
+// and the watch's addition gets no watch (nor does whatever it points to).
+const inMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+
+// pairWait is how long a read that ends with a rename's first half waits
+// for the second: the kernel queues the two one after the other, so a
+// reader woken between them finds the second at once. A rename out of
+// the roots has no second half, and pays this once per batch.
+const pairWait = 5 * time.Millisecond
+
 func startInotify(roots []string, o Options, fn func([]Event)) (*Watcher, error) {
-	fw, err := fsnotify.NewBufferedWatcher(4096)
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
-	w := &inotify{w: fw, roots: roots, skip: o.Skip, dev: map[string]uint64{}, fn: fn, done: make(chan struct{})}
+	w := &inotify{roots: roots, skip: o.Skip, dev: map[string]uint64{}, dirs: map[int32]string{}, wds: map[string]int32{},
+		from: map[uint32]*moveFrom{}, moving: map[int32]uint32{}, fn: fn, done: make(chan struct{})}
+	w.f = os.NewFile(uintptr(fd), "inotify") // non-blocking: Close wakes a pending Read
 	for _, r := range roots {
 		var st unix.Stat_t
 		if err := unix.Stat(r, &st); err != nil {
-			fw.Close()
+			w.f.Close()
 			return nil, fmt.Errorf("inotify: %w", err)
 		}
 		w.dev[r] = st.Dev
 		if err := w.addTree(r); err != nil {
-			fw.Close()
+			w.f.Close()
 			return nil, err
 		}
 	}
 	go w.loop()
 	return &Watcher{backend: Inotify, stop: func() error {
-		err := fw.Close()
+		err := w.f.Close()
 		<-w.done
 		return err
 	}}, nil
@@ -55,7 +104,7 @@ func startInotify(roots []string, o Options, fn func([]Event)) (*Watcher, error)
 func (w *inotify) addTree(dir string) error {
 	var dev uint64
 	for r, d := range w.dev {
-		if inside([]string{r}, dir) {
+		if within(r, dir) {
 			dev = d
 		}
 	}
@@ -76,7 +125,7 @@ func (w *inotify) addTree(dir string) error {
 		if unix.Lstat(p, &st) != nil || st.Dev != dev {
 			return filepath.SkipDir
 		}
-		if err := w.w.Add(p); err != nil {
+		if err := w.add(p); err != nil {
 			if errors.Is(err, unix.ENOSPC) {
 				return fmt.Errorf("inotify: out of watches at %s (fs.inotify.max_user_watches): %w", p, err)
 			}
@@ -88,100 +137,200 @@ func (w *inotify) addTree(dir string) error {
 	})
 }
 
+// add watches dir. A directory watched already under another path (it
+// moved while no event said so) keeps its watch, named dir from now on.
+func (w *inotify) add(dir string) error {
+	wd, err := unix.InotifyAddWatch(int(w.f.Fd()), dir, inMask)
+	if err != nil {
+		return err
+	}
+	id := int32(wd)
+	if old, ok := w.dirs[id]; ok && w.wds[old] == id {
+		delete(w.wds, old)
+	}
+	w.dirs[id], w.wds[dir] = dir, id
+	return nil
+}
+
+// beneath calls fn with each watch on dir or below it.
+func (w *inotify) beneath(dir string, fn func(p string, wd int32)) {
+	if _, ok := w.wds[dir]; !ok {
+		return // not a watched directory: nothing below it is either
+	}
+	for p, wd := range w.wds {
+		if within(dir, p) {
+			fn(p, wd)
+		}
+	}
+}
+
 // forget drops the watches on dir and below it.
 func (w *inotify) forget(dir string) {
-	for _, p := range w.w.WatchList() {
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			w.w.Remove(p)
+	w.beneath(dir, func(p string, wd int32) {
+		unix.InotifyRmWatch(int(w.f.Fd()), uint32(wd))
+		delete(w.wds, p)
+		delete(w.dirs, wd)
+	})
+}
+
+// rewatch names every watch afresh from a walk of the roots, after the
+// kernel dropped events: directories made meanwhile get watches, moved
+// ones their new names, and those gone or moved out lose theirs.
+func (w *inotify) rewatch() {
+	old := w.dirs
+	w.dirs, w.wds = map[int32]string{}, map[string]int32{}
+	w.from, w.moving = map[uint32]*moveFrom{}, map[int32]uint32{}
+	for _, r := range w.roots {
+		w.addTree(r) // a root gone is reported by the walk's events' absence alone
+	}
+	for wd := range old {
+		if _, ok := w.dirs[wd]; !ok {
+			unix.InotifyRmWatch(int(w.f.Fd()), uint32(wd))
 		}
 	}
 }
 
 func (w *inotify) loop() {
 	defer close(w.done)
+	buf := make([]byte, 64<<10)
+	var out []Event
+	lost, waiting := false, false
 	for {
-		select {
-		case ev, ok := <-w.w.Events:
-			if !ok {
-				return
-			}
-			// Take what else is queued, so one git checkout is a few
-			// batches, and convert each name once, with its operations
-			// merged: a name renamed back and forth thousands of times a
-			// second (a directory swapped with a link) costs a scan of the
-			// watch list per event, which put every other change seconds
-			// behind under load.
-			var b batch
-			b.add(ev)
-			for more := true; more; {
-				select {
-				case ev, ok := <-w.w.Events:
-					if !ok {
-						more = false
-						break
-					}
-					b.add(ev)
-				default:
-					more = false
+		n, err := w.f.Read(buf)
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return // closed
+		}
+		if err == nil {
+			var l bool
+			out, l = w.parse(buf[:n], out)
+			lost = lost || l
+			if len(w.from) > 0 && !lost {
+				if !waiting {
+					w.f.SetReadDeadline(time.Now().Add(pairWait))
+					waiting = true
 				}
-			}
-			var evs []Event
-			for _, ev := range b.events {
-				evs = w.convert(evs, ev)
-			}
-			if len(evs) > 0 {
-				w.fn(evs)
-			}
-		case err, ok := <-w.w.Errors:
-			if !ok {
-				return
-			}
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				w.fn([]Event{{Op: Lost}})
+				continue
 			}
 		}
+		if waiting {
+			w.f.SetReadDeadline(time.Time{})
+			waiting = false
+		}
+		w.unpaired()
+		if lost {
+			w.rewatch()
+			out = append(out, Event{Op: Lost})
+		}
+		if len(out) > 0 {
+			w.fn(out)
+		}
+		out, lost = nil, false
 	}
 }
 
-func (w *inotify) convert(out []Event, ev fsnotify.Event) []Event {
-	dir := filepath.Dir(ev.Name)
-	if !inside(w.roots, dir) {
-		return out
-	}
-	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-		out = append(out, split(Removed, ev.Name))
-		w.forget(ev.Name)
-	}
-	if ev.Has(fsnotify.Create) {
-		out = append(out, split(Added, ev.Name))
-		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-			w.forget(ev.Name) // a directory moved here keeps stale names otherwise
-			w.addTree(ev.Name)
+// parse decodes one read's worth of records into out; lost says the
+// kernel's queue overflowed.
+func (w *inotify) parse(b []byte, out []Event) ([]Event, bool) {
+	const size = unix.SizeofInotifyEvent
+	lost := false
+	for len(b) >= size {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
+		n := size + int(ev.Len)
+		if n > len(b) {
+			break
+		}
+		name := string(b[size:n])
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		b = b[n:]
+		if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+			lost = true
+			continue
+		}
+		if !lost { // after a loss, the walk names everything afresh
+			out = w.convert(out, rawEvent{ev.Wd, ev.Mask, ev.Cookie, name})
 		}
 	}
-	if ev.Has(fsnotify.Write) || ev.Has(fsnotify.Chmod) {
-		out = append(out, split(Changed, ev.Name))
+	return out, lost
+}
+
+// convert turns one record into events, keeping the watches' names in
+// step with it.
+func (w *inotify) convert(out []Event, ev rawEvent) []Event {
+	if c, ok := w.moving[ev.wd]; ok {
+		if f := w.from[c]; f != nil {
+			f.held = append(f.held, ev) // named once the rename's second half says where
+			return out
+		}
+		delete(w.moving, ev.wd) // cannot be: a rename taken off from takes its watches out of moving
+	}
+	dir, ok := w.dirs[ev.wd]
+	if ev.mask&unix.IN_IGNORED != 0 { // the watch is gone (its directory removed, or rm_watch)
+		if ok {
+			delete(w.dirs, ev.wd)
+			if w.wds[dir] == ev.wd {
+				delete(w.wds, dir)
+			}
+		}
+		return out
+	}
+	if !ok || ev.name == "" || !inside(w.roots, dir) {
+		return out
+	}
+	p := filepath.Join(dir, ev.name)
+	isDir := ev.mask&unix.IN_ISDIR != 0
+	out = appendOps(out, uint64(ev.mask), dir, ev.name)
+	switch {
+	case ev.mask&unix.IN_MOVED_FROM != 0:
+		f := &moveFrom{dir: dir, name: ev.name, under: map[int32]string{}}
+		if isDir {
+			w.beneath(p, func(q string, wd int32) {
+				f.under[wd] = q[len(p):]
+				w.moving[wd] = ev.cookie
+				delete(w.wds, q)
+			})
+		}
+		w.from[ev.cookie] = f
+	case ev.mask&unix.IN_MOVED_TO != 0:
+		f, paired := w.from[ev.cookie]
+		if !paired {
+			if isDir { // from outside the roots
+				w.forget(p)
+				w.addTree(p)
+			}
+			return out
+		}
+		delete(w.from, ev.cookie)
+		out = append(out, Event{Op: Moved, Dir: dir, Name: ev.name, FromDir: f.dir, FromName: f.name})
+		w.forget(p) // an empty directory it replaced
+		for wd, q := range f.under {
+			w.dirs[wd], w.wds[p+q] = p+q, wd // q is "" or begins with '/'
+
+			delete(w.moving, wd)
+		}
+		for _, h := range f.held {
+			out = w.convert(out, h)
+		}
+	case ev.mask&unix.IN_CREATE != 0 && isDir:
+		w.forget(p) // a directory of that name before: its watches named the old one
+		w.addTree(p)
+	case ev.mask&unix.IN_DELETE != 0 && isDir:
+		w.forget(p)
 	}
 	return out
 }
 
-// batch is the events taken at once, one per name in first-seen order,
-// each with every operation seen for that name. Converting the merged
-// event reports what converting each would (a removal before an
-// addition), and a directory's watches are renewed from its state now.
-type batch struct {
-	events []fsnotify.Event
-	at     map[string]int
-}
-
-func (b *batch) add(ev fsnotify.Event) {
-	if i, ok := b.at[ev.Name]; ok {
-		b.events[i].Op |= ev.Op
-		return
+// unpaired settles the renames whose second half never came: each went
+// out of the roots, and a directory's watches go with it (the events
+// held for them are of a place no longer watched).
+func (w *inotify) unpaired() {
+	for c, f := range w.from {
+		delete(w.from, c)
+		for wd := range f.under {
+			unix.InotifyRmWatch(int(w.f.Fd()), uint32(wd))
+			delete(w.dirs, wd)
+			delete(w.moving, wd)
+		}
 	}
-	if b.at == nil {
-		b.at = map[string]int{}
-	}
-	b.at[ev.Name] = len(b.events)
-	b.events = append(b.events, ev)
 }

@@ -31,10 +31,11 @@ const (
 	// Lost: the kernel dropped events; anything may have changed.
 	Lost
 	// Moved: the entry was renamed from FromDir/FromName, as the kernel
-	// said (fanotify's FAN_RENAME names both; inotify's pairing is not
-	// to be had through fsnotify). It comes besides the Removed and the
-	// Added of the two names, never instead of them: a consumer that
-	// ignores it misses nothing but the pairing.
+	// said (fanotify's FAN_RENAME names both; inotify's two halves share
+	// a cookie). It comes besides the Removed and the Added of the two
+	// names, never instead of them: a consumer that ignores it misses
+	// nothing but the pairing. A rename into the roots from outside, or
+	// out of them, is no Moved: one of its places is not watched.
 	Moved
 )
 
@@ -146,11 +147,16 @@ func ownFilesystems(roots []string, ents []mountinfo.Entry) bool {
 // inside reports whether dir is one of roots or beneath one.
 func inside(roots []string, dir string) bool {
 	for _, r := range roots {
-		if dir == r || strings.HasPrefix(dir, r) && (strings.HasSuffix(r, "/") || dir[len(r)] == '/') {
+		if within(r, dir) {
 			return true
 		}
 	}
 	return false
+}
+
+// within reports whether p is top or beneath it.
+func within(top, p string) bool {
+	return p == top || strings.HasPrefix(p, top) && (strings.HasSuffix(top, "/") || p[len(top)] == '/')
 }
 
 // split turns a full path into the event for its parent directory.
