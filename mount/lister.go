@@ -27,49 +27,142 @@ import (
 // caught in such a request is freed when the daemon's end of the
 // connection closes.
 
-// listerEnv, set to "1", makes this binary a lister (see runLister).
+//
+// The child is root, and the paths it is given are the daemon's names of
+// directories the kernel holds; the backing tree may have made any of
+// them a link (to /dev, to /) since. So it resolves each beneath the
+// mount point with no link followed and no other filesystem entered
+// (openat2): whatever it opens is a file of the mount, which shows no
+// device and opens nothing for it.
+
+// listerEnv, set to the mount point, makes this binary a lister of that
+// mount (see runLister).
 const listerEnv = "FSGUARD_INTERNAL_LISTER"
 
 func init() {
-	if os.Getenv(listerEnv) == "1" {
-		os.Exit(runLister(os.Stdin, os.Stdout))
+	if mp := os.Getenv(listerEnv); mp != "" {
+		os.Exit(runLister(mp, os.Stdin, os.Stdout))
 	}
 }
 
-// runLister answers listings: it writes the id of the thread that lists
-// (its FUSE requests carry it), then, for each NUL-terminated directory
-// path read, one record per entry — 'd' or 'f', the name, NUL — and 'z',
-// NUL at the end ('e', the error, NUL, when it cannot list).
-func runLister(in io.Reader, out io.Writer) int {
-	runtime.LockOSThread() // every listing from this thread
+// inMount opens p, a path beneath the mount point top (open on topFD),
+// with flags, following no link and staying on the mount.
+func inMount(topFD int, top, p string, flags uint64) (int, error) {
+	rel, ok := strings.CutPrefix(p, top)
+	if !ok || rel != "" && rel[0] != '/' {
+		return -1, fmt.Errorf("%s: not beneath %s", p, top)
+	}
+	rel = strings.TrimPrefix(rel, "/")
+	if rel == "" {
+		rel = "."
+	}
+	return unix.Openat2(topFD, rel, &unix.OpenHow{
+		Flags:   flags | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS,
+	})
+}
+
+// runLister answers requests: it writes the id of the thread that
+// answers (its FUSE requests carry it), then answers each request read.
+// A listing is 'l', a directory path, NUL; its answer is one record per
+// entry — 'd' or 'f', the name, NUL — and 'z', NUL at the end ('e', the
+// error, NUL, when it cannot list). A count is 'c', a directory path,
+// NUL, then names, each ended by NUL, and an empty one; its answer is,
+// per name, the number of pages of that file the kernel's page cache
+// holds (see cachedPages), in decimal, each ended by NUL.
+func runLister(mp string, in io.Reader, out io.Writer) int {
+	runtime.LockOSThread() // every request from this thread
+	top, err := unix.Open(mp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 1
+	}
+	defer unix.Close(top)
 	w := bufio.NewWriter(out)
 	fmt.Fprintf(w, "%d\n", unix.Gettid())
 	w.Flush()
 	r := bufio.NewReader(in)
 	for {
-		dir, err := r.ReadString(0)
-		if err != nil {
+		req, err := r.ReadString(0)
+		if err != nil || req == "\x00" {
 			return 0 // the daemon closed: done
 		}
-		ents, err := os.ReadDir(strings.TrimSuffix(dir, "\x00"))
-		if err != nil {
-			fmt.Fprintf(w, "e%s\x00", strings.ReplaceAll(err.Error(), "\x00", ""))
-			ents = nil
-		}
-		for _, e := range ents {
-			kind := byte('f')
-			if e.IsDir() {
-				kind = 'd'
+		dir := strings.TrimSuffix(req[1:], "\x00")
+		switch req[0] {
+		case 'l':
+			listIn(w, top, mp, dir)
+		case 'c':
+			var names []string
+			for {
+				name, err := r.ReadString(0)
+				if err != nil {
+					return 0
+				}
+				if name == "\x00" {
+					break
+				}
+				names = append(names, strings.TrimSuffix(name, "\x00"))
 			}
-			w.WriteByte(kind)
-			w.WriteString(e.Name())
-			w.WriteByte(0)
+			for _, n := range cachedPages(top, mp, dir, names) {
+				fmt.Fprintf(w, "%d\x00", n)
+			}
+		default:
+			return 1
 		}
-		w.WriteString("z\x00")
 		if w.Flush() != nil {
 			return 1
 		}
 	}
+}
+
+// listIn writes the answer to a listing of dir, beneath the mount point
+// mp (open on top).
+func listIn(w *bufio.Writer, top int, mp, dir string) {
+	var ents []os.DirEntry
+	fd, err := inMount(top, mp, dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err == nil {
+		f := os.NewFile(uintptr(fd), dir)
+		ents, err = f.ReadDir(-1)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(w, "e%s\x00", strings.ReplaceAll(err.Error(), "\x00", ""))
+		ents = nil
+	}
+	for _, e := range ents {
+		kind := byte('f')
+		if e.IsDir() {
+			kind = 'd'
+		}
+		w.WriteByte(kind)
+		w.WriteString(e.Name())
+		w.WriteByte(0)
+	}
+	w.WriteString("z\x00")
+}
+
+// cachedPages counts, for each name in dir (a directory of the mount at
+// mp, open on top),
+// the pages of it the kernel's page cache holds (cachestat, Linux 6.5: it
+// reads nothing and faults nothing in); 0 for one it cannot open or count.
+// In kernel open mode an open asks the daemon nothing, so this costs the
+// daemon no request but the LOOKUP of a name the kernel has let go.
+func cachedPages(top int, mp, dir string, names []string) []uint64 {
+	out := make([]uint64, len(names))
+	for i, name := range names {
+		if strings.Contains(name, "/") {
+			continue
+		}
+		fd, err := inMount(top, mp, dir+"/"+name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+		if err != nil {
+			continue
+		}
+		var cs unix.Cachestat_t
+		if unix.Cachestat(uint(fd), &unix.CachestatRange{}, &cs, 0) == nil {
+			out[i] = cs.Cache
+		}
+		unix.Close(fd)
+	}
+	return out
 }
 
 // lister is the daemon's end of a lister child.
@@ -82,9 +175,9 @@ type lister struct {
 
 // startLister starts a lister child. Call it from a thread locked for the
 // child's life: the child is killed when that thread ends.
-func startLister() (*lister, error) {
+func startLister(mp string) (*lister, error) {
 	cmd := exec.Command("/proc/self/exe")
-	cmd.Env = []string{listerEnv + "=1"}
+	cmd.Env = []string{listerEnv + "=" + mp}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -116,7 +209,7 @@ type entry struct {
 
 // list lists dir (a path through the mount) in the child.
 func (l *lister) list(dir string) ([]entry, error) {
-	if _, err := io.WriteString(l.in, dir+"\x00"); err != nil {
+	if _, err := io.WriteString(l.in, "l"+dir+"\x00"); err != nil {
 		return nil, err
 	}
 	var ents []entry
@@ -141,6 +234,31 @@ func (l *lister) list(dir string) ([]entry, error) {
 			ents = append(ents, entry{name: rec[1:], dir: rec[0] == 'd'})
 		}
 	}
+}
+
+// cached counts, for each name in dir (a path through the mount), the
+// pages of it the kernel's page cache holds, in the child.
+func (l *lister) cached(dir string, names []string) ([]uint64, error) {
+	var b strings.Builder
+	b.WriteString("c" + dir + "\x00")
+	for _, n := range names {
+		b.WriteString(n + "\x00")
+	}
+	b.WriteByte(0)
+	if _, err := io.WriteString(l.in, b.String()); err != nil {
+		return nil, err
+	}
+	out := make([]uint64, len(names))
+	for i := range out {
+		rec, err := l.out.ReadString(0)
+		if err != nil {
+			return nil, fmt.Errorf("lister child: %w", err)
+		}
+		if out[i], err = strconv.ParseUint(strings.TrimSuffix(rec, "\x00"), 10, 64); err != nil {
+			return nil, fmt.Errorf("lister child: %q for a count", rec)
+		}
+	}
+	return out, nil
 }
 
 // close ends the child.

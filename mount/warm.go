@@ -27,11 +27,15 @@ type activity struct {
 	// walker is the thread the warm walk runs on: a FUSE request names
 	// the thread that made it, not its process.
 	walker atomic.Uint32
+	// helper is the thread of the refill's residency child, and
+	// helperPid the child (the opens audit names processes); 0 when
+	// there is none.
+	helper, helperPid atomic.Uint32
 }
 
 // saw notes a request's caller.
 func (v *view) saw(ctx context.Context) {
-	if c, ok := fuse.FromContext(ctx); ok && c.Pid != self && c.Pid != v.active.walker.Load() {
+	if c, ok := fuse.FromContext(ctx); ok && c.Pid != self && c.Pid != v.active.walker.Load() && c.Pid != v.active.helper.Load() {
 		v.active.last.Store(time.Now().UnixNano())
 	}
 }
@@ -42,6 +46,12 @@ func (v *view) saw(ctx context.Context) {
 // history check's walk of the backing tree ran beside a grep -r that
 // the warm walk had made cache-only, and took a core from it.
 func (s *Server) Used() { s.v.active.last.Store(time.Now().UnixNano()) }
+
+// Own reports whether pid is a helper process of the daemon's (the
+// refill's residency child, while it lives): its opens of files in the
+// mount are the daemon's, not an agent's, and the opens audit leaves
+// them out.
+func (s *Server) Own(pid uint32) bool { return pid != 0 && pid == s.v.active.helperPid.Load() }
 
 // idleFor is how long no other process has asked anything.
 func (a *activity) idleFor() time.Duration {
@@ -257,7 +267,7 @@ func (s *Server) keepWarm(stop <-chan struct{}, budget int64) {
 	// it, and the child lives as long as the walks.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	ls, err := startLister()
+	ls, err := startLister(s.mp)
 	if err != nil {
 		s.log.Warn("no warm walk: its lister process did not start", "err", err.Error())
 		s.walkDone(nil, nil, false)
