@@ -18,7 +18,7 @@ func (d *Daemon) recordOpens() error {
 	if d.journal == nil {
 		return nil // nowhere to record them; the daemon said so already
 	}
-	rec, err := opens.Start(d.srv.MountPoint(), opens.Config{Emit: d.appendOpens, Seen: d.srv.Used})
+	rec, err := opens.Start(d.srv.MountPoint(), opens.Config{Emit: d.appendOpens, Seen: d.srv.Used, Own: d.srv.Own})
 	if err != nil {
 		return err
 	}

@@ -50,8 +50,9 @@ type Config struct {
 	Event func(name string)
 	// Prefetched, when set, is told of each push of a small file into the
 	// page cache after a listing named it: "pushed", "dropped" (the queue
-	// was full), "unknown" (the kernel did not know the inode in time) or
-	// "changed" (the file moved while pushed: invalidated).
+	// was full), "unknown" (the kernel did not know the inode in time),
+	// "changed" (the file moved while pushed: invalidated) or "held" (a
+	// refill found the kernel still held it whole: not pushed again).
 	Prefetched func(result string)
 	// ListedAhead, when set, is told of the end of each directory listed
 	// ahead of the walker (see ahead): "used", "stale" (something changed:

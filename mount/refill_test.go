@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,65 +138,10 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 func TestReclaimedTreePushedAhead(t *testing.T) {
 	needFUSE(t)
 	t.Parallel()
-	root := t.TempDir()
 	dirs := []string{"a", "a/b", "a/b/c", "z", "z/y"}
 	const files = 4
-	text := func(d string, i int, v string) string {
-		return fmt.Sprintf("%s file %d, version %s: ordinary text\n", d, i, v)
-	}
-	for _, d := range dirs {
-		quietDir(t, filepath.Join(root, d), func() {
-			for i := range files {
-				must(t, os.WriteFile(filepath.Join(root, d, fmt.Sprintf("f%d.txt", i)), []byte(text(d, i, "one")), 0o644))
-			}
-		})
-	}
-	cfg, reads := countReads()
-	s, mp := mountRoot(t, root, cfg)
-	s.v.prefetch.refillAfter.Store(0)
-	setGap := func(gap time.Duration) {
-		r := &s.v.prefetch.refill
-		r.mu.Lock()
-		r.gap = gap
-		r.mu.Unlock()
-	}
-	setGap(0)
-	path := func(d string, i int) string { return filepath.Join(mp, d, fmt.Sprintf("f%d.txt", i)) }
-	node := func(d string, i int) *node {
-		in := s.root.EmbeddedInode()
-		for _, name := range strings.Split(d, "/") {
-			if in = in.GetChild(name); in == nil {
-				return nil
-			}
-		}
-		n, _ := nodeOf(in.GetChild(fmt.Sprintf("f%d.txt", i)))
-		return n
-	}
-	held := func() bool {
-		for _, d := range dirs {
-			for i := range files {
-				if n := node(d, i); n == nil || n.held.Load() == nil {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	roundOver := func() bool {
-		r := &s.v.prefetch.refill
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return !r.running && s.v.prefetch.drained()
-	}
-	for _, d := range dirs {
-		lsBy(t, filepath.Join(mp, d))
-		for i := range files {
-			if _, err := os.ReadFile(path(d, i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	within(t, 30*time.Second, held)
+	rt := newReclaimTree(t, dirs, files)
+	root, reads, text, path, node, held, roundOver, setGap := rt.root, rt.reads, rt.text, rt.path, rt.node, rt.held, rt.roundOver, rt.setGap
 	reclaim := func() {
 		t.Helper()
 		for _, d := range dirs {
@@ -275,6 +221,173 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 	}
 	if reads.Load() == before {
 		t.Errorf("a round started within the gap after the last: a/b/f0 was pushed again")
+	}
+}
+
+// reclaimTree is a tree of text files in dirs, mounted, listed and read
+// once, so that the kernel was given every file whole; a READ of pages
+// given any time ago is one of lost pages, and rounds may follow each
+// other at once.
+type reclaimTree struct {
+	s       *Server
+	root    string // the backing tree
+	mp      string
+	dirs    []string
+	files   int
+	reads   *atomic.Int64
+	results sync.Map // prefetch result → *atomic.Int64
+}
+
+func newReclaimTree(t *testing.T, dirs []string, files int) *reclaimTree {
+	rt := &reclaimTree{root: t.TempDir(), dirs: dirs, files: files}
+	for _, d := range dirs {
+		quietDir(t, filepath.Join(rt.root, d), func() {
+			for i := range files {
+				must(t, os.WriteFile(filepath.Join(rt.root, d, fmt.Sprintf("f%d.txt", i)), []byte(rt.text(d, i, "one")), 0o644))
+			}
+		})
+	}
+	cfg, reads := countReads()
+	cfg.Prefetched = func(result string) {
+		n, _ := rt.results.LoadOrStore(result, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}
+	rt.reads = reads
+	rt.s, rt.mp = mountRoot(t, rt.root, cfg)
+	rt.s.v.prefetch.refillAfter.Store(0)
+	rt.setGap(0)
+	for _, d := range dirs {
+		lsBy(t, filepath.Join(rt.mp, d))
+		for i := range files {
+			if _, err := os.ReadFile(rt.path(d, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	within(t, 30*time.Second, rt.held)
+	return rt
+}
+
+func (rt *reclaimTree) text(d string, i int, v string) string {
+	return fmt.Sprintf("%s file %d, version %s: ordinary text\n", d, i, v)
+}
+
+// path is the file's path through the mount.
+func (rt *reclaimTree) path(d string, i int) string {
+	return filepath.Join(rt.mp, d, fmt.Sprintf("f%d.txt", i))
+}
+
+func (rt *reclaimTree) node(d string, i int) *node {
+	in := rt.s.root.EmbeddedInode()
+	for _, name := range strings.Split(d, "/") {
+		if in = in.GetChild(name); in == nil {
+			return nil
+		}
+	}
+	n, _ := nodeOf(in.GetChild(fmt.Sprintf("f%d.txt", i)))
+	return n
+}
+
+// held reports whether the kernel was given every file whole.
+func (rt *reclaimTree) held() bool {
+	for _, d := range rt.dirs {
+		for i := range rt.files {
+			if n := rt.node(d, i); n == nil || n.held.Load() == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (rt *reclaimTree) roundOver() bool {
+	r := &rt.s.v.prefetch.refill
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.running && rt.s.v.prefetch.drained()
+}
+
+func (rt *reclaimTree) setGap(gap time.Duration) {
+	r := &rt.s.v.prefetch.refill
+	r.mu.Lock()
+	r.gap = gap
+	r.mu.Unlock()
+}
+
+func (rt *reclaimTree) count(result string) int64 {
+	if n, ok := rt.results.Load(result); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+// TestRoundPushesOnlyWhatWentAway: an idle takes some of the mount's
+// pages and leaves the rest. A round must push again the files whose
+// pages went, so that the walker reads them with no READ, and leave the
+// files the kernel still holds whole: pushing those reads each from the
+// backing tree (from disk, when its pages went there) for nothing. In
+// the directories the walker has not reached, f0 and f1 lose their pages
+// (f1 only its last page: not whole), f2 and f3 keep them.
+func TestRoundPushesOnlyWhatWentAway(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	dirs := []string{"a", "a/b", "z", "z/y"}
+	const files = 4
+	rt := newReclaimTree(t, dirs, files)
+	big := strings.Repeat("a longer line of ordinary text\n", 300) // three pages
+	for _, d := range dirs {
+		must(t, os.WriteFile(filepath.Join(rt.root, d, "f1.txt"), []byte(big), 0o644))
+	}
+	within(t, 30*time.Second, func() bool { // the watch dropped f1's pages; read again, they are given whole
+		for _, d := range dirs {
+			if got, err := os.ReadFile(rt.path(d, 1)); err != nil || string(got) != big {
+				return false
+			}
+		}
+		return rt.held() && rt.s.v.prefetch.drained()
+	})
+	marks := map[string]*heldBytes{}
+	for _, d := range []string{"a/b", "z/y"} {
+		dropPages(t, rt.path(d, 0))
+		f, err := os.Open(rt.path(d, 1))
+		must(t, err)
+		must(t, unix.Fadvise(int(f.Fd()), 2*4096, 0, unix.FADV_DONTNEED))
+		f.Close()
+		for _, i := range []int{2, 3} {
+			marks[fmt.Sprintf("%s/f%d", d, i)] = rt.node(d, i).held.Load()
+		}
+	}
+	for _, d := range []string{"a", "z"} { // the walker reads in a, then in z: the round
+		dropPages(t, rt.path(d, 0))
+		if _, err := os.ReadFile(rt.path(d, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	within(t, 30*time.Second, rt.roundOver) // the READ in z started it
+	if n := rt.count("held"); n < 4 {       // and a/f0, z/f0 if their READs were in first
+		t.Errorf("the round found %d files held whole, want f2 and f3 of a/b and z/y among them", n)
+	}
+	for k, h := range marks {
+		d, f, _ := strings.Cut(k, "/f")
+		i := int(f[0] - '0')
+		if got := rt.node(d, i).held.Load(); got != h {
+			t.Errorf("%s, held whole by the kernel, was pushed again by the round", k)
+		}
+	}
+	before := rt.reads.Load()
+	for _, d := range []string{"a/b", "z/y"} {
+		for i := range files {
+			want := rt.text(d, i, "one")
+			if i == 1 {
+				want = big
+			}
+			if got, err := os.ReadFile(rt.path(d, i)); err != nil || string(got) != want {
+				t.Fatalf("%s/f%d after the round: %q, %v", d, i, got, err)
+			}
+		}
+	}
+	if n := rt.reads.Load() - before; n != 0 {
+		t.Errorf("reading a/b and z/y after the round sent %d READs, want none (f0 and f1 pushed again)", n)
 	}
 }
 

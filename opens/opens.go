@@ -92,6 +92,9 @@ type Config struct {
 	// this is how its background work learns that a command is running
 	// and yields to it. It must not block.
 	Seen func()
+	// Own, when set, reports whether a process is the daemon's own (a
+	// helper child): its opens are neither recorded nor Seen.
+	Own func(pid uint32) bool
 	// A batch is handed on once no open has arrived for Pause (default
 	// 250 ms), or MaxDelay (default 5 s) after its first open, or once it
 	// holds half of MaxPending: in the pause after the command that made
@@ -427,7 +430,7 @@ func (r *Recorder) readOnce(buf []byte) int {
 			continue
 		}
 		pid := uint32(md.Pid)
-		if pid == r.self {
+		if pid == r.self || r.cfg.Own != nil && r.cfg.Own(pid) {
 			unix.Close(int(md.Fd))
 			continue
 		}

@@ -1,13 +1,16 @@
 package opens
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,6 +125,65 @@ func TestNamesAndAggregates(t *testing.T) {
 	}
 	if cats < 1 || cats > 3 {
 		t.Fatalf("cat's three opens counted %d times", cats)
+	}
+}
+
+// TestOwnOpensLeftOut: the opens of a process Own names (the daemon's
+// helper child) are not recorded; another process's opens of the same
+// file, made after them, are.
+func TestOwnOpensLeftOut(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var helper atomic.Uint32
+	c := &collector{}
+	r := start(t, dir, Config{Interval: time.Hour, Emit: c.emit, Own: func(pid uint32) bool { return pid == helper.Load() }})
+	defer r.Close()
+	// Each opens the file once told to, says so, and stays alive to be
+	// named.
+	opener := func(before func(pid int)) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", fmt.Sprintf("read x; exec 3<%s; echo opened; read y", p))
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { in.Close(); cmd.Wait() })
+		before(cmd.Process.Pid)
+		io.WriteString(in, "go\n")
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "opened\n" {
+			t.Fatalf("sh: %q, %v", line, err)
+		}
+		return cmd
+	}
+	own := opener(func(pid int) { helper.Store(uint32(pid)) })
+	other := opener(func(int) {})
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		r.Flush()
+		c.mu.Lock()
+		var mine, theirs int
+		for _, a := range c.acc {
+			switch {
+			case a.Pid == uint32(own.Process.Pid) && a.Path == p:
+				mine++
+			case a.Pid == uint32(other.Process.Pid) && a.Path == p:
+				theirs++
+			}
+		}
+		c.mu.Unlock()
+		if mine > 0 {
+			t.Fatalf("the helper's open was recorded")
+		}
+		if theirs > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the other process's open never recorded")
+		}
+		time.Sleep(time.Millisecond) // a poll interval
 	}
 }
 
