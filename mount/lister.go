@@ -148,11 +148,16 @@ func listIn(w *bufio.Writer, top int, mp, dir string) {
 // daemon no request but the LOOKUP of a name the kernel has let go.
 func cachedPages(top int, mp, dir string, names []string) []uint64 {
 	out := make([]uint64, len(names))
+	dfd, err := inMount(top, mp, dir, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return out
+	}
+	defer unix.Close(dfd)
 	for i, name := range names {
 		if strings.Contains(name, "/") {
 			continue
 		}
-		fd, err := inMount(top, mp, dir+"/"+name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+		fd, err := inMount(dfd, "", "/"+name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY) // one name beneath dir
 		if err != nil {
 			continue
 		}
