@@ -16,7 +16,10 @@
 # the mount and in the backing tree (FADV_DONTNEED), and waits 31 s: the
 # names and listings stay, as after a reclaim that took pages alone;
 # EVICT=0.15 drops those of a random 15% of the files, each side drawn
-# apart. RESIDENT=1 times nothing after the mount's idle: it says how much
+# apart. LISTINGS=1 with EVICT also drops the kernel's cached listing of
+# every directory of the mount (FADV_DONTNEED on it), which is what an
+# idle here takes most (docs/BENCHMARKS.md, twentieth stop); native's
+# directories have no such cache to drop. RESIDENT=1 times nothing after the mount's idle: it says how much
 # of the small files' pages stayed, through the mount and in the backing
 # tree (fincore), what the host's reclaim took (its walk of the mount
 # lists again what the kernel lost, so it cannot precede a timed run).
@@ -55,12 +58,15 @@ if [ "${DROP:-0}" = 1 ]; then
 elif [ "${EVICT:-0}" != 0 ]; then
   what="every file's pages dropped"
   [ "$EVICT" = 1 ] || what="the pages of a random $EVICT of the files dropped"
+  [ "${LISTINGS:-0}" = 1 ] && what="$what, and the mount's listings"
   idle() {
-    python3 - "$EVICT" "$tree" "$work/mnt" <<'PY'
+    python3 - "$EVICT" "${LISTINGS:-0}" "$tree" "$work/mnt" <<'PY'
 import os, random, sys
-share = float(sys.argv[1])
-for top in sys.argv[2:]:
+share, listings = float(sys.argv[1]), sys.argv[2] == "1"
+for top in sys.argv[3:]:
+    dirs = []
     for d, _, files in os.walk(top):
+        dirs.append(d)
         for f in files:
             if random.random() >= share:
                 continue
@@ -68,6 +74,11 @@ for top in sys.argv[2:]:
                 fd = os.open(os.path.join(d, f), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
                 continue
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+    if listings and top == sys.argv[-1]:
+        for d in dirs:  # after the walk, which lists each
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(fd)
 PY
