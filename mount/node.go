@@ -121,18 +121,27 @@ func (n *node) where() (rel, shown string, ok bool) {
 	if n == n.base {
 		return ".", n.top, true
 	}
-	var segs []string
-	for p := &n.Inode; p != &n.base.Inode; {
+	segs, ok := namesDown(&n.base.Inode, &n.Inode)
+	if !ok {
+		return "", "", false
+	}
+	rel = strings.Join(segs, "/")
+	return rel, path.Join(n.base.top, rel), true
+}
+
+// namesDown returns the names that lead from top down to in, by the
+// kernel's tree of names; ok is false when none leads there any more.
+func namesDown(top, in *fs.Inode) (segs []string, ok bool) {
+	for p := in; p != top; {
 		name, parent := p.Parent()
 		if parent == nil {
-			return "", "", false
+			return nil, false
 		}
 		segs = append(segs, name)
 		p = parent
 	}
 	slices.Reverse(segs)
-	rel = strings.Join(segs, "/")
-	return rel, path.Join(n.base.top, rel), true
+	return segs, true
 }
 
 // statNow stats what the node's name in the kernel's tree (see where)

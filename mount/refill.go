@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -287,14 +286,19 @@ func (r *residency) notHeld(dir *fs.Inode, old map[string]*fs.Inode) []*fs.Inode
 	out = out[:0]
 	for i, name := range names {
 		c := old[name]
-		h := c.Operations().(*node).held.Load()
-		if h != nil && pages[i] >= uint64((h.id.Size+pageSize-1)/pageSize) {
+		if n, ok := c.Operations().(*node); ok && heldWhole(n.held.Load(), pages[i]) {
 			r.p.count("held")
 			continue
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// heldWhole reports whether pages cached are all of the version the kernel
+// was given whole (h).
+func heldWhole(h *heldBytes, pages uint64) bool {
+	return h != nil && pages >= uint64((h.id.Size+pageSize-1)/pageSize)
 }
 
 var pageSize = int64(os.Getpagesize())
@@ -312,16 +316,6 @@ func (r *residency) close() {
 // mountPath is in's path through the mount at mp, by the names the
 // kernel holds; ok is false when no name leads to it any more.
 func mountPath(mp string, in *fs.Inode) (string, bool) {
-	var segs []string
-	root := in.Root()
-	for p := in; p != root; {
-		name, parent := p.Parent()
-		if parent == nil {
-			return "", false
-		}
-		segs = append(segs, name)
-		p = parent
-	}
-	slices.Reverse(segs)
-	return filepath.Join(append([]string{mp}, segs...)...), true
+	segs, ok := namesDown(in.Root(), in)
+	return filepath.Join(append([]string{mp}, segs...)...), ok
 }
