@@ -33,16 +33,37 @@ import (
 // them a link (to /dev, to /) since. So it resolves each beneath the
 // mount point with no link followed and no other filesystem entered
 // (openat2): whatever it opens is a file of the mount, which shows no
-// device and opens nothing for it.
+// device and opens nothing for it. The mount point itself is opened for
+// each request and must be the mount (its device, from mountinfo): a
+// directory above it may have been moved and a link put in its place.
+// It is not held between requests, which would keep the mount busy.
 
 // listerEnv, set to the mount point, makes this binary a lister of that
-// mount (see runLister).
-const listerEnv = "FSGUARD_INTERNAL_LISTER"
+// mount (see runLister); listerDevEnv is the mount's device.
+const (
+	listerEnv    = "FSGUARD_INTERNAL_LISTER"
+	listerDevEnv = "FSGUARD_INTERNAL_LISTER_DEV"
+)
 
 func init() {
 	if mp := os.Getenv(listerEnv); mp != "" {
-		os.Exit(runLister(mp, os.Stdin, os.Stdout))
+		os.Exit(runLister(mp, os.Getenv(listerDevEnv), os.Stdin, os.Stdout))
 	}
+}
+
+// openTop opens the mount point mp for a request, if it is the mount
+// whose device is dev ("major:minor").
+func openTop(mp, dev string) (int, error) {
+	fd, err := unix.Open(mp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)) != dev {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s is not the mount (device %s)", mp, dev)
+	}
+	return fd, nil
 }
 
 // inMount opens p, a path beneath the mount point top (open on topFD),
@@ -70,13 +91,8 @@ func inMount(topFD int, top, p string, flags uint64) (int, error) {
 // NUL, then names, each ended by NUL, and an empty one; its answer is,
 // per name, the number of pages of that file the kernel's page cache
 // holds (see cachedPages), in decimal, each ended by NUL.
-func runLister(mp string, in io.Reader, out io.Writer) int {
+func runLister(mp, dev string, in io.Reader, out io.Writer) int {
 	runtime.LockOSThread() // every request from this thread
-	top, err := unix.Open(mp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 1
-	}
-	defer unix.Close(top)
 	w := bufio.NewWriter(out)
 	fmt.Fprintf(w, "%d\n", unix.Gettid())
 	w.Flush()
@@ -87,9 +103,10 @@ func runLister(mp string, in io.Reader, out io.Writer) int {
 			return 0 // the daemon closed: done
 		}
 		dir := strings.TrimSuffix(req[1:], "\x00")
+		top, terr := openTop(mp, dev)
 		switch req[0] {
 		case 'l':
-			listIn(w, top, mp, dir)
+			listIn(w, top, terr, mp, dir)
 		case 'c':
 			var names []string
 			for {
@@ -102,11 +119,20 @@ func runLister(mp string, in io.Reader, out io.Writer) int {
 				}
 				names = append(names, strings.TrimSuffix(name, "\x00"))
 			}
-			for _, n := range cachedPages(top, mp, dir, names) {
+			var counts []uint64
+			if terr == nil {
+				counts = cachedPages(top, mp, dir, names)
+			} else {
+				counts = make([]uint64, len(names))
+			}
+			for _, n := range counts {
 				fmt.Fprintf(w, "%d\x00", n)
 			}
 		default:
 			return 1
+		}
+		if terr == nil {
+			unix.Close(top)
 		}
 		if w.Flush() != nil {
 			return 1
@@ -115,10 +141,13 @@ func runLister(mp string, in io.Reader, out io.Writer) int {
 }
 
 // listIn writes the answer to a listing of dir, beneath the mount point
-// mp (open on top).
-func listIn(w *bufio.Writer, top int, mp, dir string) {
+// mp (open on top, unless terr says why not).
+func listIn(w *bufio.Writer, top int, terr error, mp, dir string) {
 	var ents []os.DirEntry
-	fd, err := inMount(top, mp, dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, err := -1, terr
+	if err == nil {
+		fd, err = inMount(top, mp, dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	}
 	if err == nil {
 		f := os.NewFile(uintptr(fd), dir)
 		ents, err = f.ReadDir(-1)
@@ -181,8 +210,12 @@ type lister struct {
 // startLister starts a lister child. Call it from a thread locked for the
 // child's life: the child is killed when that thread ends.
 func startLister(mp string) (*lister, error) {
+	dev, err := mountDev(mp)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command("/proc/self/exe")
-	cmd.Env = []string{listerEnv + "=" + mp}
+	cmd.Env = []string{listerEnv + "=" + mp, listerDevEnv + "=" + dev}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
 	if err != nil {

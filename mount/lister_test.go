@@ -2,12 +2,15 @@ package mount
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestListerFollowsNoLink is the attacker's swap, made to have happened:
@@ -29,29 +32,9 @@ func TestListerFollowsNoLink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	go func() { runLister(top, inR, outW); outW.Close() }()
-	defer inW.Close()
-	out := bufio.NewReader(outR)
-	if _, err := out.ReadString('\n'); err != nil { // the thread id
-		t.Fatal(err)
-	}
-	ask := func(req string, answers int) []string {
-		t.Helper()
-		if _, err := io.WriteString(inW, req); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for len(got) < answers || answers < 0 && (len(got) == 0 || got[len(got)-1] != "z") {
-			rec, err := out.ReadString(0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, strings.TrimSuffix(rec, "\x00"))
-		}
-		return got
-	}
+	var st unix.Stat_t
+	must(t, unix.Stat(top, &st))
+	ask := listerOf(t, top, fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)))
 	if got := ask("l"+filepath.Join(top, "a")+"\x00", -1); len(got) != 2 || got[0][0] != 'e' {
 		t.Errorf("a listing through a link: %q, want an error", got)
 	}
@@ -66,5 +49,43 @@ func TestListerFollowsNoLink(t *testing.T) {
 	}
 	if got := ask("l"+filepath.Join(top, "real")+"\x00", -1); len(got) != 3 || !slices.Contains(got, "ff") || !slices.Contains(got, "flink") {
 		t.Errorf("the listing of a directory of the mount: %q", got)
+	}
+	// The mount point is not the mount any more (a directory above it
+	// moved, another put in its place): nothing is listed or counted.
+	ask = listerOf(t, top, "0:0")
+	if got := ask("l"+filepath.Join(top, "real")+"\x00", -1); len(got) != 2 || got[0][0] != 'e' {
+		t.Errorf("a listing when the mount point is not the mount: %q, want an error", got)
+	}
+	if got := ask("c"+filepath.Join(top, "real")+"\x00f\x00\x00", 1); got[0] != "0" {
+		t.Errorf("pages counted when the mount point is not the mount: %s, want 0", got[0])
+	}
+}
+
+// listerOf runs a lister of the mount point top, of device dev, and returns
+// a function that sends it a request and reads answers records (-1:
+// through the listing's end).
+func listerOf(t *testing.T, top, dev string) func(req string, answers int) []string {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() { runLister(top, dev, inR, outW); outW.Close() }()
+	t.Cleanup(func() { inW.Close() })
+	out := bufio.NewReader(outR)
+	if _, err := out.ReadString('\n'); err != nil { // the thread id
+		t.Fatal(err)
+	}
+	return func(req string, answers int) []string {
+		t.Helper()
+		if _, err := io.WriteString(inW, req); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for len(got) < answers || answers < 0 && (len(got) == 0 || got[len(got)-1] != "z") {
+			rec, err := out.ReadString(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, strings.TrimSuffix(rec, "\x00"))
+		}
+		return got
 	}
 }

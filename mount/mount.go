@@ -239,19 +239,22 @@ func (s *Server) Guard() *roots.Guard { return s.v.guard.Load() }
 
 // Dev returns the mount's device number ("major:minor") from mountinfo,
 // without touching the mount itself.
-func (s *Server) Dev() (string, error) {
+func (s *Server) Dev() (string, error) { return mountDev(s.mp) }
+
+// mountDev is the device of the FUSE mount at mp, from mountinfo.
+func mountDev(mp string) (string, error) {
 	ents, err := mountinfo.Read(0)
 	if err != nil {
 		return "", err
 	}
 	dev := ""
 	for _, e := range ents {
-		if e.MountPoint == s.mp && strings.HasPrefix(e.FSType, "fuse") {
+		if e.MountPoint == mp && strings.HasPrefix(e.FSType, "fuse") {
 			dev = e.Dev
 		}
 	}
 	if dev == "" {
-		return "", fmt.Errorf("%s is not in mountinfo", s.mp)
+		return "", fmt.Errorf("%s is not in mountinfo", mp)
 	}
 	return dev, nil
 }
