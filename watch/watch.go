@@ -31,9 +31,10 @@ const (
 	// Lost: the kernel dropped events; anything may have changed.
 	Lost
 	// Moved: the entry was renamed from FromDir/FromName, as the kernel
-	// said (fanotify's FAN_RENAME names both; inotify's two halves share
-	// a cookie). It comes besides the Removed and the Added of the two
-	// names, never instead of them: a consumer that ignores it misses
+	// said (fanotify's FAN_RENAME names both; the inotify watch pairs a
+	// rename's halves for its own watches but reports no Moved, see
+	// inotify.convert). It comes besides the Removed and the Added of the
+	// two names, never instead of them: a consumer that ignores it misses
 	// nothing but the pairing. A rename into the roots from outside, or
 	// out of them, is no Moved: one of its places is not watched.
 	Moved
