@@ -26,7 +26,6 @@ import (
 // which the kernel kills when the walk's thread goes (Pdeathsig); a child
 // caught in such a request is freed when the daemon's end of the
 // connection closes.
-
 //
 // The child is root, and the paths it is given are the daemon's names of
 // directories the kernel holds; the backing tree may have made any of
@@ -170,9 +169,9 @@ func listIn(w *bufio.Writer, top int, terr error, mp, dir string) {
 }
 
 // cachedPages counts, for each name in dir (a directory of the mount at
-// mp, open on top),
-// the pages of it the kernel's page cache holds (cachestat, Linux 6.5: it
-// reads nothing and faults nothing in); 0 for one it cannot open or count.
+// mp, open on top), the pages of it the kernel's page cache holds
+// (cachestat, Linux 6.5: it reads nothing and faults nothing in); 0 for
+// one it cannot open or count.
 // In kernel open mode an open asks the daemon nothing, so this costs the
 // daemon no request but the LOOKUP of a name the kernel has let go.
 func cachedPages(top int, mp, dir string, names []string) []uint64 {
