@@ -48,9 +48,8 @@ type inotify struct {
 // their paths below it (under): nothing made at its old path in between
 // can be mistaken for them.
 type moveFrom struct {
-	dir, name string
-	under     map[int32]string
-	held      []rawEvent
+	under map[int32]string
+	held  []rawEvent
 }
 
 // rawEvent is one inotify record.
@@ -283,7 +282,7 @@ func (w *inotify) convert(out []Event, ev rawEvent) []Event {
 	out = appendOps(out, uint64(ev.mask), dir, ev.name)
 	switch {
 	case ev.mask&unix.IN_MOVED_FROM != 0:
-		f := &moveFrom{dir: dir, name: ev.name, under: map[int32]string{}}
+		f := &moveFrom{under: map[int32]string{}}
 		if isDir {
 			w.beneath(p, func(q string, wd int32) {
 				f.under[wd] = q[len(p):]
@@ -311,7 +310,6 @@ func (w *inotify) convert(out []Event, ev rawEvent) []Event {
 		w.forget(p) // an empty directory it replaced
 		for wd, q := range f.under {
 			w.dirs[wd], w.wds[p+q] = p+q, wd // q is "" or begins with '/'
-
 			delete(w.moving, wd)
 		}
 		for _, h := range f.held {
