@@ -66,7 +66,7 @@ func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) boo
 	if g.Denied(root, rel) {
 		return e, nil, deniedErr(display)
 	}
-	if want != nil && root.nodev.Load() {
+	if want != nil {
 		if f, ok := g.openListed(root, rel, shown, &e, want); ok {
 			return e, f, nil
 		}
@@ -103,13 +103,13 @@ func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) boo
 	return e, nil, err
 }
 
-// openListed is entry's way for a listed regular file on a nodev root
-// (see openNodev). A file whose verdict turns out to be known (want says
-// no) has then been opened and closed unread, where the O_PATH way did not
-// open it: what other watchers of the backing tree see is an open for
-// reading, as of any reader (the watch's own marks take no opens). ok is
-// false when this way does not answer: entry's usual way then decides,
-// and reports, as if this had not been tried.
+// openListed is entry's way for a listed regular file that can be opened
+// at once (see openNodev). A file whose verdict turns out to be known
+// (want says no) has then been opened and closed unread, where the O_PATH
+// way did not open it: what other watchers of the backing tree see is an
+// open for reading, as of any reader (the watch's own marks take no
+// opens). ok is false when this way does not answer: entry's usual way
+// then decides, and reports, as if this had not been tried.
 func (g *Guard) openListed(root *Root, rel, shown string, e *Entry, want func(*unix.Stat_t) bool) (*File, bool) {
 	fd, ok := g.openNodev(root, rel, unix.O_NOFOLLOW, &e.Stat)
 	if !ok {
@@ -123,26 +123,32 @@ func (g *Guard) openListed(root *Root, rel, shown string, e *Entry, want func(*u
 	return root.opened(fd, rel, shown, &e.Stat), true
 }
 
-// openNodev opens rel beneath root, whose mount has nodev, for reading at
-// once, instead of resolving it with O_PATH, fstat'ing that and reopening
-// it through /proc/self/fd: a cold listing decides every file it shows,
-// and those two calls were a sixth of the daemon's CPU in a first grep -r
-// over 20,000 files (on this VM: 1.97 s against 1.65 s, and 1.50 s against
-// 1.35 s of wall time, medians of 15 interleaved runs). O_PATH is there so
-// that a device or a FIFO is never opened; here a device cannot be (the
-// kernel refuses any device open on a nodev mount, before its driver sees
-// it; RESOLVE_NO_XDEV keeps the open on the root's mount), and O_NONBLOCK
-// keeps a FIFO from blocking (it is opened and closed at once). It returns
-// the descriptor and its stat (into st) only for a regular file reached
-// without a symbolic link; otherwise ok is false, nothing is left open,
-// and the caller's O_PATH way decides and reports as before. flags adds
-// O_NOFOLLOW for a caller that must not follow a final link.
+// openNodev opens rel beneath root for reading at once, where no device
+// can be opened: the root's own mount when it has nodev, else the root's
+// view (view.go). That is instead of resolving it with O_PATH, fstat'ing
+// that and reopening it through /proc/self/fd: a cold listing decides
+// every file it shows, and those two calls were a sixth of the daemon's
+// CPU in a first grep -r over 20,000 files (on this VM: 1.97 s against
+// 1.65 s, and 1.50 s against 1.35 s of wall time, medians of 15
+// interleaved runs). O_PATH is there so that a device or a FIFO is never
+// opened; here a device cannot be (the kernel refuses any device open on a
+// nodev mount, before its driver sees it; RESOLVE_NO_XDEV keeps the open
+// on the one mount), and O_NONBLOCK keeps a FIFO from blocking (it is
+// opened and closed at once). It returns the descriptor and its stat
+// (into st) only for a regular file reached without a symbolic link;
+// otherwise ok is false, nothing is left open, and the caller's O_PATH way
+// decides and reports as before. flags adds O_NOFOLLOW for a caller that
+// must not follow a final link.
 func (g *Guard) openNodev(root *Root, rel string, flags uint64, st *unix.Stat_t) (fd int, ok bool) {
-	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|flags)
+	on := root.oneOpen(rel)
+	if on == nil {
+		return -1, false
+	}
+	fd, _, err := g.openOn(root, on, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|flags, false)
 	if err != nil {
 		return -1, false
 	}
-	if viaLink || unix.Fstat(fd, st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if unix.Fstat(fd, st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
 		return -1, false
 	}

@@ -68,8 +68,14 @@ func (g *Guard) Do(fn func() error) error {
 
 // open resolves rel beneath root with the guard's access.
 func (g *Guard) open(root *Root, rel string, flags uint64) (fd int, viaLink bool, err error) {
+	return g.openOn(root, &root.rfd, rel, flags, true)
+}
+
+// openOn is open beneath on, the root's descriptor or its view (see
+// Root.openOn for links).
+func (g *Guard) openOn(root *Root, on *rootFD, rel string, flags uint64, links bool) (fd int, viaLink bool, err error) {
 	derr := g.Do(func() error {
-		fd, viaLink, err = root.open(rel, flags)
+		fd, viaLink, err = root.openOn(on, rel, flags, links)
 		return nil
 	})
 	if derr != nil {
@@ -93,20 +99,22 @@ type Root struct {
 	// (see noteMount). Then no device can be opened through it, so a
 	// listed file is opened at once, not first with O_PATH (see entry).
 	nodev atomic.Bool
+	// view, when not nil, is the root's private nodev view (view.go),
+	// through which a file is opened at once on a mount without nodev;
+	// beneath caches the mount points beneath the root it must not show.
+	view    *rootFD
+	beneath atomic.Pointer[beneath]
 }
 
 // noteMount records whether the mount of fd, a directory beneath the
 // root reached without crossing a mount point, has nodev. Each listing
-// asks again, so a remount that drops nodev ends one-open admissions at
-// the next listing.
+// asks again, so after a remount that drops nodev the next listing's
+// files are opened through the root's view instead (or with O_PATH first
+// where it has none).
 func (r *Root) noteMount(fd int) {
 	var sfs unix.Statfs_t
 	r.nodev.Store(!r.crossMounts && unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_NODEV != 0)
 }
-
-// NoDev reports whether the root's mount had nodev at its last listing:
-// a listed file is then admitted with one open (see entry).
-func (r *Root) NoDev() bool { return r.nodev.Load() }
 
 // CrossMounts reports whether resolution beneath the root enters mount
 // points below it.
@@ -129,6 +137,11 @@ func New(p *policy.Policy) (*Guard, error) {
 		}
 		r := &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, crossMounts: pr.CrossMounts, rfd: rootFD{fd: fd}}
 		r.noteMount(fd)
+		if !r.crossMounts {
+			if vfd, err := openView(fd); err == nil {
+				r.view = &rootFD{fd: vfd}
+			}
+		}
 		g.roots = append(g.roots, r)
 	}
 	return g, nil
@@ -139,6 +152,9 @@ func New(p *policy.Policy) (*Guard, error) {
 func (g *Guard) Close() error {
 	for _, r := range g.roots {
 		r.rfd.close()
+		if r.view != nil {
+			r.view.close()
+		}
 	}
 	return nil
 }
@@ -303,34 +319,39 @@ func (g *Guard) Open(name, cwd string) (*File, error) {
 	return g.OpenIn(root, rel, display)
 }
 
-// open resolves rel beneath the root. It first forbids symlinks
-// altogether: in the common case (no link on the path) the real path is
-// then known without asking the kernel for it.
-func (r *Root) open(rel string, flags uint64) (fd int, viaLink bool, err error) {
-	dirfd, err := r.rfd.hold()
+// openOn resolves rel beneath on, the root's descriptor or its view. It
+// first forbids symlinks altogether: in the common case (no link on the
+// path) the real path is then known without asking the kernel for it.
+// With links, a path that meets a symbolic link is resolved again
+// following it, within the root, and viaLink says so; without, it fails
+// with ELOOP.
+func (r *Root) openOn(on *rootFD, rel string, flags uint64, links bool) (fd int, viaLink bool, err error) {
+	dirfd, err := on.hold()
 	if err != nil {
 		return -1, false, err
 	}
-	defer r.rfd.drop()
+	defer on.drop()
 	var xdev uint64 = unix.RESOLVE_NO_XDEV
 	if r.crossMounts {
 		xdev = 0
 	}
 	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | xdev}
-	for {
-		fd, err = unix.Openat2(dirfd, rel, &how)
-		if err != unix.EINTR && err != unix.EAGAIN {
-			break
-		}
-	}
-	if err != unix.ELOOP {
+	fd, err = openat2(dirfd, rel, &how)
+	if err != unix.ELOOP || !links {
 		return fd, false, err
 	}
 	how.Resolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | xdev
+	fd, err = openat2(dirfd, rel, &how)
+	return fd, true, err
+}
+
+// openat2 retries a resolution the kernel asks to have retried (EAGAIN:
+// a rename elsewhere raced it; EINTR).
+func openat2(dirfd int, rel string, how *unix.OpenHow) (fd int, err error) {
 	for {
-		fd, err = unix.Openat2(dirfd, rel, &how)
+		fd, err = unix.Openat2(dirfd, rel, how)
 		if err != unix.EINTR && err != unix.EAGAIN {
-			return fd, true, err
+			return fd, err
 		}
 	}
 }
@@ -375,11 +396,9 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 	if g.Denied(root, rel) {
 		return nil, deniedErr(display)
 	}
-	if root.nodev.Load() {
-		var st unix.Stat_t
-		if fd, ok := g.openNodev(root, rel, 0, &st); ok {
-			return root.opened(fd, rel, display, &st), nil
-		}
+	var st unix.Stat_t
+	if fd, ok := g.openNodev(root, rel, 0, &st); ok {
+		return root.opened(fd, rel, display, &st), nil
 	}
 	// O_PATH first: opening a FIFO or a device for reading can block or have
 	// side effects; an O_PATH descriptor can be fstat'ed and does neither.
@@ -396,7 +415,6 @@ func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error)
 			return nil, err
 		}
 	}
-	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
 		return nil, ioErr(display, err)
 	}

@@ -16,9 +16,49 @@ import (
 // (see openListed).
 func nodevDir(t *testing.T) string { return tmpfsDir(t, unix.MS_NODEV) }
 
-// devDir is nodevDir without nodev: a root there resolves each listed file
-// with O_PATH first, wherever the test's temporary directory is.
+// devDir is nodevDir without nodev, wherever the test's temporary
+// directory is: a root there opens each file through its view, or
+// resolves it with O_PATH first when it has none.
 func devDir(t *testing.T) string { return tmpfsDir(t, 0) }
+
+// ways are the three ways a file beneath a root is opened: with O_PATH
+// first (no view, no nodev), at once through the root's nodev view (a
+// mount without nodev), at once on a nodev mount. Each gives a directory
+// and the guard to make over a root beneath it; the guard checks that its
+// way is the one taken.
+var ways = []struct {
+	name  string
+	dir   func(*testing.T) string
+	guard func(*testing.T, string) *Guard
+}{
+	{"opath", devDir, guardWithoutView},
+	{"view", devDir, guardWithView},
+	{"nodev", nodevDir, guardFor},
+}
+
+// guardWithoutView is guardFor with the roots' views dropped: files are
+// resolved with O_PATH first, as where no view can be made.
+func guardWithoutView(t *testing.T, root string) *Guard {
+	g := guardFor(t, root)
+	for _, r := range g.roots {
+		if r.view != nil {
+			r.view.close()
+			r.view = nil
+		}
+	}
+	return g
+}
+
+// guardWithView is guardFor, failing unless each root has its view.
+func guardWithView(t *testing.T, root string) *Guard {
+	g := guardFor(t, root)
+	for _, r := range g.roots {
+		if r.view == nil {
+			t.Fatalf("root %s has no view", r.Path)
+		}
+	}
+	return g
+}
 
 func tmpfsDir(t *testing.T, flags uintptr) string {
 	t.Helper()
@@ -37,22 +77,18 @@ func tmpfsDir(t *testing.T, flags uintptr) string {
 // listing saw a regular file, and by its admission the name is a device
 // or a FIFO; or a caller names one. A device is never opened (an open can
 // act: a tape rewinds, a watchdog arms; the daemon is root), a FIFO never
-// blocks, and neither is shown or read — on a nodev root, where a file is
-// opened at once, and on any other, where it is first resolved with
-// O_PATH.
+// blocks, and neither is shown or read — each way a file is opened
+// (ways): at once on a nodev root, at once through the view of any other,
+// and resolved with O_PATH first where there is no view.
 func TestListedSpecialFilesNeverOpened(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mknod of a device needs root")
 	}
-	for _, tc := range []struct {
-		name  string
-		dir   func(*testing.T) string
-		nodev bool
-	}{{"nodev", nodevDir, true}, {"dev", devDir, false}} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
-			root := tc.dir(t)
+			root := w.dir(t)
 			dev, fifo := filepath.Join(root, "dev.txt"), filepath.Join(root, "fifo.txt")
 			// The null device: opening it does nothing, and the open is
 			// seen (IN_OPEN), which an O_PATH resolution is not.
@@ -73,13 +109,13 @@ func TestListedSpecialFilesNeverOpened(t *testing.T) {
 			if _, err := unix.InotifyAddWatch(in, dev, unix.IN_OPEN); err != nil {
 				t.Fatal(err)
 			}
-			g := guardFor(t, root)
+			g := w.guard(t, root)
 			r := g.Roots()[0]
 			if _, err := g.List(r, "."); err != nil {
 				t.Fatal(err)
 			}
-			if r.nodev.Load() != tc.nodev {
-				t.Fatalf("the root's nodev is %v, its mount's %v", r.nodev.Load(), tc.nodev)
+			if nodev := w.name == "nodev"; r.nodev.Load() != nodev {
+				t.Fatalf("the root's nodev is %v, its mount's %v", r.nodev.Load(), nodev)
 			}
 			want := func(*unix.Stat_t) bool { return true }
 			// A listing's admission, and an open by name (a READ through

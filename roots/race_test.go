@@ -24,21 +24,21 @@ func TestComponentSwapRace(t *testing.T) {
 	onEachWay(t, componentSwapRace)
 }
 
-// onEachWay runs race in a directory where files are resolved with O_PATH
-// first, and on a nodev root, where they are opened at once (openNodev):
-// each way must meet the race.
-func onEachWay(t *testing.T, race func(t *testing.T, base string)) {
-	t.Run("dev", func(t *testing.T) {
-		t.Parallel()
-		race(t, t.TempDir())
-	})
-	t.Run("nodev", func(t *testing.T) {
-		t.Parallel()
-		race(t, nodevDir(t))
-	})
+// onEachWay runs race each way a file is opened: resolved with O_PATH
+// first (a root with no view, on a mount without nodev), opened at once
+// through the root's nodev view, and opened at once on a nodev mount
+// (openNodev): each must meet the race. race makes its guard with the
+// guard it is given.
+func onEachWay(t *testing.T, race func(t *testing.T, base string, guard func(*testing.T, string) *Guard)) {
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
+			race(t, w.dir(t), w.guard)
+		})
+	}
 }
 
-func componentSwapRace(t *testing.T, base string) {
+func componentSwapRace(t *testing.T, base string, guardFor func(*testing.T, string) *Guard) {
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
 	for _, d := range []string{filepath.Join(root, "flip"), outside} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -107,7 +107,7 @@ func TestEntryFileSwapRace(t *testing.T) {
 	onEachWay(t, entryFileSwapRace)
 }
 
-func entryFileSwapRace(t *testing.T, base string) {
+func entryFileSwapRace(t *testing.T, base string, guardFor func(*testing.T, string) *Guard) {
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
 	// Two races that cannot meet: a directory on the path flips in one
 	// place, the final name in another (a rename through a flipping

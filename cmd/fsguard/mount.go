@@ -75,8 +75,8 @@ flags:
 	fmt.Fprintf(stdout, "%s\n", ready)
 	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
 	for _, r := range srv.Guard().Roots() {
-		if !r.NoDev() && !r.CrossMounts() {
-			log.Info("root not on a nodev mount: each file a cold listing shows costs two more system calls (README: \"Roots on a nodev mount\")", "root", r.Path)
+		if !r.OneOpen() && !r.CrossMounts() {
+			log.Info("root neither on a nodev mount nor given a nodev view: each file a cold listing shows costs two more system calls (README: \"One open per file\")", "root", r.Path)
 		}
 	}
 	if err := sdNotify(fmt.Sprintf("READY=1\nMAINPID=%d\nSTATUS=serving %s", os.Getpid(), srv.MountPoint())); err != nil {
