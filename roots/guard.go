@@ -346,14 +346,18 @@ func (r *Root) openOn(on *rootFD, rel string, flags uint64, links bool) (fd int,
 }
 
 // openat2 retries a resolution the kernel asks to have retried (EAGAIN:
-// a rename elsewhere raced it; EINTR).
+// a rename elsewhere raced it; EINTR) a bounded number of times. EAGAIN is
+// also the answer to an O_NONBLOCK open while a lease on the file is being
+// broken, for up to lease-break-time (45 s): a file whose owner holds a
+// write lease must be refused, not spun on.
 func openat2(dirfd int, rel string, how *unix.OpenHow) (fd int, err error) {
-	for {
+	for range 16 {
 		fd, err = unix.Openat2(dirfd, rel, how)
 		if err != unix.EINTR && err != unix.EAGAIN {
 			return fd, err
 		}
 	}
+	return -1, err
 }
 
 // landed is the one check after a resolution crossed a symbolic link: where

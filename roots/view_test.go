@@ -78,3 +78,52 @@ func TestViewShowsNothingAMountHides(t *testing.T) {
 	}
 	f.Close()
 }
+
+// TestLeasedFileNotSpunOn: an O_NONBLOCK open of a file whose owner holds
+// a write lease fails with EAGAIN for as long as the lease is being broken
+// (lease-break-time, 45 s). The one-open ways open with O_NONBLOCK and
+// retry EAGAIN (a rename racing the resolution); an attacker's lease on
+// their own file must not make the daemon spin on it: the admission
+// answers at once, whichever way.
+func TestLeasedFileNotSpunOn(t *testing.T) {
+	t.Parallel()
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
+			root := w.dir(t)
+			p := filepath.Join(root, "leased.txt")
+			if err := os.WriteFile(p, []byte("leased\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			g := w.guard(t, root)
+			r := g.Roots()[0]
+			if _, err := g.List(r, "."); err != nil {
+				t.Fatal(err)
+			}
+			lfd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(lfd)
+			if _, err := unix.FcntlInt(uintptr(lfd), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+				t.Fatalf("take a write lease: %v", err)
+			}
+			defer unix.FcntlInt(uintptr(lfd), unix.F_SETLEASE, unix.F_UNLCK)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if _, f, _ := g.EntryFile(r, "leased.txt", "leased.txt", func(*unix.Stat_t) bool { return true }); f != nil {
+					f.Close()
+				}
+				if f, err := g.Open("leased.txt", root); err == nil {
+					f.Close()
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second): // a hang guard: the admission takes microseconds
+				t.Fatal("the admission of a leased file did not answer (spun on EAGAIN)")
+			}
+		})
+	}
+}
