@@ -201,6 +201,19 @@ func (g Glob) MatchName(segs []string, fold bool) bool {
 	return g.MatchSplit(segs)
 }
 
+// matchWhole reports whether the pattern matches segs itself, not one of
+// its ancestors (see MatchGlobsLast), folded or exactly as fold says.
+func (g Glob) matchWhole(segs []string, fold bool) bool {
+	pat := g.segs
+	if fold {
+		pat = g.folded
+	}
+	if last := pat[len(pat)-1]; last.kind != anyDepth && !last.match(segs[len(segs)-1]) {
+		return false
+	}
+	return matchSegs(pat, segs)
+}
+
 // SplitName splits a clean '/'-separated path into segments for
 // MatchName, folding each when fold is set.
 func SplitName(p string, fold bool) []string {

@@ -198,6 +198,25 @@ func MatchGlobs(globs []Glob, rel, abs string, fold bool) int {
 	return -1
 }
 
+// MatchGlobsLast is MatchGlobs for a path none of whose ancestors any of
+// globs matches (an entry of a listed directory that MatchGlobs passed): a
+// glob matches a path when it matches the path or an ancestor, so only the
+// whole path is left to try, and most rules are rejected by their last
+// segment alone. relSegs and absSegs are the path split as SplitName
+// splits it; absSegs is used only by absolute globs.
+func MatchGlobsLast(globs []Glob, relSegs, absSegs []string, fold bool) int {
+	for i, gl := range globs {
+		segs := relSegs
+		if gl.Absolute() {
+			segs = absSegs
+		}
+		if len(segs) > 0 && gl.matchWhole(segs, fold) {
+			return i
+		}
+	}
+	return -1
+}
+
 // Journal says where the journal lives.
 type Journal struct {
 	Path string `toml:"path"`

@@ -246,6 +246,10 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 	} else {
 		root.noteMount(fd)
 	}
+	rules, ok := g.entryRules(root, rel)
+	if !ok {
+		return nil, nil // the root itself is denied (below it, Denied refused above): so is every entry
+	}
 	var out []DirEntry
 	buf := make([]byte, 32<<10)
 	for {
@@ -269,7 +273,7 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 			if rel != "." {
 				child = rel + "/" + name
 			}
-			if g.Denied(root, child) {
+			if g.deniedIn(root, rules, name) {
 				continue
 			}
 			mode := uint32(0)

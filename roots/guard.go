@@ -38,6 +38,10 @@ type Guard struct {
 	as Access
 	// denials is shared by the guards As makes.
 	denials *denials
+	// denyPaths is the policy's [deny] paths, folded when its rules fold;
+	// absGlobs: some deny glob is absolute.
+	denyPaths []string
+	absGlobs  bool
 }
 
 // Access runs file-system work with some identity's rights (a
@@ -123,6 +127,15 @@ func (r *Root) CrossMounts() bool { return r.crossMounts }
 // New opens every root of the policy.
 func New(p *policy.Policy) (*Guard, error) {
 	g := &Guard{pol: p, denials: &denials{}}
+	for _, d := range p.Deny.Paths {
+		if p.Folds() {
+			d = "/" + strings.Join(policy.SplitName(d, true), "/")
+		}
+		g.denyPaths = append(g.denyPaths, d)
+	}
+	for _, gl := range p.Deny.Globs {
+		g.absGlobs = g.absGlobs || gl.Absolute()
+	}
 	for _, pr := range p.Roots {
 		fd, err := unix.Open(pr.Real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -184,15 +197,12 @@ func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
 		return true // a write in progress, or one a kill left behind
 	}
 	fold := g.pol.Folds()
-	if len(g.pol.Deny.Paths) > 0 {
+	if len(g.denyPaths) > 0 {
 		cmp := abs
 		if fold {
 			cmp = "/" + strings.Join(policy.SplitName(abs, true), "/")
 		}
-		for _, d := range g.pol.Deny.Paths {
-			if fold {
-				d = "/" + strings.Join(policy.SplitName(d, true), "/")
-			}
+		for _, d := range g.denyPaths {
 			if cmp == d || strings.HasPrefix(cmp, d+"/") || d == "/" {
 				return true
 			}
