@@ -13,8 +13,10 @@ package sniff
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"math/bits"
 	"unicode/utf8"
 
 	"github.com/fsguard/fsguard/charset"
@@ -118,11 +120,33 @@ func wideText(sample []byte, atEOF bool, enc charset.Encoding) Result {
 // characters other than the whitespace ones (tab, newline, carriage
 // return, form feed, vertical tab).
 func mostlyControl(b []byte) bool {
-	n := 0
-	for _, c := range b {
-		n += int(control[c]) // a table: this loop runs over every byte a listing reads
+	return countControl(b)*10 > len(b)*3
+}
+
+// countControl counts b's bytes that control marks. It runs over every
+// byte a listing reads, so it counts eight at a time: each byte's high bit
+// is set where it is a control character (below 0x09, 0x0e to 0x1f, or
+// 0x7f), exactly, with no carry from one byte into the next.
+func countControl(b []byte) int {
+	n, i := 0, 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		ws := below(w, 0x0e) &^ below(w, 0x09) // tab, newline, vertical tab, form feed, return
+		n += bits.OnesCount64(below(w, 0x20)&^ws | below(w^0x7f*ones, 1))
 	}
-	return n*10 > len(b)*3
+	for _, c := range b[i:] {
+		n += int(control[c])
+	}
+	return n
+}
+
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// below sets the high bit of each byte of w that is below c (1 <= c <=
+// 0x80) and clears every other bit: the low seven bits plus 0x80-c carry
+// into the high bit exactly when they are at least c, and never beyond it.
+func below(w uint64, c uint64) uint64 {
+	return ^((w&^highs + (0x80-c)*ones) | w) & highs
 }
 
 // control is 1 for the bytes mostlyControl counts.

@@ -1,6 +1,8 @@
 package sniff
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -56,5 +58,44 @@ func TestControlCharactersAreBinary(t *testing.T) {
 	}
 	if c := Classify([]byte("\x1b[31merror\x1b[0m: disk full\nok\n"), true); c.Class != Text {
 		t.Errorf("a coloured log line: %s", c.Class)
+	}
+}
+
+// TestCountControl: the word-at-a-time count is the byte-at-a-time one,
+// for every byte value at every position of a word, beside any other,
+// and on random text and binary of every length up to a few words.
+func TestCountControl(t *testing.T) {
+	t.Parallel()
+	slow := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			n += int(control[c])
+		}
+		return n
+	}
+	for c := range 256 {
+		for pos := range 16 {
+			for _, fill := range []byte{'a', 0x80, 0xff, ' ', '\n', 0x1f} {
+				b := bytes.Repeat([]byte{fill}, 16)
+				b[pos] = byte(c)
+				if got, want := countControl(b), slow(b); got != want {
+					t.Fatalf("byte %#x at %d among %#x: counted %d, want %d", c, pos, fill, got, want)
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 20000 {
+		b := make([]byte, rng.IntN(40))
+		for j := range b {
+			if i%2 == 0 {
+				b[j] = byte(rng.IntN(256))
+			} else {
+				b[j] = "ab \n\t\x00\x1b\x7f\x80\xc3\xa9"[rng.IntN(11)]
+			}
+		}
+		if got, want := countControl(b), slow(b); got != want {
+			t.Fatalf("%q: counted %d, want %d", b, got, want)
+		}
 	}
 }
