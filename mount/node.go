@@ -197,22 +197,41 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	return in, errno
 }
 
-// seen is a file's stat as a listing's admission took it, under guard g.
+// seen is a file's stat as a listing's admission took it, under guard g,
+// in the directory at rel beneath r (shown, in messages) that the listing
+// resolved.
 type seen struct {
-	g  *roots.Guard
-	st *unix.Stat_t
+	g          *roots.Guard
+	st         *unix.Stat_t
+	r          *roots.Root
+	rel, shown string
 }
 
 // lookup is Lookup, also returning the entry's own stat. listed (nil:
-// none) is the name's stat from the listing being answered: used under the same
-// guard instead of resolving the name again.
+// none) is the name's stat from the listing being answered: used under
+// the same guard instead of resolving the name again, as is the
+// directory's path the listing resolved (a READDIRPLUS looks up each of
+// its names, and walking the directory's names up to the root for each
+// was a fortieth of a first grep -r's daemon time).
 func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, listed *seen) (*fs.Inode, *unix.Stat_t, syscall.Errno) {
 	defer n.v.timed("lookup", time.Now())
 	n.v.saw(ctx)
 	changes := n.v.changes.Load()
-	g, r, rel, shown, errno := n.resolve()
-	if errno != 0 {
-		return nil, nil, errno
+	var g *roots.Guard
+	var r *roots.Root
+	var rel, shown string
+	if listed != nil {
+		if g, _ = n.v.root(n.root); g != listed.g {
+			listed = nil
+		}
+	}
+	if listed != nil {
+		r, rel, shown = listed.r, listed.rel, listed.shown
+	} else {
+		var errno syscall.Errno
+		if g, r, rel, shown, errno = n.resolve(); errno != 0 {
+			return nil, nil, errno
+		}
 	}
 	rel, shown = child(rel, shown, name)
 	if n.v.hidesMountPoint(r, rel) {
@@ -220,7 +239,7 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	}
 	var e roots.Entry
 	var err error
-	if listed != nil && listed.g == g {
+	if listed != nil {
 		e.Stat = *listed.st // the guard's Entry of this name, a moment ago
 		err = n.v.admit.Visible(g, r, rel, shown, &e.Stat)
 	} else {
@@ -435,7 +454,7 @@ func (l *listing) load() syscall.Errno {
 		list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
-	l.g = g
+	l.g, l.r, l.rel, l.shown = g, r, rel, shown
 	var dirs []aheadDir
 	for _, e := range list {
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
@@ -738,6 +757,10 @@ type listing struct {
 	// (see Lookup).
 	seen map[string]*unix.Stat_t
 	g    *roots.Guard
+	// r, rel and shown are the directory's place as the listing resolved
+	// it, for those lookups too.
+	r          *roots.Root
+	rel, shown string
 	// kept holds, by name, the content of small files the listing
 	// admitted from one whole read, for the pushes after READDIRPLUS;
 	// keptBytes is its size (bounded by maxKeptPerListing).
@@ -841,7 +864,7 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	// a watch nothing would catch one either.
 	var s *seen
 	if st, ok := l.seen[name]; ok && l.n.v.watched() && ctx == l.loadReq {
-		s = &seen{l.g, st}
+		s = &seen{l.g, st, l.r, l.rel, l.shown}
 	}
 	in, st, errno := l.n.lookup(ctx, name, out, s)
 	if errno == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
