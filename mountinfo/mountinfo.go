@@ -1,7 +1,8 @@
 // Package mountinfo reads /proc/<pid>/mountinfo: which file system is
 // mounted where, in a process's own mount namespace. One parser serves the
 // caller's view of the mount, the mount's own device and stale-mount
-// checks, and the watch's choice of mechanism.
+// checks, the watch's choice of mechanism, and the mount points a root's
+// view must not show (roots).
 package mountinfo
 
 import (
