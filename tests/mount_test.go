@@ -514,3 +514,46 @@ func abortConnection(t *testing.T, mp string) {
 		}
 	}
 }
+
+// TestMountedOverIsNeverServed: what a mount beneath a root covers (a
+// directory under a tmpfs, a file under a bind of another) is never
+// served, through the mount or by fsguard read, though the daemon opens
+// files through a clone of the root's mount that does not hold those
+// mounts (roots' view): it shows what they cover.
+func TestMountedOverIsNeverServed(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	f := newFixture(t)
+	writeFile(t, filepath.Join(f.root, "covered", "hidden.txt"), canary+"\n", 0o644)
+	writeFile(t, filepath.Join(f.root, "file-covered.txt"), canary+"\n", 0o644)
+	writeFile(t, filepath.Join(f.root, "cover.txt"), "the cover\n", 0o644)
+	for _, m := range []struct{ src, dst, fstype string }{
+		{"tmpfs", filepath.Join(f.root, "covered"), "tmpfs"},
+		{filepath.Join(f.root, "cover.txt"), filepath.Join(f.root, "file-covered.txt"), ""},
+	} {
+		flags := uintptr(0)
+		if m.fstype == "" {
+			flags = unix.MS_BIND
+		}
+		if err := unix.Mount(m.src, m.dst, m.fstype, flags, ""); err != nil {
+			t.Fatalf("mount %s on %s: %v", m.src, m.dst, err)
+		}
+		t.Cleanup(func() { unix.Unmount(m.dst, unix.MNT_DETACH) })
+	}
+	startMount(t, f.mp, "--policy", f.policy)
+	j := filepath.Join(f.base, "cli.db")
+	for _, name := range []string{"covered/hidden.txt", "file-covered.txt"} {
+		if b, err := os.ReadFile(filepath.Join(f.mp, name)); strings.Contains(string(b), canary) {
+			t.Errorf("the mount served %s: %q (%v)", name, b, err)
+		}
+		out, _, _ := fsguard(t, f.root, j, "", "read", name, "--policy", f.policy)
+		if strings.Contains(out, canary) {
+			t.Errorf("fsguard read %s: %q", name, out)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(f.mp, "README.md")); err != nil || !strings.Contains(string(b), "hello") {
+		t.Errorf("README.md beside the mounts: %q, %v", b, err)
+	}
+}
