@@ -273,7 +273,7 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 			if rel != "." {
 				child = rel + "/" + name
 			}
-			if g.deniedIn(root, rules, name) {
+			if g.deniedIn(root, rules, name, child) {
 				continue
 			}
 			mode := uint32(0)
