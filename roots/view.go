@@ -13,16 +13,16 @@ import (
 // A root's view is a private clone of the root's mount, detached (no path
 // names it, no other process can reach it) and made nodev and nosuid,
 // through which a listed file, or a file named by a caller, is opened for
-// reading at once (see openNodev): the kernel refuses any
-// device open on it before a driver sees it, so the O_PATH resolution and
-// the reopen through /proc/self/fd that keep a root daemon from opening a
-// device swapped in after a listing are not needed. On a mount that has
-// nodev already the root's own descriptor serves; the view gives every
-// other root the same one open. It is not made read-only: a write's
-// check that the caller could open the file for writing reopens the very
-// descriptor it read (session's writable), which a read-only view would
-// refuse whatever the tree allows; nothing is opened through the view
-// but for reading.
+// reading at once (see openNodev): the kernel refuses any device open on
+// it before a driver sees it, so the O_PATH resolution and the reopen
+// through /proc/self/fd that keep a root daemon from opening a device
+// swapped in after a listing are not needed. On a mount that has nodev
+// already the root's own descriptor serves; the view gives every other
+// root the same one open. It is not made read-only: a write's check that
+// the caller could open the file for writing reopens the very descriptor
+// it read (session's writable), which a read-only view would refuse
+// whatever the tree allows; nothing is opened through the view but for
+// reading.
 //
 // The clone holds only the root's own mount, not those mounted beneath
 // it: those it would pin (an unmounted file system kept alive, its
