@@ -946,13 +946,14 @@ func (l *listing) giveBack() {
 // after the pages were reclaimed mostly reads next; parked, they would
 // wait for its first READ in the directory and then race its next ones.
 // An agent's first listing's are parked until it reads a file in the
-// directory (see parked).
+// directory (see parked), but for most while it reads what it lists (see
+// parked.atOnce).
 func (l *listing) handOver() {
 	if len(l.pending) == 0 {
 		return
 	}
 	p := &l.n.v.prefetch
-	if !l.first() {
+	if !l.first() || p.parked.atOnce() {
 		for _, j := range l.pending {
 			p.offerKept(j)
 		}
