@@ -166,10 +166,15 @@ func (w *inotify) beneath(dir string, fn func(p string, wd int32)) {
 // forget drops the watches on dir and below it.
 func (w *inotify) forget(dir string) {
 	w.beneath(dir, func(p string, wd int32) {
-		unix.InotifyRmWatch(int(w.f.Fd()), uint32(wd))
+		w.drop(wd)
 		delete(w.wds, p)
-		delete(w.dirs, wd)
 	})
+}
+
+// drop removes the watch wd from the kernel and from its names.
+func (w *inotify) drop(wd int32) {
+	unix.InotifyRmWatch(int(w.f.Fd()), uint32(wd))
+	delete(w.dirs, wd)
 }
 
 // rewatch names every watch afresh from a walk of the roots, after the
@@ -184,7 +189,7 @@ func (w *inotify) rewatch() {
 	}
 	for wd := range old {
 		if _, ok := w.dirs[wd]; !ok {
-			unix.InotifyRmWatch(int(w.f.Fd()), uint32(wd))
+			w.drop(wd)
 		}
 	}
 }
@@ -331,8 +336,7 @@ func (w *inotify) unpaired() {
 	for c, f := range w.from {
 		delete(w.from, c)
 		for wd := range f.under {
-			unix.InotifyRmWatch(int(w.f.Fd()), uint32(wd))
-			delete(w.dirs, wd)
+			w.drop(wd)
 			delete(w.moving, wd)
 		}
 	}
