@@ -6,6 +6,13 @@
 # in the command is the tree's place: natively the tree, then the mount.
 # Needs root and /dev/fuse.
 #
+# Each run also says where the machine's time went while the command ran
+# through the mount: the command's own CPU (its processes' user and
+# system time), the daemon's, and how idle the machine was. Their sum
+# over the cores is how fast the run could be if nothing ever waited
+# ("bound"): a run close to it is short of CPU, one far above it waits
+# on round trips.
+#
 #   scripts/bench-first.sh TREE 'COMMAND using $M' [RUNS]
 #
 # Environment: WARM=1 keeps the warm walk (default off: the command alone);
@@ -32,6 +39,22 @@ printf '[[root]]\npath = "%s"\n[mount]\nopen = "%s"\nwarm = %s\n' "$tree" "${OPE
 [ -n "${AUDIT:-}" ] && printf '[audit]\nopens = "%s"\n' "$AUDIT" >> "$work/policy.toml"
 metrics() { curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | grep '^fsguard_fuse_op_seconds_\(sum\|count\)' || true; }
 timed() { local t0 t1; t0=$(date +%s%N); M=$1 bash -c "$cmd" > /dev/null; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
+# idle: the machine's idle and iowait ticks so far, over all cores.
+idle() { awk '/^cpu / { print $5 + $6 }' /proc/stat; }
+# ms: the children's user and system time that bash's `times` printed
+# ("0m0.030s 0m0.240s" on its second line), in milliseconds.
+ms() { awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60000 + a[2] * 1000 } printf "%.0f", t }'; }
+# timedcpu is timed through the mount, with the accounting above.
+timedcpu() {
+  local t0 t1 i0 i1 c0 c1 own
+  c0=$(cpu "$daemon"); i0=$(idle); t0=$(date +%s%N)
+  own=$(M=$1 bash -c "{ $cmd
+} > /dev/null; times" | ms)
+  t1=$(date +%s%N); i1=$(idle); c1=$(cpu "$daemon")
+  local wall=$(( (t1 - t0) / 1000000 )) tick=$(( 1000 / $(getconf CLK_TCK) )) cores=$(nproc)
+  local dcpu=$(( (c1 - c0) * tick ))
+  echo "$wall ms (command cpu $own ms, daemon cpu $dcpu ms, machine idle $(( (i1 - i0) * tick * 100 / (wall * cores + 1) ))%, bound $(( (own + dcpu) / cores )) ms)"
+}
 for _ in $(seq "$runs"); do
   if [ "${WARM:-0}" = after ]; then
     bench_mount --socket "$work/ctl.sock"
@@ -42,7 +65,7 @@ for _ in $(seq "$runs"); do
     bench_mount --socket "$work/ctl.sock"
   fi
   metrics > "$work/m0"
-  t=$(timed "$work/mnt")
+  t=$(timedcpu "$work/mnt")
   metrics > "$work/m1"
   bench_stop
   umount -l "$work/mnt" 2>/dev/null || true
@@ -50,5 +73,5 @@ for _ in $(seq "$runs"); do
     /_count/ { split($1, a, "\""); c[a[2]] = $NF - ($3 == "" ? 0 : $2) }
     /_sum/   { split($1, a, "\""); s[a[2]] = $NF - ($3 == "" ? 0 : $2) }
     END { for (op in c) if (c[op] > 0) printf "%s %d (%.0f ms) ", op, c[op], s[op] * 1000 }')
-  echo "native ${native} ms   fsguard ${t} ms   ${ops}"
+  echo "native ${native} ms   fsguard ${t}   ${ops}"
 done
