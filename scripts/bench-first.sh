@@ -21,7 +21,9 @@
 # OPEN=daemon for mount.open = "daemon" (passthrough); BIN=path measures
 # another fsguard binary (an older build) instead of building this tree;
 # KEPT=1 starts each mount with the verdicts the one before saved (the
-# first run is then the priming one).
+# first run is then the priming one); FLOOR=1 mounts scripts/fusefloor
+# instead (the tree copied into memory, served with no admission and no
+# look-ahead; no request counts then), for its accounting beside fsguard's.
 #
 #   scripts/bench-first.sh /tmp/fsguard-bench/data 'dd if=$M/big.bin of=/dev/null bs=1M status=none'
 #   scripts/bench-first.sh /tmp/moby 'find $M > /dev/null' 5
@@ -32,12 +34,27 @@ cmd=${2:?usage: scripts/bench-first.sh TREE 'COMMAND using \$M' [RUNS]}
 runs=${3:-3}
 . scripts/benchlib.sh
 bench_work first
-bench_build
+server=fsguard
+if [ "${FLOOR:-0}" = 1 ]; then
+  [ "${WARM:-0}" = after ] && { echo "FLOOR=1: the floor has no warm walk to wait for" >&2; exit 2; }
+  server=floor
+  go build -o "$work/fusefloor" ./scripts/fusefloor
+  # mountfirst stands for bench_mount: the floor reads the tree before it
+  # serves, and says so on its first line.
+  mountfirst() {
+    "$work/fusefloor" "$tree" "$work/mnt" > "$work/ready" 2> "$work/log" &
+    daemon=$!
+    until grep -q Mounted "$work/ready" 2>/dev/null; do kill -0 "$daemon" || { cat "$work/log" >&2; exit 1; }; sleep 0.05; done
+  }
+else
+  bench_build
+  mountfirst() { bench_mount --socket "$work/ctl.sock"; }
+fi
 warm=false
 case "${WARM:-0}" in 1 | after) warm=true ;; esac
 printf '[[root]]\npath = "%s"\n[mount]\nopen = "%s"\nwarm = %s\n' "$tree" "${OPEN:-kernel}" "$warm" > "$work/policy.toml"
 [ -n "${AUDIT:-}" ] && printf '[audit]\nopens = "%s"\n' "$AUDIT" >> "$work/policy.toml"
-metrics() { curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | grep '^fsguard_fuse_op_seconds_\(sum\|count\)' || true; }
+metrics() { [ -S "$work/ctl.sock" ] && curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | grep '^fsguard_fuse_op_seconds_\(sum\|count\)' || true; }
 timed() { local t0 t1; t0=$(date +%s%N); M=$1 bash -c "$cmd" > /dev/null; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
 # idle: the machine's idle and iowait ticks so far, over all cores.
 idle() { awk '/^cpu / { print $5 + $6 }' /proc/stat; }
@@ -57,12 +74,12 @@ timedcpu() {
 }
 for _ in $(seq "$runs"); do
   if [ "${WARM:-0}" = after ]; then
-    bench_mount --socket "$work/ctl.sock"
+    mountfirst
     for _ in $(seq 6000); do grep -q '"msg":"warm walk done"' "$work/log" 2>/dev/null && break; sleep 0.05; done
     native=$(timed "$tree")
   else
     native=$(timed "$tree")
-    bench_mount --socket "$work/ctl.sock"
+    mountfirst
   fi
   metrics > "$work/m0"
   t=$(timedcpu "$work/mnt")
@@ -73,5 +90,5 @@ for _ in $(seq "$runs"); do
     /_count/ { split($1, a, "\""); c[a[2]] = $NF - ($3 == "" ? 0 : $2) }
     /_sum/   { split($1, a, "\""); s[a[2]] = $NF - ($3 == "" ? 0 : $2) }
     END { for (op in c) if (c[op] > 0) printf "%s %d (%.0f ms) ", op, c[op], s[op] * 1000 }')
-  echo "native ${native} ms   fsguard ${t}   ${ops}"
+  echo "native ${native} ms   ${server} ${t}   ${ops}"
 done
