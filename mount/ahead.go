@@ -253,7 +253,7 @@ func (x *aheadList) current(v *view, g *roots.Guard, r *roots.Root, dir *unix.St
 	}
 	for _, e := range x.list {
 		if e.Stat == nil {
-			continue // not a file the listing decided: looked up afresh
+			continue // not an entry the listing decided (a link): looked up afresh
 		}
 		// Compared, never trusted: a path that now leads elsewhere gives
 		// another identity, and the list is dropped.

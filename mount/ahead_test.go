@@ -21,8 +21,9 @@ import (
 // work only while it stands for the directory as it is. The attacker
 // changes a subdirectory after it was listed ahead and before the walker
 // lists it: a file rewritten in place (to other text of the same size, or
-// to a private key), a file created, removed or renamed, the directory
-// swapped for a link to one outside the root. Each must be
+// to a private key), a file created, removed or renamed, a subdirectory's
+// mode changed (the listing's stat of it answers its LOOKUP), the
+// directory swapped for a link to one outside the root. Each must be
 // caught by the list's own checks even with a watch that has not reported
 // the change yet (its count of changes is set to the view's), and the
 // walker must then see the directory as it is: no key listed or served,
@@ -45,13 +46,16 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 			}
 		})
 	}
+	// A subdirectory, whose chmod moves its own ctime and not its parent's.
+	dirmode := filepath.Join(root, "p", "dirmode")
+	quietDir(t, dirmode, func() { must(t, os.Mkdir(filepath.Join(dirmode, "s"), 0o755)) })
 	results := &aheadResults{}
 	s, mp := mountRoot(t, root, Config{ListedAhead: results.add})
 	lsBy(t, filepath.Join(mp, "p"))
 	g := s.v.guard.Load()
 	r := g.Roots()[0]
 	made := map[string]*aheadList{}
-	for _, c := range cases {
+	for _, c := range append([]string{"dirmode"}, cases...) {
 		made[c] = madeAhead(t, s, "p/"+c)
 	}
 
@@ -79,7 +83,8 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(outside, "outside.txt"), []byte("not in the root\n"), 0o644))
 	must(t, os.Rename(dir("swapped"), dir("swapped")+".old"))
 	must(t, os.Symlink(outside, dir("swapped")))
-	for _, c := range cases[1:] {
+	must(t, os.Chmod(filepath.Join(dirmode, "s"), 0o700))
+	for _, c := range append([]string{"dirmode"}, cases[1:]...) {
 		x := made[c]
 		// As if the watch had not reported the change yet; the stat as
 		// listing.load takes it.
@@ -94,6 +99,9 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	}
 	for _, c := range cases[1 : len(cases)-1] {
 		checkDir(t, mp, root, "p/"+c)
+	}
+	if fi, err := os.Lstat(filepath.Join(mp, "p", "dirmode", "s")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("p/dirmode/s, made 0700 after it was listed ahead: %v (%v)", fi.Mode(), err)
 	}
 	ents, _ := os.ReadDir(filepath.Join(mp, "p", "swapped")) // refused or empty, never the outside
 	for _, e := range ents {
