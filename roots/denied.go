@@ -119,24 +119,32 @@ func (g *Guard) entryDenied(r *entryRules, name string) bool {
 	if r.fold {
 		name = policy.Fold(name)
 	}
-	relSegs := append(r.relSegs[:len(r.relSegs):len(r.relSegs)], name)
+	// The segments are built on the stack for paths of usual depth: this
+	// runs for every name of every listing.
+	var relBuf, absBuf [24]string
+	relSegs := append(append(relBuf[:0], r.relSegs...), name)
 	for _, a := range r.abs {
 		// A deny path the directory is not under can hold the entry only
 		// by being it.
-		p := a.path + "/" + name
-		if a.path == "/" {
-			p = "/" + name
-		}
-		if slices.Contains(g.denyPaths, p) {
+		if slices.ContainsFunc(g.denyPaths, func(d string) bool { return isEntryOf(d, a.path, name) }) {
 			return true
 		}
 		var absSegs []string
 		if g.absGlobs {
-			absSegs = append(a.segs[:len(a.segs):len(a.segs)], name)
+			absSegs = append(append(absBuf[:0], a.segs...), name)
 		}
 		if policy.MatchGlobsLast(g.pol.Deny.Globs, relSegs, absSegs, r.fold) >= 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// isEntryOf reports whether p is the path dir + "/" + name ("/" + name
+// when dir is "/"), without building it.
+func isEntryOf(p, dir, name string) bool {
+	if dir == "/" {
+		dir = ""
+	}
+	return len(p) == len(dir)+1+len(name) && p[len(dir)] == '/' && strings.HasPrefix(p, dir) && strings.HasSuffix(p, name)
 }

@@ -110,3 +110,38 @@ fold = %v
 		})
 	}
 }
+
+// BenchmarkListJudged judges the names of 2,600 directories of 5 files
+// each, as their listings do (deniedIn's judgment, nothing remembered),
+// with the default deny list.
+func BenchmarkListJudged(b *testing.B) {
+	p, err := policy.Default(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := New(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	r := g.Roots()[0]
+	var dirs []*entryRules
+	for i := range 26 {
+		for j := range 100 {
+			rules, ok := g.entryRules(r, fmt.Sprintf("pkg%02d/sub%02d/internal", i, j))
+			if !ok {
+				b.Fatal("a directory denied")
+			}
+			dirs = append(dirs, rules)
+		}
+	}
+	names := []string{"file0.go", "file1_test.go", "README.md", "Makefile", "data.json"}
+	b.ResetTimer()
+	for b.Loop() {
+		for _, rules := range dirs {
+			for _, n := range names {
+				g.entryDenied(rules, n)
+			}
+		}
+	}
+}
