@@ -424,6 +424,19 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 	}
 	decide := func(i int) {
 		e := ents[i]
+		if e.Mode == unix.S_IFDIR {
+			// Resolved for its stat alone (O_PATH): shownEntry would first
+			// try to open it for reading, as a file. Anything else found
+			// there now (a race) is decided as a LOOKUP would decide it.
+			ent, err := g.Entry(r, crel(e.Name))
+			if err != nil {
+				return
+			}
+			if ent.Stat.Mode&unix.S_IFMT == unix.S_IFDIR {
+				show[i], stats[i] = true, &ent.Stat
+				return
+			}
+		}
 		ent, err := d.shownEntry(g, r, crel(e.Name), path.Join(shown, e.Name), keep)
 		if err != nil {
 			return // hidden by name, kind, content or links: absent, as a denied name is

@@ -341,3 +341,41 @@ func TestOneKeyScanPerVersionAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestShownDirectorySwappedAfterListing is the race a listing's
+// directories lose: getdents said directory, and by the time the entry is
+// decided the name holds a private key, ordinary text, a link out of the
+// root, a FIFO, or nothing. Each is decided as what it is now: the key,
+// the link and the FIFO are hidden, the text is shown with its own (a
+// regular file's) stat, the gone name is left out; a directory still
+// there is shown with its stat.
+func TestShownDirectorySwappedAfterListing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	e.write("d/key", key)
+	e.write("d/text", "ordinary text\n")
+	for _, err := range []error{
+		os.Symlink(t.TempDir(), filepath.Join(e.root, "d", "out")),
+		unix.Mkfifo(filepath.Join(e.root, "d", "fifo"), 0o644),
+		os.Mkdir(filepath.Join(e.root, "d", "dir"), 0o755),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As getdents read them a moment before: every name a directory.
+	var ents []roots.DirEntry
+	for _, n := range []string{"key", "text", "out", "fifo", "gone", "dir"} {
+		ents = append(ents, roots.DirEntry{Name: n, Mode: unix.S_IFDIR})
+	}
+	got := map[string]*unix.Stat_t{}
+	for _, ent := range admit.New(16).Shown(e.g, e.g.Roots()[0], "d", "d", ents, nil, nil) {
+		got[ent.Name] = ent.Stat
+	}
+	if len(got) != 2 || got["text"] == nil || got["dir"] == nil {
+		t.Fatalf("shown %q, want text and dir", slices.Sorted(maps.Keys(got)))
+	}
+	if got["text"].Mode&unix.S_IFMT != unix.S_IFREG || got["dir"].Mode&unix.S_IFMT != unix.S_IFDIR {
+		t.Errorf("text shown as mode %o, dir as %o", got["text"].Mode, got["dir"].Mode)
+	}
+}
