@@ -23,7 +23,11 @@
 # KEPT=1 starts each mount with the verdicts the one before saved (the
 # first run is then the priming one); FLOOR=1 mounts scripts/fusefloor
 # instead (the tree copied into memory, served with no admission and no
-# look-ahead; no request counts then), for its accounting beside fsguard's.
+# look-ahead; no request counts then), for its accounting beside fsguard's;
+# AS=UID runs the command (natively too) as that user, group the same, no
+# other groups, the mount made with --allow-other: an agent that neither is
+# root nor owns the files, whose every first look at an inode makes the
+# kernel ask the daemon for the file's ACL (GETXATTR).
 #
 #   scripts/bench-first.sh /tmp/fsguard-bench/data 'dd if=$M/big.bin of=/dev/null bs=1M status=none'
 #   scripts/bench-first.sh /tmp/moby 'find $M > /dev/null' 5
@@ -35,6 +39,15 @@ runs=${3:-3}
 . scripts/benchlib.sh
 bench_work first
 server=fsguard
+# as runs its arguments as AS, or as this user.
+as() { "$@"; }
+mountargs=()
+if [ -n "${AS:-}" ]; then
+  [ "${FLOOR:-0}" = 1 ] && { echo "AS=: the floor mounts for its own user only" >&2; exit 2; }
+  as() { setpriv --reuid="$AS" --regid="$AS" --clear-groups "$@"; }
+  mountargs=(--allow-other)
+  chmod 755 "$work" # mktemp made it 0700: the mount point is inside
+fi
 if [ "${FLOOR:-0}" = 1 ]; then
   [ "${WARM:-0}" = after ] && { echo "FLOOR=1: the floor has no warm walk to wait for" >&2; exit 2; }
   server=floor
@@ -48,14 +61,14 @@ if [ "${FLOOR:-0}" = 1 ]; then
   }
 else
   bench_build
-  mountfirst() { bench_mount --socket "$work/ctl.sock"; }
+  mountfirst() { bench_mount --socket "$work/ctl.sock" "${mountargs[@]}"; }
 fi
 warm=false
 case "${WARM:-0}" in 1 | after) warm=true ;; esac
 printf '[[root]]\npath = "%s"\n[mount]\nopen = "%s"\nwarm = %s\n' "$tree" "${OPEN:-kernel}" "$warm" > "$work/policy.toml"
 [ -n "${AUDIT:-}" ] && printf '[audit]\nopens = "%s"\n' "$AUDIT" >> "$work/policy.toml"
 metrics() { [ -S "$work/ctl.sock" ] && curl -s --unix-socket "$work/ctl.sock" http://fsguard/metrics | grep '^fsguard_fuse_op_seconds_\(sum\|count\)' || true; }
-timed() { local t0 t1; t0=$(date +%s%N); M=$1 bash -c "$cmd" > /dev/null; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
+timed() { local t0 t1; t0=$(date +%s%N); M=$1 as bash -c "$cmd" > /dev/null; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
 # idle: the machine's idle and iowait ticks so far, over all cores.
 idle() { awk '/^cpu / { print $5 + $6 }' /proc/stat; }
 # ms: the children's user and system time that bash's `times` printed
@@ -65,7 +78,7 @@ ms() { awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t 
 timedcpu() {
   local t0 t1 i0 i1 c0 c1 own
   c0=$(cpu "$daemon"); i0=$(idle); t0=$(date +%s%N)
-  own=$(M=$1 bash -c "{ $cmd
+  own=$(M=$1 as bash -c "{ $cmd
 } > /dev/null; times" | ms)
   t1=$(date +%s%N); i1=$(idle); c1=$(cpu "$daemon")
   local wall=$(( (t1 - t0) / 1000000 )) tick=$(( 1000 / $(getconf CLK_TCK) )) cores=$(nproc)
