@@ -47,6 +47,12 @@ func (s *Server) stopWatch() {
 	if c := s.v.open.Swap(nil); c != nil {
 		c.clear() // nothing would drop a changed file's descriptor now
 	}
+	s.closeWatcher()
+}
+
+// closeWatcher stops the watch's events; once it returns, apply is called
+// no more.
+func (s *Server) closeWatcher() {
 	s.watchMu.Lock()
 	w := s.watcher
 	s.watcher = nil

@@ -398,13 +398,7 @@ func TestPushAfterAMoveIntoDenied(t *testing.T) {
 	// inotify it reports a removal and an addition, whose removal, applied
 	// before the move below, left the node nowhere (2 runs in 60 under
 	// load). The mount still counts as watched: only events stop.
-	s.watchMu.Lock()
-	w := s.watcher
-	s.watcher = nil
-	s.watchMu.Unlock()
-	if w != nil {
-		w.Close()
-	}
+	s.closeWatcher()
 	must(t, os.Rename(filepath.Join(root, "d"), filepath.Join(root, "e", "d")))
 	e := filepath.Join(root, "e")
 	s.apply([]watch.Event{
