@@ -392,12 +392,12 @@ func (d *Decider) decideOpen(g *roots.Guard, f *roots.File, keep func(data []byt
 // from several goroutines at once.
 //
 // Each regular file and directory shown carries the stat it was decided
-// on (Stat). A directory is resolved here for its stat, as a LOOKUP of it
-// would be: the mount's READDIRPLUS answers with the stats of the listing
-// that asked it, one at a time and while the walker waits, where these are
-// made in parallel, and ahead of the walker when the listing is (a cold
-// find over moby resolved each of its 2,700 directories in READDIRPLUS).
-// Other entries (links) are left to their LOOKUP.
+// on (Stat). A directory is resolved here for its stat (the guard's Entry):
+// the mount's READDIRPLUS answers with the stats of the listing that asked
+// it, and resolved each directory itself otherwise, one at a time while the
+// walker waited, where these are made in parallel, and ahead of the walker
+// when the listing is (a cold find over moby has 2,700 directories). Other
+// entries (links) are left to their LOOKUP.
 //
 // The entries are decided by up to listWorkers goroutines: a cold listing
 // is a walker's wait (find, grep -r and git status list one directory at
