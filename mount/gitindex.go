@@ -161,8 +161,8 @@ func (x *gitIndexes) setSizeLocked(at string, l indexLen) {
 // warmIndexes makes the view of every index the kernel holds (the warm
 // walk's listings looked them up), so that the first reader of one — git
 // status, grep -r — does not wait inside its READ while every tracked path
-// is decided again.
-func (v *view) warmIndexes() {
+// is decided again. It returns how many indexes have a view now.
+func (v *view) warmIndexes() (made int) {
 	x := &v.git
 	x.mu.Lock()
 	nodes := make([]*fs.Inode, 0, len(x.nodes))
@@ -180,10 +180,13 @@ func (v *view) warmIndexes() {
 			continue
 		}
 		if f, err := g.OpenIn(r, rel, shown); err == nil {
-			v.gitIndex(g, r, rel, f)
+			if v.gitIndex(g, r, rel, f) != nil {
+				made++
+			}
 			f.Close()
 		}
 	}
+	return made
 }
 
 // indexSize puts the size of the index the view shows in attributes; st is

@@ -3,8 +3,10 @@ package mount
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,5 +112,63 @@ func TestUnlistedOf(t *testing.T) {
 	}
 	if want := []string{".", "a/b", "w"}; !ok || !slices.Equal(rels, want) {
 		t.Errorf("unlisted %q (ok %v), want %q", rels, ok, want)
+	}
+}
+
+// TestWalkMakesTheIndexViewWhenItMeetsGit: the warm walk makes a
+// repository's index view as soon as it has listed the repository's .git
+// (the kernel then holds the index), not once the whole tree is walked:
+// a git status in the first seconds after mounting finds it made, and
+// every tracked file decided. The tree has directories below the
+// repository's top, which a walk lists after .git (it goes breadth
+// first), so the view must come before the walk's end.
+func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	for _, f := range []string{"a.go", "b/c.go", "b/d/e.go", "b/d/f/g.go"} {
+		must(t, os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, f), []byte("package x\n"), 0o644))
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}} {
+		cmd := exec.Command("git", append([]string{"-C", root}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	// A .git written a moment ago is a directory still changing, whose
+	// listing hands the kernel no entries (see listing.Lookup): dated an
+	// hour back, as a repository between two git commands is.
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(filepath.Join(root, ".git"), old, old))
+	var mu sync.Mutex
+	var events []string
+	done := make(chan struct{})
+	mp := filepath.Join(t.TempDir(), "mnt")
+	must(t, os.Mkdir(mp, 0o755))
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = true\n"))
+	must(t, err)
+	s, err := Mount(Config{Policy: pol, MountPoint: mp, Event: func(name string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, name)
+		if name == "warm_walk_done" {
+			close(done)
+		}
+	}})
+	must(t, err)
+	t.Cleanup(func() { s.Unmount() })
+	if !s.v.watched() {
+		t.Skip("no watch here: no warm walk")
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a hang guard
+		t.Fatal("the warm walk did not end")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if i := slices.Index(events, "index_warmed"); i < 0 || i > slices.Index(events, "warm_walk_done") {
+		t.Fatalf("events %q: want the index view made (index_warmed) before the walk's end", events)
 	}
 }
