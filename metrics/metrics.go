@@ -167,7 +167,7 @@ func New() *Set {
 		History:       Counter{Name: "fsguard_history_findings_total", Help: "Paths or keys in a repository's git history that the view hides, found at mount start."},
 		Writes:        Counter{Name: "fsguard_writes_total", Help: "Files replaced by write or edit through the socket, by origin.", Label: "origin"},
 		JournalErrors: Counter{Name: "fsguard_journal_append_errors_total", Help: "Records the journal could not append (each also logged or said to the caller)."},
-		Events:        Counter{Name: "fsguard_mount_events_total", Help: "The mount's own events: a root missing, a root reopened at its configured path.", Label: "event"},
+		Events:        Counter{Name: "fsguard_mount_events_total", Help: "The mount's own events: a root missing, a root reopened at its configured path, the warm walk done, a repository's index view made by it.", Label: "event"},
 		Opens:         Counter{Name: "fsguard_opens_total", Help: "Opens of files through the mount recorded as access records (aggregated per process and file version)."},
 		OpensLost:     Counter{Name: "fsguard_opens_lost_total", Help: "Times opens could not be recorded one by one: the kernel's event queue overflowed, or opens were dropped while the pending set was full.", Label: "reason"},
 		Prefetched:    Counter{Name: "fsguard_prefetch_files_total", Help: "Small files pushed into the kernel's page cache after a listing named them (pushed), not pushed because the queue was full (dropped) or the kernel did not know the file in time (unknown), invalidated because they changed while pushed (changed), or not pushed again by a refill because the kernel still held them whole (held).", Label: "result"},
