@@ -144,6 +144,7 @@ func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
 	var mu sync.Mutex
 	var events []string
 	done := make(chan struct{})
+	var once sync.Once // a later walk (after reclaim) says done again
 	mp := filepath.Join(t.TempDir(), "mnt")
 	must(t, os.Mkdir(mp, 0o755))
 	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = true\n"))
@@ -153,7 +154,7 @@ func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
 		defer mu.Unlock()
 		events = append(events, name)
 		if name == "warm_walk_done" {
-			close(done)
+			once.Do(func() { close(done) })
 		}
 	}})
 	must(t, err)
