@@ -193,27 +193,25 @@ func (n *node) resolve() (*roots.Guard, *roots.Root, string, string, syscall.Err
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	in, _, errno := n.lookup(ctx, name, out, nil)
+	in, _, errno := n.lookup(ctx, name, out, nil, nil)
 	return in, errno
 }
 
-// seen is a file's stat as a listing's admission took it, under guard g,
-// in the directory at rel beneath r (shown, in messages) that the listing
-// resolved.
-type seen struct {
+// place is a directory as a listing resolved it: under guard g, at rel
+// beneath r (shown, in messages).
+type place struct {
 	g          *roots.Guard
-	st         *unix.Stat_t
 	r          *roots.Root
 	rel, shown string
 }
 
 // lookup is Lookup, also returning the entry's own stat. listed (nil:
-// none) is the name's stat from the listing being answered: used under
-// the same guard instead of resolving the name again, as is the
-// directory's path the listing resolved (a READDIRPLUS looks up each of
-// its names, and walking the directory's names up to the root for each
-// was a fortieth of a first grep -r's daemon time).
-func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, listed *seen) (*fs.Inode, *unix.Stat_t, syscall.Errno) {
+// none) is the directory the listing being answered resolved, and st the
+// name's stat as its admission took it: used under the same guard instead
+// of resolving the name again, as is the directory's path (a READDIRPLUS
+// looks up each of its names, and walking the directory's names up to the
+// root for each was a fortieth of a first grep -r's daemon time).
+func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, listed *place, st *unix.Stat_t) (*fs.Inode, *unix.Stat_t, syscall.Errno) {
 	defer n.v.timed("lookup", time.Now())
 	n.v.saw(ctx)
 	changes := n.v.changes.Load()
@@ -240,7 +238,7 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	var e roots.Entry
 	var err error
 	if listed != nil {
-		e.Stat = *listed.st // the guard's Entry of this name, a moment ago
+		e.Stat = *st // the guard's Entry of this name, a moment ago
 		err = n.v.admit.Visible(g, r, rel, shown, &e.Stat)
 	} else {
 		// As a listing decides it: one resolution for the stat and, when
@@ -454,7 +452,7 @@ func (l *listing) load() syscall.Errno {
 		list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
-	l.g, l.r, l.rel, l.shown = g, r, rel, shown
+	l.at = place{g, r, rel, shown}
 	var dirs []aheadDir
 	for _, e := range list {
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
@@ -752,15 +750,11 @@ type listing struct {
 	// lists it again once it has dropped the listing and, mostly, the
 	// pages of its files with it (an idle machine's reclaim).
 	again bool
-	// seen holds the stats the listing's admission took of its regular
-	// files, under guard g: READDIRPLUS's lookups of those names use them
+	// seen holds the stats the listing's admission took of its entries,
+	// in the directory at: READDIRPLUS's lookups of those names use both
 	// (see Lookup).
 	seen map[string]*unix.Stat_t
-	g    *roots.Guard
-	// r, rel and shown are the directory's place as the listing resolved
-	// it, for those lookups too.
-	r          *roots.Root
-	rel, shown string
+	at   place
 	// kept holds, by name, the content of small files the listing
 	// admitted from one whole read, for the pushes after READDIRPLUS;
 	// keptBytes is its size (bounded by maxKeptPerListing).
@@ -862,11 +856,12 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	// reports a change seconds late (a rename storm beside it), so the
 	// counter alone would let a stat from before a rename through. Without
 	// a watch nothing would catch one either.
-	var s *seen
-	if st, ok := l.seen[name]; ok && l.n.v.watched() && ctx == l.loadReq {
-		s = &seen{l.g, st, l.r, l.rel, l.shown}
+	var at *place
+	seen, ok := l.seen[name]
+	if ok && l.n.v.watched() && ctx == l.loadReq {
+		at = &l.at
 	}
-	in, st, errno := l.n.lookup(ctx, name, out, s)
+	in, st, errno := l.n.lookup(ctx, name, out, at, seen)
 	if errno == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
 		if c, ok := nodeOf(in); ok {
 			// Known to the kernel once this reply is in: its bytes can go
