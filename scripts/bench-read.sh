@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${COUNT:-5}
 out=$(mktemp)
-go test -run '^$' -bench 'BenchmarkRead1GiB' -benchtime 1x -count "$count" ./read | tee "$out"
+go test -run '^$' -bench 'BenchmarkRead1GiB' -benchtime 1x -count "$count" ./internal/service/read | tee "$out"
 median() { grep "^BenchmarkRead1GiB/$1-" "$out" | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 first=$(median fsguard-first-window); last=$(median fsguard-last-window)
 sha=$(median sha256sum); wc=$(median wc); gosha=$(median go-sha256)

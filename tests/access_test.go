@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
 // accessEnv is a mount whose opens are recorded, over a tree with a

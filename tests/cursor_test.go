@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
 // TestTailCursorResumesExactlyOnce: a shipper following the journal is

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsguard/fsguard/sqlitedb"
+	"github.com/fsguard/fsguard/internal/store/sqlitedb"
 
 	"golang.org/x/sys/unix"
 )

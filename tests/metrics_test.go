@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsguard/fsguard/api"
-	"github.com/fsguard/fsguard/control"
+	"github.com/fsguard/fsguard/internal/door/control"
+	"github.com/fsguard/fsguard/internal/service/api"
 )
 
 // scrape reads /metrics from the daemon's control socket.

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsguard/fsguard/api"
-	"github.com/fsguard/fsguard/control"
+	"github.com/fsguard/fsguard/internal/door/control"
+	"github.com/fsguard/fsguard/internal/service/api"
 
 	"golang.org/x/sys/unix"
 )

@@ -26,7 +26,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fsguard/fsguard/charset"
+	"github.com/fsguard/fsguard/internal/concept/charset"
 )
 
 // realKeys makes one private key of each kind with the tools that make

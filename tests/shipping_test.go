@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
 // TestRsyslogShipsEveryRecordOnce: the fleet pattern with a real log

@@ -3,11 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/fsguard/fsguard/edit"
+	"github.com/fsguard/fsguard/internal/service/edit"
 	"io"
 	"os"
 
-	"github.com/fsguard/fsguard/api"
+	"github.com/fsguard/fsguard/internal/service/api"
 )
 
 const editUsage = `usage: fsguard edit PATH --session ID EDIT [--policy FILE | --socket SOCK]

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/fsguard/fsguard/blobs"
-	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/store/blobs"
 	"io"
 	"maps"
 	"os"
@@ -18,7 +18,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/fsguard/fsguard/journal"
+	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
 func runJournal(args []string, stdout, stderr io.Writer) int {

@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fsguard/fsguard/policy"
+	"github.com/fsguard/fsguard/internal/concept/policy"
 )
 
 // exit codes: 1 for a refusal or failure, 2 for a usage error.

@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/fsguard/fsguard/mcpserver"
-	"github.com/fsguard/fsguard/metrics"
+	"github.com/fsguard/fsguard/internal/concept/metrics"
+	"github.com/fsguard/fsguard/internal/door/mcp"
 )
 
 func runMCP(args []string, stdout, stderr io.Writer) int {
@@ -19,7 +19,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
 	session := fs.String("session", os.Getenv("FSGUARD_SESSION"), "session id for this connection (default: $FSGUARD_SESSION, else a fresh random id)")
 	resume := fs.Bool("resume", false, "with --session: this connection holds what earlier ones of the session were shown (default: it starts holding nothing)")
-	maxFrame := fs.Int("max-frame", mcpserver.MaxFrame, "the longest message line taken, in bytes; a longer one is answered with an error and skipped")
+	maxFrame := fs.Int("max-frame", mcp.MaxFrame, "the longest message line taken, in bytes; a longer one is answered with an error and skipped")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: fsguard mcp [--policy FILE | --socket SOCK] [--session ID]
 
@@ -55,7 +55,7 @@ example (an MCP client's server command):
 	defer done()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := mcpserver.New(version(), *session, *resume, do).Run(ctx, &mcpserver.Transport{In: os.Stdin, Out: stdout, Max: *maxFrame}); err != nil && ctx.Err() == nil {
+	if err := mcp.New(version(), *session, *resume, do).Run(ctx, &mcp.Transport{In: os.Stdin, Out: stdout, Max: *maxFrame}); err != nil && ctx.Err() == nil {
 		return fail(stderr, err)
 	}
 	return 0

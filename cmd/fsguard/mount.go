@@ -11,9 +11,9 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/fsguard/fsguard/daemon"
-	"github.com/fsguard/fsguard/journal"
-	"github.com/fsguard/fsguard/mount"
+	"github.com/fsguard/fsguard/internal/daemon"
+	"github.com/fsguard/fsguard/internal/store/journal"
+	"github.com/fsguard/fsguard/internal/view/mount"
 )
 
 func runMount(args []string, stdout, stderr io.Writer) int {

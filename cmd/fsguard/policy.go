@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/fsguard/fsguard/history"
-	"github.com/fsguard/fsguard/roots"
+	"github.com/fsguard/fsguard/internal/decide/history"
+	"github.com/fsguard/fsguard/internal/decide/roots"
 )
 
 func runPolicy(args []string, stdout, stderr io.Writer) int {

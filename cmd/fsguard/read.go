@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fsguard/fsguard/api"
-	"github.com/fsguard/fsguard/control"
-	"github.com/fsguard/fsguard/mcpserver"
-	"github.com/fsguard/fsguard/read"
-	"github.com/fsguard/fsguard/refusal"
-	"github.com/fsguard/fsguard/session"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/door/control"
+	"github.com/fsguard/fsguard/internal/door/mcp"
+	"github.com/fsguard/fsguard/internal/service/api"
+	"github.com/fsguard/fsguard/internal/service/read"
+	"github.com/fsguard/fsguard/internal/service/session"
 )
 
 func runRead(args []string, stdout, stderr io.Writer) int {
@@ -122,7 +122,7 @@ func perform(req api.Request, content io.Reader, policyFile, socket string, stdo
 // performer returns a function that runs requests through the daemon when
 // a socket is given, and directly otherwise; either way the output is
 // rendered the same way. Requests get this process's cwd.
-func performer(policyFile, socket string, stderr io.Writer) (mcpserver.Perform, func(), int) {
+func performer(policyFile, socket string, stderr io.Writer) (mcp.Perform, func(), int) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, nil, fail(stderr, err)

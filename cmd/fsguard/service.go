@@ -2,11 +2,11 @@ package main
 
 import (
 	"errors"
-	"github.com/fsguard/fsguard/blobs"
-	"github.com/fsguard/fsguard/journal"
-	"github.com/fsguard/fsguard/policy"
-	"github.com/fsguard/fsguard/roots"
-	"github.com/fsguard/fsguard/session"
+	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/service/session"
+	"github.com/fsguard/fsguard/internal/store/blobs"
+	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
 // openService builds the agent service for direct mode: the guard, and the

@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/fsguard/fsguard/api"
-	"github.com/fsguard/fsguard/control"
+	"github.com/fsguard/fsguard/internal/door/control"
+	"github.com/fsguard/fsguard/internal/service/api"
 )
 
 const statusUsage = `usage: fsguard status ID [--policy FILE | --socket SOCK]

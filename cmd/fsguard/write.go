@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/fsguard/fsguard/api"
-	"github.com/fsguard/fsguard/control"
+	"github.com/fsguard/fsguard/internal/door/control"
+	"github.com/fsguard/fsguard/internal/service/api"
 )
 
 func runCheck(args []string, stdout, stderr io.Writer) int {

@@ -16,12 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsguard/fsguard/blobs"
-	"github.com/fsguard/fsguard/journal"
-	"github.com/fsguard/fsguard/policy"
-	"github.com/fsguard/fsguard/read"
-	"github.com/fsguard/fsguard/roots"
-	"github.com/fsguard/fsguard/session"
+	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/service/read"
+	"github.com/fsguard/fsguard/internal/service/session"
+	"github.com/fsguard/fsguard/internal/store/blobs"
+	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
 var (

@@ -1,0 +1,181 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fsguard/fsguard/internal/concept/metrics"
+	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/store/journal"
+	"github.com/fsguard/fsguard/internal/view/mount"
+)
+
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err == nil && os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
+		t.Fatal("FUSE required (FSGUARD_REQUIRE_FUSE=1) but unavailable")
+	}
+	t.Skip("FUSE unavailable (needs root and /dev/fuse)")
+}
+
+func loadPolicy(t *testing.T, dir, text string) *policy.Policy {
+	t.Helper()
+	p := filepath.Join(dir, "policy.toml")
+	os.WriteFile(p, []byte(text), 0o644)
+	pol, err := policy.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
+// TestDaemonLifecycle: the composition root, driven as the CLI drives it —
+// start, a denial through the mount reaching the journal (asynchronously),
+// a reload taking effect, a stop that unmounts and leaves a journal that
+// verifies.
+func TestDaemonLifecycle(t *testing.T) {
+	t.Parallel()
+	requireFUSE(t)
+	base := t.TempDir()
+	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
+	os.MkdirAll(root, 0o755)
+	os.MkdirAll(mp, 0o755)
+	os.WriteFile(filepath.Join(root, ".env"), []byte("TOKEN=1\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o644)
+	jpath := filepath.Join(base, "journal.db")
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	d, err := Start(Config{Policy: loadPolicy(t, base, "[[root]]\npath = \""+root+"\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n"), MountPoint: mp, JournalPath: jpath, Socket: filepath.Join(base, "ctl.sock"), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			d.Stop()
+		}
+	}()
+	if _, err := os.Stat(filepath.Join(mp, ".env")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stat .env through the mount: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(mp, "a.txt")); err != nil || string(b) != "a\n" {
+		t.Fatalf("a.txt: %q %v", b, err)
+	}
+	j, err := journal.Open(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, err := j.Query(journal.Filter{Kind: journal.KindDenial})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The path where the refused process saw it (this process sees
+		// the mount at mp), and the real one.
+		if len(recs) > 0 && recs[0].Path == filepath.Join(mp, ".env") && recs[0].RealPath == filepath.Join(root, ".env") && recs[0].Code == string(refusal.Denied) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mount's denial never reached the journal: %+v", recs)
+		}
+		time.Sleep(10 * time.Millisecond) // polling an external store, not synchronising goroutines
+	}
+	// Prometheus can scrape it over TCP: the mount's denial is there, by
+	// source and code, with the build.
+	resp, err := http.Get("http://" + d.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`fsguard_denials_total{source="mount",code="DENIED"} 1`, `fsguard_build_info{`, "go_goroutines "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics over TCP lacks %q:\n%s", want, body)
+		}
+	}
+	if err := d.Reload(loadPolicy(t, base, "[[root]]\npath = \""+root+"\"\n[deny]\nglobs = [\"a.txt\"]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadFile(filepath.Join(mp, "a.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after a reload denying a.txt: %v", err)
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	var st syscall.Statfs_t
+	if syscall.Statfs(mp, &st); st.Type == 0x65735546 { // FUSE_SUPER_MAGIC
+		t.Error("still mounted after Stop")
+	}
+	if n, err := j.Verify(nil); err != nil || n == 0 {
+		t.Errorf("journal after stop: %d records, %v", n, err)
+	}
+}
+
+// TestDenialSinkNeverDropsSilently: a flood of denials larger than the
+// queue ends up in the journal, each one recorded or counted in a
+// DENIALS_DROPPED record, and a denial never waits for the disk.
+func TestDenialSinkNeverDropsSilently(t *testing.T) {
+	t.Parallel()
+	j, err := journal.Open(filepath.Join(t.TempDir(), "j.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	s := newDenialSink(j, slog.New(slog.NewJSONHandler(io.Discard, nil)), metrics.New(), nil, "")
+	const n = 3 * queueLen
+	for i := range n {
+		s.Denial(mount.Denial{Time: time.Now(), Path: "/x" + strings.Repeat("y", i%3), Code: refusal.Denied})
+	}
+	s.close()
+	recs, err := j.Query(journal.Filter{Kind: journal.KindDenial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var one, counted int
+	for _, r := range recs {
+		if r.Code == "DENIALS_DROPPED" {
+			var k int
+			if _, err := fmt.Sscan(r.Detail, &k); err != nil {
+				t.Fatalf("bad count record %q", r.Detail)
+			}
+			counted += k
+		} else {
+			one++
+		}
+	}
+	if one+counted != n {
+		t.Fatalf("%d recorded + %d counted, want %d", one, counted, n)
+	}
+	t.Logf("%d recorded one by one, %d counted", one, counted)
+}
+
+// TestRequiredJournalKeepsTheDaemonDown: with [journal] required = true the
+// daemon does not start when its journal cannot be opened, and says why.
+func TestRequiredJournalKeepsTheDaemonDown(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	os.MkdirAll(root, 0o755)
+	os.WriteFile(filepath.Join(base, "blocker"), []byte("x"), 0o644)
+	pol := loadPolicy(t, base, "[[root]]\npath = \""+root+"\"\n[journal]\nrequired = true\n")
+	_, err := Start(Config{Policy: pol, MountPoint: filepath.Join(base, "mnt"), JournalPath: filepath.Join(base, "blocker", "j.db"),
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), "required = true") {
+		t.Fatalf("Start with an unopenable required journal: %v", err)
+	}
+}

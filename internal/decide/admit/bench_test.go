@@ -1,0 +1,31 @@
+package admit_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/fsguard/fsguard/internal/decide/admit"
+)
+
+// BenchmarkShownCold is the first listing of a directory of 100 small
+// source files: every file is opened and decided (a fresh decider each
+// time, so nothing is remembered). It is most of a cold tree walk's time
+// in the daemon.
+func BenchmarkShownCold(b *testing.B) {
+	e := newEnv(&testing.T{}, "")
+	for i := range 100 {
+		e.write(fmt.Sprintf("d/f%03d.go", i), strings.Repeat(fmt.Sprintf("line of file %d with ordinary words\n", i), 20+i))
+	}
+	ents, err := e.g.List(e.g.Roots()[0], "d")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		d := admit.New(1 << 16)
+		if got := d.Shown(e.g, e.g.Roots()[0], "d", "d", ents, nil, nil); len(got) != 100 {
+			b.Fatalf("shown %d of 100", len(got))
+		}
+	}
+}

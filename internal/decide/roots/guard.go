@@ -1,0 +1,583 @@
+// Package roots is the one place that decides whether a path may be read.
+//
+// A Guard holds an O_PATH descriptor for each allowed root and resolves
+// every name beneath one of them with openat2(RESOLVE_BENEATH |
+// RESOLVE_NO_MAGICLINKS), so a symlink or ".." can never climb out, and a
+// component swapped for a symlink mid-walk makes the open fail instead of
+// escaping. Callers get an open handle and the identity of what was opened,
+// never a yes/no they would have to act on later: there is no gap between
+// the check and the use.
+//
+// Deny rules are checked on the path as the caller named it and on the real
+// path of what was actually opened. A named denied path answers DENIED (the
+// caller already knows the name, so echoing it leaks nothing); listings and
+// suggestions never show a denied name at all.
+package roots
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+
+	"golang.org/x/sys/unix"
+)
+
+// Guard enforces one policy's roots and deny rules.
+type Guard struct {
+	pol   *policy.Policy
+	roots []*Root
+	// as, when set, performs every path-based system call (open, the
+	// reopen of an O_PATH descriptor, a symlink walk) with a caller's
+	// rights; nil is the process's own.
+	as Access
+	// denials is shared by the guards As makes.
+	denials *denials
+	// denyPaths is the policy's [deny] paths, folded when its rules fold;
+	// absGlobs: some deny glob is absolute.
+	denyPaths []string
+	absGlobs  bool
+}
+
+// Access runs file-system work with some identity's rights (a
+// *caller.Caller does it with the caller's fsuid, fsgid and groups).
+type Access interface {
+	Do(func() error) error
+}
+
+// As returns a guard over the same roots whose every path-based system call
+// is made with a's rights, so the kernel checks permissions for whoever a
+// stands for. Descriptors already open are shared; only the original guard
+// may be closed.
+func (g *Guard) As(a Access) *Guard {
+	cp := *g
+	cp.as = a
+	return &cp
+}
+
+// Do runs fn with the guard's access (the caller's rights, or the process's
+// own): what a front end does on a descriptor the guard handed it, such as
+// creating a temporary file in an opened directory, must run here.
+func (g *Guard) Do(fn func() error) error {
+	if g.as == nil {
+		return fn()
+	}
+	return g.as.Do(fn)
+}
+
+// open resolves rel beneath root with the guard's access.
+func (g *Guard) open(root *Root, rel string, flags uint64) (fd int, viaLink bool, err error) {
+	return g.openOn(root, &root.rfd, rel, flags, true)
+}
+
+// openOn is open beneath on, the root's descriptor or its view (see
+// Root.openOn for links).
+func (g *Guard) openOn(root *Root, on *rootFD, rel string, flags uint64, links bool) (fd int, viaLink bool, err error) {
+	derr := g.Do(func() error {
+		fd, viaLink, err = root.openOn(on, rel, flags, links)
+		return nil
+	})
+	if derr != nil {
+		return -1, false, derr
+	}
+	return fd, viaLink, err
+}
+
+// Root is an allowed root with its open directory descriptor.
+type Root struct {
+	Name string // the root's name: its directory name in a multi-root mount
+	Path string // absolute path as configured
+	Real string // symlink-free path; what fd refers to
+	Dev  uint64 // device of the root directory
+	// crossMounts lets resolution enter mount points below the root; by
+	// default a bind mount inside a root is a wall (RESOLVE_NO_XDEV), so
+	// binding /etc under a root does not put /etc in the view.
+	crossMounts bool
+	rfd         rootFD
+	// nodev: the root's mount has nodev, as its last listing found it
+	// (see noteMount). Then no device can be opened through it, so a
+	// listed file is opened at once, not first with O_PATH (see entry).
+	nodev atomic.Bool
+	// view, when not nil, is the root's private nodev view (view.go),
+	// through which a file is opened at once on a mount without nodev;
+	// beneath caches the mount points beneath the root it must not show.
+	view    *rootFD
+	beneath atomic.Pointer[beneath]
+}
+
+// noteMount records whether the mount of fd, a directory beneath the
+// root reached without crossing a mount point, has nodev. Each listing
+// asks again, so after a remount that drops nodev the next listing's
+// files are opened through the root's view instead (or with O_PATH first
+// where it has none).
+func (r *Root) noteMount(fd int) {
+	var sfs unix.Statfs_t
+	r.nodev.Store(!r.crossMounts && unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_NODEV != 0)
+}
+
+// CrossMounts reports whether resolution beneath the root enters mount
+// points below it.
+func (r *Root) CrossMounts() bool { return r.crossMounts }
+
+// New opens every root of the policy.
+func New(p *policy.Policy) (*Guard, error) {
+	g := &Guard{pol: p, denials: &denials{}}
+	for _, d := range p.Deny.Paths {
+		if p.Folds() {
+			d = "/" + strings.Join(policy.SplitName(d, true), "/")
+		}
+		g.denyPaths = append(g.denyPaths, d)
+	}
+	for _, gl := range p.Deny.Globs {
+		g.absGlobs = g.absGlobs || gl.Absolute()
+	}
+	for _, pr := range p.Roots {
+		fd, err := unix.Open(pr.Real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			g.Close()
+			return nil, fmt.Errorf("root %s: %w", pr.Path, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			g.Close()
+			return nil, fmt.Errorf("root %s: %w", pr.Path, err)
+		}
+		r := &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, crossMounts: pr.CrossMounts, rfd: rootFD{fd: fd}}
+		r.noteMount(fd)
+		if !r.crossMounts {
+			if vfd, err := openView(fd); err == nil {
+				r.view = &rootFD{fd: vfd}
+			}
+		}
+		g.roots = append(g.roots, r)
+	}
+	return g, nil
+}
+
+// Close releases the root descriptors, each once the calls in flight on
+// it are done (see rootFD); calls after Close fail.
+func (g *Guard) Close() error {
+	for _, r := range g.roots {
+		r.rfd.close()
+		if r.view != nil {
+			r.view.close()
+		}
+	}
+	return nil
+}
+
+// Policy returns the policy the guard enforces.
+func (g *Guard) Policy() *policy.Policy { return g.pol }
+
+// Roots returns the allowed roots in policy order.
+func (g *Guard) Roots() []*Root { return g.roots }
+
+// Denied reports whether the entry rel beneath root is matched by a deny
+// rule, on its root-relative path or its absolute path. rel is clean and
+// relative ("." for the root itself).
+func (g *Guard) Denied(root *Root, rel string) bool {
+	k := deniedKey{root, rel}
+	if denied, ok := g.denials.get(k); ok {
+		return denied
+	}
+	denied := g.deniedAbs(root, rel, filepath.Join(root.Real, rel)) ||
+		(root.Path != root.Real && g.deniedAbs(root, rel, filepath.Join(root.Path, rel)))
+	g.denials.put(k, denied)
+	return denied
+}
+
+func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
+	if IsTemp(filepath.Base(rel)) {
+		return true // a write in progress, or one a kill left behind
+	}
+	fold := g.pol.Folds()
+	if len(g.denyPaths) > 0 {
+		cmp := abs
+		if fold {
+			cmp = "/" + strings.Join(policy.SplitName(abs, true), "/")
+		}
+		for _, d := range g.denyPaths {
+			if cmp == d || strings.HasPrefix(cmp, d+"/") || d == "/" {
+				return true
+			}
+		}
+	}
+	return policy.MatchGlobs(g.pol.Deny.Globs, rel, abs, fold) >= 0
+}
+
+// TempMark is in the name of every temporary file fsguard's writes make
+// ("." + base + TempMark + 12 hex digits).
+const TempMark = ".fsguard-"
+
+// IsTemp reports whether name is one of fsguard's temporary files: never
+// shown, through the mount or to read — its content is not a version of
+// anything yet.
+func IsTemp(name string) bool {
+	i := strings.LastIndex(name, TempMark)
+	if i < 1 || name[0] != '.' || len(name)-i-len(TempMark) != 12 {
+		return false
+	}
+	for _, c := range name[i+len(TempMark):] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteDenied refuses a write to rel beneath root when a [write] deny rule
+// matches it, by its configured or its real path. The refusal names the
+// rule, so the agent knows it is policy and not a transient failure.
+func (g *Guard) WriteDenied(root *Root, rel, display string) error {
+	for _, base := range []string{root.Real, root.Path} {
+		if i := policy.MatchGlobs(g.pol.Write.DenyGlobs, rel, filepath.Join(base, rel), g.pol.Folds()); i >= 0 {
+			rule := g.pol.Write.DenyGlobs[i].String()
+			return refusal.New(refusal.WriteDenied, display,
+				"cannot write %q: the policy does not let the agent write here (rule %q in [write] deny_globs): files the host runs on its own are not the agent's to change; leave this change to a person", display, rule)
+		}
+	}
+	return nil
+}
+
+// Locate resolves a name lexically: cleaned and made absolute against cwd,
+// then placed in the root that contains it. It touches no file. The
+// returned display path is the absolute path in the caller's own view.
+func (g *Guard) Locate(name, cwd string) (root *Root, rel, display string, err error) {
+	if err := ValidateName(name); err != nil {
+		return nil, "", "", err
+	}
+	abs := name
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(cwd, abs)
+	}
+	abs = filepath.Clean(abs)
+	if policy.Dangerous(abs) {
+		return nil, "", abs, refusal.Cannot(refusal.DangerousPath, abs, "/proc, /sys and /dev are never read through fsguard")
+	}
+	root, rel = g.rootOf(abs)
+	if root == nil {
+		return nil, "", abs, g.outside(abs)
+	}
+	return root, rel, abs, nil
+}
+
+// rootOf finds the innermost root containing abs, by configured or real path.
+func (g *Guard) rootOf(abs string) (*Root, string) {
+	var best *Root
+	bestRel, bestLen := "", -1
+	for _, r := range g.roots {
+		for _, base := range []string{r.Path, r.Real} {
+			if rel, ok := Within(base, abs); ok && len(base) > bestLen {
+				best, bestRel, bestLen = r, rel, len(base)
+			}
+		}
+	}
+	return best, bestRel
+}
+
+// Within returns abs relative to base ("." for base itself), and whether
+// abs is base or beneath it. Both are clean absolute paths.
+func Within(base, abs string) (string, bool) {
+	if abs == base {
+		return ".", true
+	}
+	if base == "/" {
+		return abs[1:], true
+	}
+	if strings.HasPrefix(abs, base+"/") {
+		return abs[len(base)+1:], true
+	}
+	return "", false
+}
+
+func (g *Guard) outside(display string) error {
+	var names refusal.Paths
+	for _, r := range g.roots {
+		names = append(names, refusal.Path(r.Path))
+	}
+	return refusal.Cannotf(refusal.OutsideAllowedRoots, display, "outside the allowed roots (%s); read a file inside one of them", names)
+}
+
+// ValidateName refuses names no file can have or no agent should send.
+func ValidateName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return refusal.New(refusal.InvalidInput, name, "invalid input: the path is empty; name a file to read")
+	case strings.ContainsRune(name, 0):
+		return refusal.New(refusal.InvalidInput, strings.ReplaceAll(name, "\x00", `\0`), "invalid input: the path contains a NUL byte; send the path without it")
+	case !validUTF8(name):
+		return refusal.New(refusal.InvalidInput, strings.ToValidUTF8(name, "\uFFFD"), "invalid input: the path is not valid UTF-8; send the name as UTF-8")
+	case len(name) > 4096:
+		return refusal.New(refusal.InvalidInput, name[:64]+"...", "invalid input: the path is longer than 4096 bytes")
+	}
+	return nil
+}
+
+// Open resolves name against cwd and opens it for reading if, and only if,
+// the policy admits it. The result is a regular file.
+func (g *Guard) Open(name, cwd string) (*File, error) {
+	root, rel, display, err := g.Locate(name, cwd)
+	if err != nil {
+		return nil, err
+	}
+	return g.OpenIn(root, rel, display)
+}
+
+// openOn resolves rel beneath on, the root's descriptor or its view. It
+// first forbids symlinks altogether: in the common case (no link on the
+// path) the real path is then known without asking the kernel for it.
+// With links, a path that meets a symbolic link is resolved again
+// following it, within the root, and viaLink says so; without, it fails
+// with ELOOP.
+func (r *Root) openOn(on *rootFD, rel string, flags uint64, links bool) (fd int, viaLink bool, err error) {
+	dirfd, err := on.hold()
+	if err != nil {
+		return -1, false, err
+	}
+	defer on.drop()
+	var xdev uint64 = unix.RESOLVE_NO_XDEV
+	if r.crossMounts {
+		xdev = 0
+	}
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | xdev}
+	fd, err = openat2(dirfd, rel, &how)
+	if err != unix.ELOOP || !links {
+		return fd, false, err
+	}
+	how.Resolve = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | xdev
+	fd, err = openat2(dirfd, rel, &how)
+	return fd, true, err
+}
+
+// openat2 retries a resolution the kernel asks to have retried (EAGAIN:
+// a rename elsewhere raced it; EINTR) a bounded number of times. EAGAIN is
+// also the answer to an O_NONBLOCK open while a lease on the file is being
+// broken, for up to lease-break-time (45 s): a file whose owner holds a
+// write lease must be refused, not spun on.
+func openat2(dirfd int, rel string, how *unix.OpenHow) (fd int, err error) {
+	for range 16 {
+		fd, err = unix.Openat2(dirfd, rel, how)
+		if err != unix.EINTR && err != unix.EAGAIN {
+			return fd, err
+		}
+	}
+	return -1, err
+}
+
+// landed is the one check after a resolution crossed a symbolic link: where
+// the open descriptor fd really is — in which root (within, when given, and
+// no other), at which path — and that no deny rule matches it there. A
+// descriptor beneath a root's descriptor but not under its path (a bind
+// mount, a root moved under us) is refused rather than guessed at.
+func (g *Guard) landed(fd int, within *Root, display string) (*Root, string, error) {
+	real, err := realPath(fd)
+	if err != nil {
+		return nil, "", ioErr(display, err)
+	}
+	r, rel := g.rootOf(real)
+	if r == nil || (within != nil && r != within) {
+		return nil, "", g.outside(display)
+	}
+	if g.Denied(r, rel) {
+		return nil, "", deniedErr(display)
+	}
+	return r, rel, nil
+}
+
+// realPath asks the kernel where an open descriptor really is.
+func realPath(fd int) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd), buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// OpenIn opens rel beneath root for reading. display is the path shown in
+// messages (the caller's view of it).
+func (g *Guard) OpenIn(root *Root, rel, display string) (*File, error) {
+	return g.openIn(root, rel, display, 0)
+}
+
+func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error) {
+	if g.Denied(root, rel) {
+		return nil, deniedErr(display)
+	}
+	var st unix.Stat_t
+	if fd, ok := g.openNodev(root, rel, 0, &st); ok {
+		return root.opened(fd, rel, display, &st), nil
+	}
+	// O_PATH first: opening a FIFO or a device for reading can block or have
+	// side effects; an O_PATH descriptor can be fstat'ed and does neither.
+	pfd, viaLink, err := g.open(root, rel, unix.O_PATH)
+	if err == unix.EXDEV {
+		return g.openAcross(root, rel, display, hops)
+	}
+	if err != nil {
+		return nil, g.openErr(err, root, rel, display)
+	}
+	defer unix.Close(pfd)
+	if viaLink {
+		if root, rel, err = g.landed(pfd, nil, display); err != nil {
+			return nil, err
+		}
+	}
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, ioErr(display, err)
+	}
+	if kind := KindOf(st.Mode); kind != "regular file" {
+		return nil, notAFile(display, kind)
+	}
+	return g.reopen(pfd, root, rel, display, &st)
+}
+
+// reopen opens for reading the regular file the O_PATH descriptor pfd
+// holds, whose stat is st, at rel beneath root. /proc/self/fd/N of an
+// O_PATH descriptor is a magic link to that open file, not a path that
+// could have changed, so st describes what is opened here and needs no
+// second fstat (this runs on every read through the mount). With a
+// caller's access, this open is where the kernel checks the file's mode
+// bits and ACL against the caller.
+func (g *Guard) reopen(pfd int, root *Root, rel, display string, st *unix.Stat_t) (*File, error) {
+	fd := -1
+	err := g.Do(func() (err error) {
+		fd, err = Reopen(pfd, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK)
+		return err
+	})
+	if err != nil {
+		return nil, g.openErr(err, root, rel, display)
+	}
+	return root.opened(fd, rel, display, st), nil
+}
+
+// opened is the File for fd, a regular file opened for reading at rel
+// beneath r whose stat is st, named name in messages: every way of
+// opening one ends here.
+func (r *Root) opened(fd int, rel, name string, st *unix.Stat_t) *File {
+	return newFile(fd, File{Name: name, Root: r, Rel: rel, Real: filepath.Join(r.Real, rel), Stat: *st})
+}
+
+// openAcross handles a path that RESOLVE_BENEATH refused: an absolute
+// symlink, or one that leaves the root. It is admitted only when the target
+// lies inside an allowed root (this one or another); the final open is
+// again beneath that root, so a race can only make it fail, never widen it.
+func (g *Guard) openAcross(root *Root, rel, display string, hops int) (*File, error) {
+	var target string
+	err := g.Do(func() (err error) {
+		target, err = filepath.EvalSymlinks(filepath.Join(root.Real, rel))
+		return err
+	})
+	if err != nil {
+		switch e := unwrap(err); e {
+		case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EACCES:
+			return nil, g.openErr(e, root, rel, display)
+		}
+		// EINVAL and the like: a link became something else mid-walk.
+		return nil, refusal.Cannot(refusal.ChangedDuringRead, display, "the path changed while it was being resolved; read it again")
+	}
+	if policy.Dangerous(target) {
+		return nil, refusal.Cannot(refusal.DangerousPath, display, "it leads into /proc, /sys or /dev, which are never read through fsguard")
+	}
+	r2, rel2 := g.rootOf(target)
+	if r2 == nil || hops > 0 {
+		return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the path leads outside the allowed roots (through a symbolic link or a mount point); read a file inside them")
+	}
+	return g.openIn(r2, rel2, display, hops+1)
+}
+
+// entryErr is openErr for the mount's questions (Entry, List): a missing
+// name is only "not found". Suggestions list and score the parent
+// directory — milliseconds — and the mount shows no message to put them
+// in, while a compiler, a shell or Python's imports probe many missing
+// names.
+func (g *Guard) entryErr(err error, root *Root, rel, display string) error {
+	if err == unix.ENOENT || err == unix.ENOTDIR {
+		return refusal.Cannot(refusal.NotFound, display, "not found")
+	}
+	return g.openErr(err, root, rel, display)
+}
+
+func (g *Guard) openErr(err error, root *Root, rel, display string) error {
+	if err == errClosed {
+		return refusal.Cannot(refusal.ChangedDuringRead, display, "the policy was reloaded during the call; retry")
+	}
+	switch err {
+	case unix.ENOENT, unix.ENOTDIR:
+		return g.notFound(root, rel, display)
+	case unix.ELOOP:
+		return refusal.Cannot(refusal.NotFound, display, "too many levels of symbolic links (a link loop); name the file itself")
+	case unix.EACCES, unix.EPERM:
+		return refusal.Cannot(refusal.PermissionDenied, display, "permission denied: fsguard acts with the caller's own rights, and this user may not open it; ask for access, or read another file")
+	case unix.ENAMETOOLONG:
+		return refusal.Cannot(refusal.InvalidInput, display, "the path is too long")
+	case unix.ENXIO, unix.ENODEV, unix.EOPNOTSUPP:
+		return notAFile(display, "special file")
+	}
+	return ioErr(display, err)
+}
+
+func unwrap(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	if le, ok := err.(*os.LinkError); ok {
+		return le.Err
+	}
+	return err
+}
+
+func deniedErr(display string) error {
+	return refusal.Cannot(refusal.Denied, display, "denied by policy; this path is not available to the agent")
+}
+
+// ErrDirectory is the cause of a NOT_A_FILE refusal of a directory: a
+// front end that lists directories (fsguard read DIR) asks errors.Is.
+var ErrDirectory = errors.New("a directory")
+
+func notAFile(display, kind string) error {
+	msg := "not a regular file (" + kind + ")"
+	if kind == "directory" {
+		msg += "; list it with ls, or read a file inside it"
+	} else {
+		msg += "; fsguard reads only regular files"
+	}
+	e := refusal.Cannot(refusal.NotAFile, display, msg)
+	if kind == "directory" {
+		e.Err = ErrDirectory
+	}
+	return e
+}
+
+func ioErr(display string, err error) error {
+	e := refusal.Cannotf(refusal.IOError, display, "I/O error (%v); try again, and report it if it persists", unwrap(err))
+	e.Err = err
+	return e
+}
+
+// KindOf names a file type for messages.
+func KindOf(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "regular file"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFLNK:
+		return "symbolic link"
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	}
+	return "unknown file type"
+}

@@ -1,0 +1,135 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/fsguard/fsguard/internal/service/api"
+	"github.com/fsguard/fsguard/internal/service/session"
+)
+
+// clients holds one HTTP client per socket path for the whole process, so
+// repeated calls reuse one idle connection instead of leaking a transport
+// and its connections per call.
+var clients sync.Map // socket path -> *http.Client
+
+func clientFor(socket string) *http.Client {
+	if c, ok := clients.Load(socket); ok {
+		return c.(*http.Client)
+	}
+	c := &http.Client{
+		Timeout: 5 * time.Minute,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+			},
+			MaxIdleConnsPerHost:   2,
+			IdleConnTimeout:       30 * time.Second,
+			ExpectContinueTimeout: 5 * time.Second,
+		},
+	}
+	actual, _ := clients.LoadOrStore(socket, c)
+	return actual.(*http.Client)
+}
+
+// Call sends a request (and a write's content, streamed; nil for none) to
+// the daemon at socket and returns its answer. A write or edit is sent
+// under an id (one is made if the request has none); if the connection is
+// lost before its answer, Call asks the daemon, on a new connection, what
+// became of it, so the caller is never left not knowing.
+func Call(socket string, req api.Request, content io.Reader) (session.Output, error) {
+	if req.Op != "write" && req.Op != "edit" {
+		return call(socket, req, content)
+	}
+	if req.ID == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		req.ID = hex.EncodeToString(b[:])
+	}
+	out, err := call(socket, req, content)
+	if err == nil || !errors.Is(err, errLost) {
+		return out, err
+	}
+	st, serr := call(socket, api.Request{Op: "status", ID: req.ID}, nil)
+	if serr != nil {
+		return session.Output{}, fmt.Errorf("%v; whether the %s happened is recorded under id %s: ask with 'fsguard status %s' once the daemon answers", err, req.Op, req.ID, req.ID)
+	}
+	note := fmt.Sprintf("Note: the connection to the daemon was lost before the %s's answer (%v); the daemon says:\n", req.Op, err)
+	st.Stderr = note + st.Stderr
+	return st, nil
+}
+
+// errLost marks a failure after the request may have reached the daemon.
+var errLost = errors.New("connection lost")
+
+func call(socket string, req api.Request, content io.Reader) (session.Output, error) {
+	line, err := json.Marshal(req)
+	if err != nil {
+		return session.Output{}, err
+	}
+	var body io.Reader = bytes.NewReader(append(line, '\n'))
+	if content != nil {
+		body = io.MultiReader(body, content)
+	}
+	hr, err := http.NewRequest("POST", "http://fsguard/v1/op", body)
+	if err != nil {
+		return session.Output{}, err
+	}
+	hr.Header.Set("Content-Type", "application/x-fsguard-request")
+	if content != nil {
+		// A refused caller learns it before sending the content.
+		hr.Header.Set("Expect", "100-continue")
+	}
+	resp, err := clientFor(socket).Do(hr)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return session.Output{}, fmt.Errorf("cannot reach the fsguard daemon at %s: %v", socket, err)
+		}
+		return session.Output{}, fmt.Errorf("fsguard daemon at %s: %w: %v", socket, errLost, err)
+	}
+	defer resp.Body.Close()
+	var out session.Output
+	derr := json.NewDecoder(resp.Body).Decode(&out)
+	io.Copy(io.Discard, resp.Body) // drained, so the connection is reused
+	switch {
+	case resp.StatusCode == http.StatusForbidden && derr == nil && out.Exit != 0:
+		return out, nil // refused at accept, with the reason
+	case resp.StatusCode != http.StatusOK:
+		return session.Output{}, fmt.Errorf("fsguard daemon at %s answered %s", socket, resp.Status)
+	case derr != nil:
+		return session.Output{}, fmt.Errorf("bad answer from the fsguard daemon: %w: %v", errLost, derr)
+	}
+	return out, nil
+}
+
+// Health asks the daemon at socket whether it serves (GET /v1/health),
+// waiting at most timeout.
+func Health(socket string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, "GET", "http://fsguard/v1/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := clientFor(socket).Do(hr)
+	if err != nil {
+		return fmt.Errorf("the fsguard daemon at %s does not answer: %v", socket, err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the fsguard daemon at %s answered %s", socket, resp.Status)
+	}
+	return nil
+}

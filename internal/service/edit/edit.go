@@ -1,0 +1,430 @@
+// Package edit plans an edit of a file without touching it: the one anchor
+// grammar every front end accepts, the mapping of a version the session
+// held onto the file as it is now, the new lines of an anchored or
+// exact-text edit, and what the session holds afterwards. It reads and
+// writes nothing; session does the I/O and the bookkeeping around it.
+package edit
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/fsguard/fsguard/internal/concept/diff"
+	"github.com/fsguard/fsguard/internal/concept/lines"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/store/journal"
+)
+
+// Edit is one change to a file, named by the anchors of the lines it
+// replaces (from an --anchors read) or by exact text.
+type Edit struct {
+	// Op is "replace" (lines From..To with Text), "insert" (Text after
+	// From; From "0" inserts before line 1) or "delete" (lines From..To);
+	// empty for the exact-text form.
+	Op   string `json:"op,omitempty"`
+	From string `json:"from,omitempty"` // "N#hh", as an --anchors read showed it
+	To   string `json:"to,omitempty"`   // the range's last line; empty: From alone
+	Text string `json:"text,omitempty"` // the new lines; a final newline is optional
+	// The exact-text form: Old must occur exactly once, and becomes New.
+	Old string `json:"old,omitempty"`
+	New string `json:"new,omitempty"`
+}
+
+// AnchorPattern is the one grammar of the lines an edit names, for every
+// front end (the CLI's flags, the MCP tools' schema): a line "N#hh" as an
+// --anchors read shows it, or a range "N#hh..M#hh", or "0" (insert before
+// line 1); a copied ": text" after it is allowed and ignored, so an agent
+// may paste a whole shown line.
+const AnchorPattern = `^(0|[0-9]+#[0-9a-f]{2})(\.\.[0-9]+#[0-9a-f]{2})?(:.*)?$`
+
+var anchorsRe = regexp.MustCompile(AnchorPattern)
+
+// splitAnchors parses a value of AnchorPattern into its first and last
+// line ("" when it names one line).
+func splitAnchors(v string) (from, to string, err error) {
+	if !anchorsRe.MatchString(v) {
+		return "", "", refusal.New(refusal.InvalidInput, "", "invalid input: %q is not an anchor; use N#hh (or N#hh..M#hh) as an --anchors read shows it, e.g. 12#a3", v)
+	}
+	v, _, _ = strings.Cut(v, ":")
+	from, to, _ = strings.Cut(v, "..")
+	return from, to, nil
+}
+
+// Spec is an edit as a front end takes it (flags, tool arguments):
+// each field set or not. Edit checks that it names exactly one edit.
+type Spec struct {
+	Replace, InsertAfter, Delete *string // an anchor, or a range N#hh..M#hh
+	Text                         *string
+	Old, New                     *string
+}
+
+// Edit returns the one edit the spec names.
+func (sp Spec) Edit() (Edit, error) {
+	bad := func(msg string) (Edit, error) {
+		return Edit{}, refusal.New(refusal.InvalidInput, "", "invalid input: %s", msg)
+	}
+	var ed Edit
+	n := 0
+	for _, op := range []struct {
+		op    string
+		value *string
+	}{{"replace", sp.Replace}, {"insert", sp.InsertAfter}, {"delete", sp.Delete}} {
+		if op.value != nil {
+			n++
+			ed.Op = op.op
+			var err error
+			if ed.From, ed.To, err = splitAnchors(*op.value); err != nil {
+				return Edit{}, err
+			}
+		}
+	}
+	if sp.Old != nil || sp.New != nil {
+		n++
+		if sp.Old == nil || sp.New == nil {
+			return bad("the old text and the new text go together (an empty new text deletes the old)")
+		}
+		ed.Old, ed.New = *sp.Old, *sp.New
+	}
+	switch {
+	case n != 1:
+		return bad("give exactly one edit: replace, insert after, delete, or old and new text")
+	case (ed.Op == "replace" || ed.Op == "insert") && sp.Text == nil:
+		return bad(ed.Op + " needs the new lines (text)")
+	case sp.Text != nil && (ed.Op == "delete" || ed.Op == ""):
+		return bad("text goes with replace or insert after")
+	}
+	if sp.Text != nil {
+		ed.Text = *sp.Text
+	}
+	return ed, nil
+}
+
+// editContext is how many unchanged lines an edit's answer shows around
+// the change.
+const editContext = 2
+
+// Basis is the version the session last held of a file, and how its lines
+// map onto the file as it is now.
+type Basis struct {
+	Lines []string     // its texts; nil when it is no longer kept
+	Held  journal.Held // what the session holds of it
+	toCur []int        // its line index -> the current index, or -1 (changed)
+	from  map[int]int  // the inverse: current index -> its line index
+	Same  bool         // it is the current version
+}
+
+// Current is the basis when the version the session last held is the
+// current one.
+func Current(cur []string, held journal.Held) *Basis {
+	b := &Basis{Lines: cur, Held: held, Same: true, toCur: make([]int, len(cur))}
+	for i := range b.toCur {
+		b.toCur[i] = i
+	}
+	return b
+}
+
+// Older is the basis of an older version old the session held (held), mapped
+// onto the current lines through a line diff; nil when the two are too
+// different to map (as good as not kept).
+func Older(old, cur []string, held journal.Held) *Basis {
+	ops, ok := diff.Lines(old, cur, 20000)
+	if !ok {
+		return nil
+	}
+	b := &Basis{Lines: old, Held: held, toCur: make([]int, len(old)), from: map[int]int{}}
+	for i := range b.toCur {
+		b.toCur[i] = -1
+	}
+	for _, op := range ops {
+		if op.Kind == diff.Equal {
+			b.toCur[op.Old], b.from[op.New] = op.New, op.Old
+		}
+	}
+	return b
+}
+
+// knows reports whether the session holds current line j (0-based) as it
+// is now: through the current version's own record, or as an unchanged
+// line of the version it last held.
+func (b *Basis) knows(cur journal.Held, j int) bool {
+	if cur.Has(int64(j) + 1) {
+		return true
+	}
+	if b.Same {
+		return false
+	}
+	i, ok := b.from[j]
+	return ok && b.Held.Has(int64(i)+1)
+}
+
+// anchorRe is one line's anchor, as splitAnchors leaves it.
+var anchorRe = regexp.MustCompile(`^([0-9]+)#([0-9a-f]{2})$`)
+
+type anchor struct {
+	n    int // 1-based
+	hash string
+	text string // as named
+}
+
+func parseAnchor(name, s string, op string) (anchor, error) {
+	if s == "0" && op == "insert" {
+		return anchor{text: s}, nil
+	}
+	m := anchorRe.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return anchor{}, refusal.New(refusal.InvalidInput, name, "invalid input: %q is not an anchor; use N#hh as an --anchors read shows it (e.g. 12#a3)", s)
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n < 1 {
+		return anchor{}, refusal.New(refusal.InvalidInput, name, "invalid input: anchor %q names no line", s)
+	}
+	return anchor{n: n, hash: m[2], text: m[1] + "#" + m[2]}, nil
+}
+
+// anchored applies a replace, insert or delete named by anchors of the
+// version the session last held, mapped onto the current lines.
+func anchored(name string, cur []lines.RawLine, b *Basis, ed Edit) ([]lines.RawLine, error) {
+	switch ed.Op {
+	case "replace", "insert", "delete":
+	default:
+		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: unknown edit %q; use replace, insert or delete", ed.Op)
+	}
+	from, err := parseAnchor(name, ed.From, ed.Op)
+	if err != nil {
+		return nil, err
+	}
+	to := from
+	if ed.To != "" {
+		if ed.Op == "insert" {
+			return nil, refusal.New(refusal.InvalidInput, name, "invalid input: insert takes one anchor, the line to insert after")
+		}
+		if to, err = parseAnchor(name, ed.To, ed.Op); err != nil {
+			return nil, err
+		}
+	}
+	if ed.Op != "delete" && ed.Text == "" {
+		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: %s needs the new lines (text); to remove lines use delete", ed.Op)
+	}
+	if ed.Op == "insert" && from.n == 0 {
+		return splice(cur, 0, 0, ed.Text, true), nil
+	}
+	if b.Lines == nil {
+		return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: it changed since your last read, and the version you read is no longer kept; read the lines again with --anchors, then retry", name)
+	}
+	if to.n < from.n {
+		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: the range %s..%s runs backwards", from.text, to.text)
+	}
+	if to.n > len(b.Lines) {
+		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: anchor %s is past the end of the version you last read (%d cur)", to.text, len(b.Lines))
+	}
+	for _, a := range []anchor{from, to} {
+		if h := lines.Anchor(b.Lines[a.n-1]); h != a.hash {
+			return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: anchor %s does not match line %d of the version you last read (it is %d#%s); read the lines again with --anchors, then retry", name, a.text, a.n, a.n, h)
+		}
+	}
+	if !b.Held.Covers(int64(from.n), int64(to.n)) {
+		return nil, refusal.Unobserved(name, fmt.Sprintf("lines %d-%d were not all shown to you", from.n, to.n))
+	}
+	j := b.toCur[from.n-1]
+	for i := from.n; i <= to.n; i++ {
+		if c := b.toCur[i-1]; c < 0 || c != j+(i-from.n) {
+			return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: line %d changed since you read it; read it again with --anchors, then retry", name, i)
+		}
+	}
+	k := to.n - from.n + 1
+	switch ed.Op {
+	case "replace":
+		return splice(cur, j, j+k, ed.Text, true), nil
+	case "delete":
+		return splice(cur, j, j+k, "", false), nil
+	}
+	return splice(cur, j+1, j+1, ed.Text, true), nil // insert after
+}
+
+// splice replaces cur[i:k] with text's cur, ending them as the file
+// ends its lines (so a CRLF file stays CRLF), and keeps the file's last
+// line without a terminator if it had none.
+func splice(cur []lines.RawLine, i, k int, text string, withText bool) []lines.RawLine {
+	eol := dominantEOL(cur)
+	var add []lines.RawLine
+	if withText {
+		_, tl := lines.Split([]byte(text))
+		for _, l := range tl {
+			add = append(add, lines.RawLine{Text: l.Text, EOL: eol})
+		}
+	}
+	out := make([]lines.RawLine, 0, len(cur)-(k-i)+len(add))
+	out = append(out, cur[:i]...)
+	out = append(out, add...)
+	out = append(out, cur[k:]...)
+	// Whatever is now last keeps the old file's ending (none, or one);
+	// every other line needs a terminator.
+	hadFinal := len(cur) == 0 || cur[len(cur)-1].EOL != ""
+	for n := range out {
+		if n < len(out)-1 && out[n].EOL == "" {
+			out[n].EOL = eol
+		}
+	}
+	if len(out) > 0 && !hadFinal {
+		out[len(out)-1].EOL = ""
+	} else if len(out) > 0 && out[len(out)-1].EOL == "" {
+		out[len(out)-1].EOL = eol
+	}
+	return out
+}
+
+// dominantEOL is the terminator most of the file's lines end with.
+func dominantEOL(cur []lines.RawLine) string {
+	count := map[string]int{}
+	for _, l := range cur {
+		if l.EOL != "" {
+			count[l.EOL]++
+		}
+	}
+	best := "\n"
+	for _, e := range []string{"\r\n", "\r"} {
+		if count[e] > count[best] {
+			best = e
+		}
+	}
+	return best
+}
+
+// exact applies the old/new text form: old must occur exactly once, and
+// every line it touches must be one the session holds as it is now.
+func exact(name, bom string, cur []lines.RawLine, data []byte, b *Basis, curHeld journal.Held, ed Edit) ([]lines.RawLine, error) {
+	if ed.Old == "" {
+		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: the text to replace is empty; give an anchored insert to add lines")
+	}
+	old, repl := ed.Old, ed.New
+	if eol := dominantEOL(cur); eol != "\n" && !strings.Contains(old, eol) {
+		// The agent saw cur, not terminators: its "\n" is the file's.
+		old, repl = strings.ReplaceAll(old, "\n", eol), strings.ReplaceAll(repl, "\n", eol)
+	}
+	text := string(data)
+	at := strings.Index(text, old)
+	if at < 0 {
+		return nil, refusal.New(refusal.EditNoMatch, name, "cannot edit %q: the text to replace was not found; read the lines again and copy them exactly, whitespace included", name)
+	}
+	if n := countOverlapping(text, old); n > 1 {
+		return nil, refusal.New(refusal.EditAmbiguous, name, "cannot edit %q: the text to replace occurs %d times; include more of the surrounding lines so it occurs once", name, n)
+	}
+	first, last := lineAt(bom, cur, at), lineAt(bom, cur, at+len(old)-1)
+	for j := first; j <= last; j++ {
+		if !b.knows(curHeld, j) {
+			// Unchanged since the version the session holds, or that
+			// version: the line was never shown. Otherwise it changed.
+			if _, unchanged := b.from[j]; b.Same || unchanged {
+				return nil, refusal.Unobserved(name, fmt.Sprintf("line %d was not shown to you", j+1))
+			}
+			return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: line %d changed since you read it; read it again, then retry", name, j+1)
+		}
+	}
+	_, out := lines.Split([]byte(text[:at] + repl + text[at+len(old):]))
+	return out, nil
+}
+
+func countOverlapping(s, sub string) int {
+	n := 0
+	for i := strings.Index(s, sub); i >= 0; {
+		n++
+		j := strings.Index(s[i+1:], sub)
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return n
+}
+
+// lineAt returns the index of the line holding byte off of the file (a
+// terminator belongs to its line).
+func lineAt(bom string, cur []lines.RawLine, off int) int {
+	pos := len(bom)
+	for i, l := range cur {
+		pos += len(l.Text) + len(l.EOL)
+		if off < pos {
+			return i
+		}
+	}
+	return len(cur) - 1
+}
+
+// Plan is an edit planned: the new content, what the session holds of it
+// afterwards, and the answer to show.
+type Plan struct {
+	Content []byte
+	// Held is the lines of the new version the session holds afterwards;
+	// ShownStart..ShownEnd the lines its answer shows.
+	Held                 [][2]int64
+	ShownStart, ShownEnd int64
+	// Start..End are the changed lines in the new version (End < Start:
+	// only lines were deleted, after line End).
+	Start, End int64
+	Moved      int64  // how far the lines after them moved (+ down)
+	Shown      string // the changed lines with context, anchored
+	// Elsewhere: the file had also changed, where the edit did not touch,
+	// since the session's last read.
+	Elsewhere bool
+}
+
+// Make plans ed on the file whose content is data (its BOM bom, its lines
+// cur), named name in messages: b is the version the session last held,
+// curHeld what it holds of the current version, maxChars the line clamp of
+// the answer.
+func Make(name string, data []byte, bom string, cur []lines.RawLine, b *Basis, curHeld journal.Held, ed Edit, maxChars int) (*Plan, error) {
+	var out []lines.RawLine
+	var err error
+	switch {
+	case ed.Op != "" && (ed.Old != "" || ed.New != ""):
+		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: give either an anchored edit (replace, insert or delete) or old and new text, not both")
+	case ed.Op != "":
+		out, err = anchored(name, cur, b, ed)
+	default:
+		out, err = exact(name, bom, cur, data, b, curHeld, ed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return describe(bom, cur, out, b, curHeld, maxChars), nil
+}
+
+// describe turns the new lines into the plan: the content, what the
+// session holds of it afterwards, and the anchored answer.
+func describe(bom string, before, after []lines.RawLine, b *Basis, curHeld journal.Held, maxChars int) *Plan {
+	bt, at := lines.Texts(before), lines.Texts(after)
+	p, q := diff.Ends(bt, at)
+	delta := len(at) - len(bt)
+	changedEnd := len(at) - q // the changed lines are at[p:changedEnd]
+	lo, hi := max(0, p-editContext), min(len(at), changedEnd+editContext)
+	var shown strings.Builder
+	clamped := map[int]bool{}
+	for j := lo; j < hi; j++ {
+		l := lines.LineOf(int64(j+1), at[j], maxChars)
+		clamped[j] = l.Truncated
+		lines.Render(&shown, l, maxChars, true)
+	}
+	// Afterwards the session holds what it was shown, what it wrote, and
+	// the lines it held of the version it edited, moved as it was told.
+	// Lines it held of an older version are not counted even where they
+	// are unchanged: it was not told where changes elsewhere moved them.
+	holds := func(n int64) bool {
+		j := int(n - 1)
+		switch {
+		case j >= lo && j < hi:
+			return !clamped[j] // shown
+		case j < p:
+			return curHeld.Has(int64(j) + 1)
+		case j >= changedEnd:
+			return curHeld.Has(int64(j-delta) + 1)
+		}
+		return true // the session wrote it
+	}
+	return &Plan{
+		Content: lines.Join(bom, after),
+		Held:    journal.SpansOf(int64(len(at)), holds), ShownStart: int64(lo + 1), ShownEnd: int64(hi),
+		Start: int64(p + 1), End: int64(changedEnd), Moved: int64(delta), Shown: shown.String(), Elsewhere: !b.Same,
+	}
+}

@@ -1,0 +1,220 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/service/read"
+)
+
+// Output is a command's complete answer: what goes to stdout and stderr,
+// and the exit status. The CLI prints it; the control socket sends it, so
+// an answer through the daemon is byte-identical to a direct one.
+type Output struct {
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+	Exit   int    `json:"exit"`
+	// Code is the refusal code when the operation was refused.
+	Code string `json:"code,omitempty"`
+	// Message is the refusal's message alone, without "Error: ".
+	Message string `json:"message,omitempty"`
+	// Image carries an image read's bytes for front ends that can show
+	// them (MCP); the text output only describes it.
+	Image *read.Image `json:"image,omitempty"`
+	// Structured is the answer's facts as an object (a read's path, range,
+	// totals, truncation, continuation, observation; a refusal's code and
+	// message), for front ends that carry them beside the text (MCP's
+	// structuredContent).
+	Structured json.RawMessage `json:"structured,omitempty"`
+}
+
+// ReadFacts is what a read's structured answer carries.
+type ReadFacts struct {
+	Status       string             `json:"status"`
+	Code         string             `json:"code,omitempty"`
+	Message      string             `json:"message,omitempty"`
+	Path         string             `json:"path"`
+	Type         string             `json:"type,omitempty"` // file, directory, notebook or image
+	Range        *read.Range        `json:"range,omitempty"`
+	Totals       *read.Totals       `json:"totals,omitempty"`
+	Truncation   *read.Truncation   `json:"truncation,omitempty"`
+	Continuation *read.Continuation `json:"continuation"`
+	Observation  *read.Observation  `json:"observation,omitempty"`
+	// Held: the answer was a notice or a diff, not the lines.
+	Held bool `json:"held,omitempty"`
+}
+
+func facts(name string, res *ReadResult, err error) json.RawMessage {
+	f := ReadFacts{Status: "ok", Path: name}
+	if err != nil {
+		f.Status, f.Code, f.Message = "error", string(refusal.CodeOf(err)), err.Error()
+		var r *refusal.Error
+		if errors.As(err, &r) && r.Path != "" {
+			f.Path = r.Path
+		}
+	} else {
+		f.Path, f.Range, f.Totals, f.Truncation = res.Path, &res.Range, &res.Totals, &res.Truncation
+		f.Continuation, f.Observation, f.Held, f.Type = res.Continuation, &res.Observation, res.Notice != "" || res.held(), res.Kind()
+		if res.Listing != nil {
+			f.Totals, f.Observation = nil, nil // a listing observes no file
+		}
+	}
+	b, _ := json.Marshal(f)
+	return b
+}
+
+// Exit statuses.
+const (
+	ExitOK          = 0
+	ExitFail        = 1
+	ExitUsage       = 2
+	ExitNotObserved = 3
+	ExitStale       = 4
+)
+
+func errorOutput(err error) Output {
+	code := ExitFail
+	switch refusal.CodeOf(err) {
+	case refusal.NotObserved:
+		code = ExitNotObserved
+	case refusal.StaleVersion:
+		code = ExitStale
+	}
+	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: code, Code: string(refusal.CodeOf(err)), Message: err.Error()}
+}
+
+// RenderRead renders a read's outcome in "text" or "json".
+func RenderRead(name string, res *ReadResult, err error, format string) Output {
+	if err != nil {
+		if format == "json" {
+			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitFail, Code: string(refusal.CodeOf(err)), Message: err.Error(), Structured: facts(name, nil, err)}
+		}
+		out := errorOutput(err)
+		out.Structured = facts(name, nil, err)
+		return out
+	}
+	if format == "json" {
+		return Output{Stdout: string(res.JSON()), Structured: facts(name, res, nil)}
+	}
+	var notes strings.Builder
+	for _, n := range res.Notes {
+		fmt.Fprintf(&notes, "Note: %s\n", n)
+	}
+	return Output{Stdout: res.Text(), Stderr: notes.String(), Image: res.Image, Structured: facts(name, res, nil)}
+}
+
+// RenderCheck renders a check's outcome.
+func RenderCheck(f *Freshness, err error) Output {
+	if err != nil {
+		return refused(errorOutput(err))
+	}
+	facts := OpFacts{Status: "fresh", Path: f.Path, NewFile: f.NewFile}
+	if f.NewFile {
+		return withFacts(Output{Stdout: fmt.Sprintf("fresh: %q does not exist yet; it may be created\n", f.Path)}, facts)
+	}
+	return withFacts(Output{Stdout: fmt.Sprintf("fresh: %q is the version this session read\n", f.Path)}, facts)
+}
+
+// OpFacts is what the structured answer of a check, write or edit
+// carries (--format json, MCP's structuredContent).
+type OpFacts struct {
+	// Status: "fresh" (check), "written", "created", "edited", or
+	// "refused" (then Code and Message say why).
+	Status     string `json:"status"`
+	Code       string `json:"code,omitempty"`
+	Message    string `json:"message,omitempty"`
+	Path       string `json:"path,omitempty"`
+	NewFile    bool   `json:"newFile,omitempty"`
+	Bytes      int64  `json:"bytes,omitempty"`
+	TotalLines int64  `json:"totalLines,omitempty"`
+	ContentID  string `json:"contentId,omitempty"`
+	// An edit's changed lines in the new version, how far later lines
+	// moved, the lines shown with their anchors, and whether the file had
+	// also changed elsewhere.
+	Start     int64  `json:"start,omitempty"`
+	End       int64  `json:"end,omitempty"`
+	Moved     int64  `json:"moved,omitempty"`
+	Shown     string `json:"shown,omitempty"`
+	Elsewhere bool   `json:"elsewhere,omitempty"`
+}
+
+func withFacts(out Output, f OpFacts) Output {
+	out.Structured, _ = json.Marshal(f)
+	return out
+}
+
+// refused gives a refusal its structured form.
+func refused(out Output) Output {
+	return withFacts(out, OpFacts{Status: "refused", Code: out.Code, Message: out.Message})
+}
+
+// AsJSON turns an answer into its --format json form: the structured
+// facts on stdout, nothing on stderr, the same exit status.
+func AsJSON(out Output) Output {
+	if len(out.Structured) == 0 {
+		return out
+	}
+	out.Stdout, out.Stderr = string(out.Structured)+"\n", ""
+	return out
+}
+
+// RenderWrite renders a write's outcome.
+func RenderWrite(res *WriteResult, err error) Output {
+	if err != nil {
+		out := refused(errorOutput(err))
+		if res != nil { // written, but not recorded
+			out.Stdout = fmt.Sprintf("replaced %q: %d bytes, %d lines\n", res.Path, res.Bytes, res.TotalLines)
+			out = withFacts(out, OpFacts{Status: "written", Code: out.Code, Message: out.Message, Path: res.Path, Bytes: res.Bytes, TotalLines: res.TotalLines, ContentID: res.ContentID})
+		}
+		return out
+	}
+	verb, status := "replaced", "written"
+	if res.Created {
+		verb, status = "created", "created"
+	}
+	return withFacts(Output{Stdout: fmt.Sprintf("%s %q: %d bytes, %d lines\n", verb, res.Path, res.Bytes, res.TotalLines)},
+		OpFacts{Status: status, Path: res.Path, Bytes: res.Bytes, TotalLines: res.TotalLines, ContentID: res.ContentID})
+}
+
+// RenderEdit renders an edit's outcome: the changed lines with context and
+// their anchors, so the next edit needs no re-read, and where later lines
+// went.
+func RenderEdit(res *EditResult, err error) Output {
+	if res == nil {
+		return refused(errorOutput(err))
+	}
+	var b strings.Builder
+	b.WriteString("<path>" + res.Path + "</path>\n<type>edit</type>\n<content>\n" + res.Shown + "\n")
+	moved := ""
+	switch after := res.End < res.TotalLines; {
+	case after && res.Moved > 0:
+		moved = fmt.Sprintf(" Lines after them moved down by %d.", res.Moved)
+	case after && res.Moved < 0:
+		moved = fmt.Sprintf(" Lines after them moved up by %d.", -res.Moved)
+	}
+	switch {
+	case res.End == res.Start:
+		fmt.Fprintf(&b, "(Edited line %d.%s The file now has %d lines.)\n", res.Start, moved, res.TotalLines)
+	case res.End > res.Start:
+		fmt.Fprintf(&b, "(Edited lines %d-%d.%s The file now has %d lines.)\n", res.Start, res.End, moved, res.TotalLines)
+	default:
+		fmt.Fprintf(&b, "(Edited: lines deleted after line %d.%s The file now has %d lines.)\n", res.End, moved, res.TotalLines)
+	}
+	b.WriteString("</content>\n")
+	out := Output{Stdout: b.String()}
+	if res.Elsewhere {
+		out.Stderr = "Note: the file had also changed elsewhere since your last read; those changes were kept. Read those lines again before relying on them.\n"
+	}
+	facts := OpFacts{Status: "edited", Path: res.Path, Bytes: res.Bytes, TotalLines: res.TotalLines, ContentID: res.ContentID,
+		Start: res.Start, End: res.End, Moved: res.Moved, Shown: res.Shown, Elsewhere: res.Elsewhere}
+	if err != nil {
+		e := errorOutput(err)
+		out.Stderr += e.Stderr
+		out.Exit, out.Code, out.Message = e.Exit, e.Code, e.Message
+		facts.Code, facts.Message = e.Code, e.Message
+	}
+	return withFacts(out, facts)
+}

@@ -1,0 +1,426 @@
+package session
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/fsguard/fsguard/internal/concept/charset"
+	"github.com/fsguard/fsguard/internal/concept/fileid"
+	"github.com/fsguard/fsguard/internal/concept/lines"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/store/journal"
+
+	"golang.org/x/sys/unix"
+)
+
+// Freshness is a check's positive answer.
+type Freshness struct {
+	Path    string
+	NewFile bool // the file does not exist yet: creating it needs no read
+}
+
+func stale(path string) error {
+	return refusal.New(refusal.StaleVersion, path, "cannot modify %q: file changed since it was read — re-read the file, then retry", path)
+}
+
+// Check answers whether session may write the file now: it must have
+// observed the current version. Identity (dev, inode, size, mtime, ctime)
+// is the fast path; the content hash is the authority, so a file touched
+// but not changed is still fresh. No wall-clock time is compared.
+func (s *Service) Check(name, cwd, session string) (*Freshness, error) {
+	f, err := s.check(name, cwd, session)
+	if err != nil {
+		return nil, s.view.Err(err)
+	}
+	f.Path = s.shown(f.Path)
+	return f, nil
+}
+
+func (s *Service) check(name, cwd, session string) (*Freshness, error) {
+	name, cwd, err := s.resolve(name, cwd)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeDeniedAsNamed(name, cwd); err != nil {
+		return nil, err
+	}
+	f, err := s.Guard.Open(name, cwd)
+	if refusal.CodeOf(err) == refusal.NotFound {
+		root, rel, display, lerr := s.Guard.Locate(name, cwd)
+		if lerr != nil {
+			return nil, lerr
+		}
+		d, base, perr := s.Guard.OpenParent(root, rel, display)
+		if perr != nil {
+			return nil, perr
+		}
+		defer d.Close()
+		if err := s.Guard.WriteDenied(d.Root, filepath.Join(d.Rel, base), display); err != nil {
+			return nil, err
+		}
+		return &Freshness{Path: display, NewFile: true}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := s.Guard.WriteDenied(f.Root, f.Rel, f.Name); err != nil {
+		return nil, err
+	}
+	if err := s.Guard.Do(func() error { return writable(f) }); err != nil {
+		return nil, writeErr(f.Name, err)
+	}
+	if err := s.checkFile(f, session); err != nil {
+		return nil, err
+	}
+	return &Freshness{Path: f.Name}, nil
+}
+
+// writeDeniedAsNamed applies the write deny rules to the path as the caller
+// named it, before anything is opened; the real path is checked again once
+// it is known (a link may lead from an allowed name to a denied file).
+func (s *Service) writeDeniedAsNamed(name, cwd string) error {
+	root, rel, display, err := s.Guard.Locate(name, cwd)
+	if err != nil {
+		return err
+	}
+	return s.Guard.WriteDenied(root, rel, display)
+}
+
+func (s *Service) checkFile(f *roots.File, session string) error {
+	if s.Journal == nil {
+		return refusal.New(refusal.IOError, f.Name, "cannot check %q: %s", f.Name, s.notRecorded())
+	}
+	last, err := s.Journal.LastObservation(s.sess(session), f.Real)
+	if err != nil {
+		return err
+	}
+	if last == nil {
+		return refusal.Unobserved(f.Name, "file has not been read")
+	}
+	content := last.ContentID
+	if last.Identity == nil || *last.Identity != f.Identity() {
+		sum, err := contentID(f)
+		if err != nil {
+			return refusal.Cannot(refusal.IOError, f.Name, err.Error())
+		}
+		if last.ContentID == "" || sum != last.ContentID {
+			return stale(f.Name)
+		}
+		content = sum
+	}
+	if s.RequireWholeView {
+		held, err := s.Journal.Holds(s.sess(session), f.Real, content, last.TotalLines)
+		if err != nil {
+			return err
+		}
+		if !held {
+			return refusal.Unobserved(f.Name, "only part of the file has been read, and the policy requires the whole")
+		}
+	}
+	return nil
+}
+
+// contentID hashes a file's whole content with the same scanner a read
+// uses, so the two can never disagree.
+func contentID(f *roots.File) (string, error) {
+	res, err := lines.Scan(io.NewSectionReader(f, 0, 1<<62), lines.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16, SizeHint: f.Stat.Size})
+	if err != nil {
+		return "", err
+	}
+	return fileid.ContentID(res.Sum), nil
+}
+
+// Recover resolves the intents whose writer is gone (killed between the
+// rename and the record of its outcome): the file says which happened. If
+// it holds the intended content the write happened, and its observation is
+// recorded (the session holds the version it wrote); otherwise it did not,
+// and a NOT_WRITTEN outcome is recorded. Intents of live writers are left:
+// they may be under way. It returns how many it resolved.
+func (s *Service) Recover() (int, error) {
+	if s.Journal == nil {
+		return 0, nil
+	}
+	open, err := s.Journal.Dangling()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, in := range open {
+		if in.Writer != 0 && unix.Kill(int(in.Writer), 0) == nil {
+			continue // its writer lives: the write may be under way
+		}
+		out := &journal.Record{Kind: journal.KindOutcome, Intent: in.Seq, Session: in.Session, Owner: in.Owner, Path: in.Path, RealPath: in.RealPath, Code: "NOT_WRITTEN", Detail: "resolved at start: the file does not hold the intended content"}
+		if data, err := os.ReadFile(in.RealPath); err == nil && fileid.ContentID(sha256.Sum256(data)) == in.ContentID {
+			var st unix.Stat_t
+			if unix.Stat(in.RealPath, &st) == nil {
+				id := fileid.Of(&st)
+				_, ls := textOf(data)
+				n := int64(len(ls))
+				out = &journal.Record{Kind: journal.KindObservation, Origin: journal.OriginWrite, Intent: in.Seq, Session: in.Session, Owner: in.Owner,
+					Path: in.Path, RealPath: in.RealPath, StatID: fileid.StatID(in.RealPath, id), ContentID: in.ContentID, Identity: &id,
+					WholeFileVisible: true, Start: min(1, n), End: n, TotalLines: n, Detail: "resolved at start: the file holds the intended content"}
+			}
+		}
+		if err := s.Journal.Append(out); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// beforeRename lets a test change the target between the check and the
+// rename, where only a re-check can catch it.
+var beforeRename = func() {}
+
+// WriteResult describes a completed write.
+type WriteResult struct {
+	Path       string
+	Bytes      int64
+	TotalLines int64
+	ContentID  string
+	Created    bool
+}
+
+// Write replaces (or creates) the file with content, atomically: a
+// temporary file in the same directory, fsync, rename, fsync of the
+// directory. An existing file must pass Check and keeps its mode; the
+// target is re-checked just before the rename, and a new file is renamed
+// with RENAME_NOREPLACE, so a file that changed or appeared meanwhile is
+// never clobbered. Symlinks are resolved beneath the roots: the write goes
+// to the real file, never out of the roots.
+func (s *Service) Write(name, cwd, session string, content io.Reader) (*WriteResult, error) {
+	res, err := s.write(name, cwd, session, content)
+	if res != nil {
+		res.Path = s.shown(res.Path)
+	}
+	return res, s.view.Err(err)
+}
+
+func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteResult, error) {
+	return s.replace(name, cwd, session, func(f *roots.File) (io.Reader, *edited, error) {
+		if f == nil {
+			return content, nil, nil // a new file needs no read
+		}
+		if err := s.checkFile(f, session); err != nil {
+			return nil, nil, err
+		}
+		return keepEncoding(f, content)
+	})
+}
+
+// keepEncoding writes UTF-8 content sent for a UTF-16 or UTF-32 file in
+// that file's encoding, with its BOM: the agent was shown the text
+// decoded, and sends text back. Content that already announces an
+// encoding, or is not UTF-8, is written as sent.
+func keepEncoding(f *roots.File, content io.Reader) (io.Reader, *edited, error) {
+	var head [4]byte
+	n, _ := f.ReadAt(head[:], 0)
+	enc := charset.Detect(head[:n])
+	if enc == charset.UTF8 {
+		return content, nil, nil
+	}
+	data, err := io.ReadAll(content)
+	if err != nil {
+		return nil, nil, writeErr(f.Name, err) // too large, or a broken stream
+	}
+	if charset.Detect(data) != charset.UTF8 || !utf8.Valid(data) {
+		return bytes.NewReader(data), nil, nil
+	}
+	out, err := charset.Encode(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), enc)
+	return bytes.NewReader(out), nil, err
+}
+
+// edited says what an edit changed, for its record: the lines of the new
+// version the session holds afterwards, and the lines it was shown.
+type edited struct {
+	held       [][2]int64
+	start, end int64
+}
+
+// produce gives the new content for the file f (nil: it does not exist
+// yet), having checked that the session may replace it; a nil *edited
+// means the session wrote the whole new content.
+type produce func(f *roots.File) (io.Reader, *edited, error)
+
+// replace is the one atomic write path, under Write and Edit.
+func (s *Service) replace(name, cwd, session string, newContent produce) (*WriteResult, error) {
+	name, cwd, err := s.resolve(name, cwd)
+	if err != nil {
+		return nil, err
+	}
+	var dir *roots.Dir
+	var base, display string
+	var checked *fileid.Identity
+	var content io.Reader
+	var ed *edited
+	mode := uint32(0o644)
+	if err := s.writeDeniedAsNamed(name, cwd); err != nil {
+		return nil, err
+	}
+	f, err := s.Guard.Open(name, cwd)
+	switch {
+	case err == nil:
+		defer f.Close()
+		if content, ed, err = newContent(f); err != nil {
+			return nil, err
+		}
+		id := f.Identity()
+		checked, mode, display = &id, f.Stat.Mode&0o777, f.Name
+		dir, base, err = s.Guard.OpenParent(f.Root, f.Rel, f.Name)
+	case refusal.CodeOf(err) == refusal.NotFound:
+		var root *roots.Root
+		var rel string
+		root, rel, display, err = s.Guard.Locate(name, cwd)
+		if err == nil {
+			content, ed, err = newContent(nil)
+		}
+		if err == nil {
+			dir, base, err = s.Guard.OpenParent(root, rel, display)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	if s.Journal == nil {
+		return nil, refusal.New(refusal.IOError, display, "cannot write %q: %s", display, s.notRecorded())
+	}
+	if err := s.Guard.WriteDenied(dir.Root, filepath.Join(dir.Rel, base), display); err != nil {
+		return nil, err
+	}
+	if f != nil {
+		// Replacing means writing: the caller must be able to open the
+		// file for writing itself, whatever the directory allows.
+		if err := s.Guard.Do(func() error { return writable(f) }); err != nil {
+			return nil, writeErr(display, err)
+		}
+	}
+	dfd := int(dir.Fd())
+	tmp, err := newTemp(s.Guard, dfd, base)
+	if err != nil {
+		return nil, writeErr(display, err)
+	}
+	defer tmp.Close()
+	committed := false
+	defer func() {
+		if !committed && tmp.name != "" {
+			s.Guard.Do(func() error { return unix.Unlinkat(dfd, tmp.name, 0) })
+		}
+	}()
+	n, err := io.Copy(tmp, content)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err != nil {
+		return nil, writeErr(display, err)
+	}
+	var src io.Reader = io.NewSectionReader(tmp, 0, 1<<62)
+	var kept *bytes.Buffer // what the session wrote is a version it holds
+	if s.Held != nil && n <= s.Held.MaxFile() {
+		kept = bytes.NewBuffer(make([]byte, 0, n))
+		src = io.TeeReader(src, kept)
+	}
+	var head [4]byte
+	hn, _ := tmp.ReadAt(head[:], 0)
+	text := charset.NewReader(src, charset.Detect(head[:hn]))
+	scan, err := lines.Scan(text, lines.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16, SizeHint: n})
+	if err != nil {
+		return nil, writeErr(display, err)
+	}
+	text.Settle(&scan.Sum, &scan.Bytes) // lines of the text, the hash of the bytes
+	// The new version gets a name only now, complete, and with no more
+	// rights than the result: owner kept, set-ID bits never.
+	if err := tmp.finish(s.Guard, dfd, f, mode); err != nil {
+		return nil, writeErr(display, err)
+	}
+	// Record first: the intent, before anything is replaced. A write the
+	// journal cannot record does not happen.
+	real := filepath.Join(dir.Root.Real, dir.Rel, base)
+	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(), Writer: uint32(os.Getpid()),
+		Path: s.shown(display), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Request: s.request}
+	if ed != nil {
+		intent.Detail = journal.OriginEdit
+	}
+	if err := s.append(intent); err != nil {
+		e := refusal.New(refusal.IOError, display, "cannot write %q: the journal cannot record the write (%v); nothing was written — free the journal's disk, then retry", display, err)
+		e.Err = err
+		return nil, e
+	}
+	notWritten := func(why string) {
+		s.append(&journal.Record{Kind: journal.KindOutcome, Intent: intent.Seq, Session: session, Owner: s.who.Owner(), Path: intent.Path, RealPath: real, Code: why})
+	}
+	beforeRename()
+	err = s.Guard.Do(func() error {
+		var st unix.Stat_t
+		serr := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if checked != nil {
+			if serr != nil || fileid.Of(&st) != *checked {
+				return stale(display)
+			}
+			return unix.Renameat(dfd, tmp.name, dfd, base)
+		}
+		err := unix.Renameat2(dfd, tmp.name, dfd, base, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			return refusal.New(refusal.StaleVersion, display, "cannot create %q: it was created meanwhile — read the file, then retry", display)
+		}
+		return err
+	})
+	if refusal.CodeOf(err) == refusal.StaleVersion {
+		notWritten(string(refusal.StaleVersion))
+		return nil, err
+	}
+	if err != nil {
+		notWritten(string(refusal.CodeOf(writeErr(display, err))))
+		return nil, writeErr(display, err)
+	}
+	committed = true
+	err = dir.Sync()
+	if s.OnWrite != nil {
+		s.OnWrite(real) // the rename stands even if the sync failed
+	}
+	if err != nil {
+		return nil, writeErr(display, err)
+	}
+	var now unix.Stat_t
+	if err := unix.Fstat(int(tmp.Fd()), &now); err != nil {
+		return nil, writeErr(display, err)
+	}
+	id := fileid.Of(&now)
+	res := &WriteResult{Path: display, Bytes: n, TotalLines: scan.TotalLines, ContentID: fileid.ContentID(scan.Sum), Created: checked == nil}
+	rec := &journal.Record{
+		Kind: journal.KindObservation, Origin: journal.OriginWrite, Session: session,
+		Path: s.shown(display), RealPath: real, StatID: fileid.StatID(real, id), ContentID: res.ContentID,
+		WholeFileVisible: true, Start: min(1, scan.TotalLines), End: scan.TotalLines, TotalLines: scan.TotalLines,
+		Identity: &id, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
+		Intent: intent.Seq,
+	}
+	if ed != nil {
+		rec.Origin, rec.WholeFileVisible, rec.Held, rec.Start, rec.End = journal.OriginEdit, false, ed.held, ed.start, ed.end
+	}
+	if err := s.append(rec); err != nil {
+		return res, fmt.Errorf("the file was written, but the journal could not record its outcome (%v): the intent recorded before it names the content; 'fsguard journal verify' reports it until resolved, and the next write will need a re-read", err)
+	}
+	if kept != nil {
+		s.keep(res.ContentID, real, kept.Bytes())
+	}
+	return res, nil
+}
+
+func writeErr(display string, err error) error {
+	code := refusal.IOError
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		code = refusal.PermissionDenied
+	}
+	e := refusal.New(code, display, "cannot write %q: %v", display, err)
+	e.Err = err
+	return e
+}

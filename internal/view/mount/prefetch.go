@@ -1,0 +1,334 @@
+package mount
+
+import (
+	"io"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fsguard/fsguard/internal/concept/fileid"
+	"github.com/fsguard/fsguard/internal/decide/roots"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
+)
+
+// prefetch pushes the content of small admitted files into the kernel's
+// page cache (FUSE_NOTIFY_STORE) once a READDIRPLUS has made them known to
+// the kernel: a tree walker (grep -r, cat, git) that lists a directory and
+// then reads its files finds their pages there and sends no READ. The
+// pushes are made by a few workers outside any request, whenever no other
+// process has asked anything for a moment (they would compete with the
+// agent's command on a small machine, and race its READs anyway), never
+// before the version was admitted by the LOOKUP that READDIRPLUS made,
+// and never leave a page of another version behind: the file is fstat'ed
+// after its bytes were pushed, and a version that moved meanwhile is
+// invalidated again (the watch may have invalidated it before the push).
+type prefetch struct {
+	v     *view
+	queue chan pushJob
+	// eager holds pushes whose content the listing already read: they
+	// cost a write to the kernel and an fstatat, so they do not wait for
+	// a quiet moment; they race the walker's READs and mostly win.
+	// eagerBytes is the content they hold (bounded by maxEagerBytes).
+	eager      chan pushJob
+	eagerBytes atomic.Int64
+	// parked are agents' listings' pushes, waiting for a read in their
+	// directory.
+	parked parked
+	report func(result string) // nil: not counted
+	bytes  atomic.Int64        // pushed so far (the warm walk's budget)
+	queued atomic.Int64        // offered and not yet pushed or given up
+	// refillAfter is how long after the kernel was given a file's bytes a
+	// READ of them means they were reclaimed (see readOf): refillAfter,
+	// or 0 in tests.
+	refillAfter atomic.Int64
+	// refill pushes again what the machine reclaimed (see refill.go), at
+	// most budget bytes a round.
+	refill refill
+	budget int64
+}
+
+// drained reports whether every push offered so far is done.
+func (p *prefetch) drained() bool { return p.queued.Load() == 0 }
+
+// busy reports whether more than half the queue waits: the warm walk
+// then lets the workers catch up rather than have offers dropped.
+func (p *prefetch) busy() bool { return len(p.queue) > pushQueue/2 }
+
+// start makes the queue and its workers (for the life of the daemon).
+func (p *prefetch) start(v *view, budget int64, report func(string)) {
+	p.v, p.report, p.budget = v, report, budget
+	p.refillAfter.Store(int64(refillAfter))
+	p.refill.gap = roundGap
+	p.queue = make(chan pushJob, pushQueue)
+	p.eager = make(chan pushJob, pushQueue)
+	for range pushWorkers {
+		go p.work()
+	}
+	for range eagerWorkers {
+		go p.workEager()
+	}
+}
+
+// on reports whether pushes are made at all: only with a watch (which
+// drops what changes) and in kernel open mode (where the page cache is
+// what READs fill anyway).
+func (p *prefetch) on() bool { return p.v.kernelOpen && p.v.watched() }
+
+func (p *prefetch) count(result string) {
+	if p.report != nil {
+		p.report(result)
+	}
+}
+
+type pushJob struct {
+	in *fs.Inode
+	n  *node
+	id fileid.Identity
+	// data is the version's content when the listing read it (eager);
+	// g is the guard that admitted it, and changes the view's count of
+	// changes before the listing read it (see pushKept).
+	data    []byte
+	g       *roots.Guard
+	changes int64
+	// refill: a refill's push (see refill.go). The kernel knew the inode
+	// when the job was made (it had been given the file's bytes), so the
+	// store does not wait for a reply naming it (an inode unknown now was
+	// forgotten since); and the mark it leaves says so.
+	refill bool
+}
+
+const (
+	// maxPush is the largest file pushed whole; larger ones are read on
+	// demand (their first READs are large anyway).
+	maxPush = 128 << 10
+	// pushWorkers push concurrently; pushQueue bounds the jobs waiting
+	// (a full queue drops the push: the file is then read on demand).
+	pushWorkers = 2
+	pushQueue   = 4096
+	// eagerWorkers push what a read released, racing the walker's next
+	// READs: pushes that read the file (verdicts kept by a restart) need
+	// both cores to stay ahead of a first grep -r.
+	eagerWorkers = 2
+	// maxWaitKnown bounds the wait for the kernel to know an inode.
+	maxWaitKnown = 2 * time.Second
+	// maxEagerBytes bounds the content waiting in eager pushes; past it a
+	// push is offered as an ordinary one (read again when it is its turn).
+	maxEagerBytes = 64 << 20
+)
+
+// offer queues a push of n's content, the version id, once the kernel
+// knows the inode (after the READDIRPLUS reply that names it).
+func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
+	if size == 0 || size > maxPush || n.index || !p.on() {
+		return
+	}
+	n.held.Store(nil) // until this push is in
+	p.queued.Add(1)
+	select {
+	case p.queue <- pushJob{in: n.EmbeddedInode(), n: n, id: id}:
+	default:
+		p.queued.Add(-1)
+		p.count("dropped")
+	}
+}
+
+// keptJob is the push of data, version id of n's content as the listing
+// read and admitted it under the guard in force now, after the view had
+// counted changes.
+func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte, changes int64) pushJob {
+	n.held.Store(nil) // until this push is in
+	return pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data, g: p.v.guard.Load(), changes: changes}
+}
+
+// offerKept queues a push for the eager worker: one with the content the
+// listing read, or one without (a file whose verdict was known, so the
+// listing did not read it), which the worker reads. Past the eager budget
+// a kept push is offered as an ordinary one (read again when it is its
+// turn).
+func (p *prefetch) offerKept(j pushJob) {
+	if j.n.index || !p.on() {
+		return
+	}
+	if p.eagerBytes.Add(int64(len(j.data))) > maxEagerBytes {
+		p.eagerBytes.Add(-int64(len(j.data)))
+		p.offer(j.n, j.id, j.id.Size)
+		return
+	}
+	p.queued.Add(1)
+	select {
+	case p.eager <- j:
+	default:
+		p.eagerBytes.Add(-int64(len(j.data)))
+		p.queued.Add(-1)
+		p.count("dropped")
+	}
+}
+
+func (p *prefetch) workEager() {
+	buf := make([]byte, maxPush+1)
+	for j := range p.eager {
+		if j.data == nil {
+			p.push(j, buf)
+		} else {
+			p.pushKept(j)
+		}
+		p.eagerBytes.Add(-int64(len(j.data)))
+		p.queued.Add(-1)
+	}
+}
+
+// pushKept stores content the listing read. The version must still be
+// the one admitted, under the same guard, at the node's name after the
+// store; one that moved meanwhile is invalidated again. (A check before
+// the store too made the pushes lose more races with the walker's READs,
+// for a change that the check after it catches anyway.) The kernel took
+// in the reply naming the inode before the push was offered, so it never
+// waits for it: an inode unknown now was forgotten since.
+//
+// What the check after the store guards against is an invalidation that
+// came first: the watch saw the file change after the listing read it and
+// dropped the kernel's pages before the store put the old bytes in. The
+// view counts each batch of changes before it invalidates anything (and a
+// reload, and a lost watch), so a count that has not moved since before
+// the listing read the file means no invalidation has begun since: a
+// change made at any time after that read is still to be applied, after
+// the store, and drops what it put in. Until then the pushed version is
+// served, as a page cached a moment before the change would be — unless
+// the kernel was told of another version already (a READ, which admits
+// the file as it is now, a GETATTR or LOOKUP, or another listing's push
+// may come before the watch does): a reader must never get an older
+// version after a newer one. So when the count has not moved and the
+// kernel was never told of another version of the file, before the store
+// or since, the file needs no stat (an fstatat for each file a cold
+// grep -r reads, a twentieth of the daemon's CPU in it); otherwise it is
+// stat'ed at its name.
+//
+// Never call it from a request's handler: the kernel may hold the page
+// lock of the very file a READ in flight fills, and the store would wait
+// on it for ever.
+func (p *prefetch) pushKept(j pushJob) {
+	defer keptDone(j.data) // the store copied it, and the job is done
+	only := j.n.toldOnly(j.id)
+	current := func() bool {
+		if only && j.n.toldOnly(j.id) && p.v.changes.Load() == j.changes && p.v.guard.Load() == j.g {
+			return true
+		}
+		// The very file, unchanged: the guard admitted this version at
+		// this name under this guard, so its verdict stands — unless the
+		// node may have moved since (see Server.follow): its name is
+		// another path then, perhaps a denied one.
+		var st unix.Stat_t
+		g, ok := j.n.statNow(&st)
+		return ok && g == j.g && fileid.Of(&st) == j.id && st.Nlink == 1 && p.v.moved.Load() <= j.changes
+	}
+	if errno := p.store(j.in, j.data, false); errno == syscall.ENOENT {
+		p.count("unknown")
+		return
+	} else if errno != 0 {
+		return // given up, counted
+	}
+	if !current() {
+		j.in.NotifyContent(0, 0)
+		p.count("changed")
+		return
+	}
+	p.pushed(j, len(j.data))
+}
+
+// readKnown says whether a listing reads, for its pushes, the files whose
+// verdicts are known (admit.Keep.Known): when it lists a directory again
+// (again: its pages were reclaimed with its listing), or while the agent
+// reads what it lists (see parked.reads).
+func (p *prefetch) readKnown(again bool) bool { return again || p.parked.reads.Load() }
+
+// readIn releases the pushes parked for the directory of n, a file a
+// READ just admitted, to the eager worker; n's own is left out (that READ
+// fills its pages).
+func (p *prefetch) readIn(n *node) {
+	if p.parked.bytes.Load() == 0 {
+		return // the common case of a READ: nothing parked anywhere
+	}
+	_, dir := n.Parent()
+	if dir == nil {
+		return
+	}
+	for _, j := range p.parked.take(dir) {
+		if j.n != n {
+			p.offerKept(j)
+		}
+	}
+}
+
+func (p *prefetch) work() {
+	buf := make([]byte, maxPush+1)
+	for j := range p.queue {
+		// Background work: while an agent's command is running, its
+		// requests go first (a push races the walker's own READ anyway).
+		p.v.active.quiet(nil, nil)
+		p.push(j, buf)
+		p.queued.Add(-1)
+	}
+}
+
+// push stores one file's bytes in the kernel's cache.
+func (p *prefetch) push(j pushJob, buf []byte) {
+	g, r, rel, shown, errno := j.n.resolve()
+	if errno != 0 {
+		return
+	}
+	f, err := g.OpenIn(r, rel, shown)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if f.Identity() != j.id || f.Stat.Nlink != 1 {
+		return // another version than the one admitted, or links: on demand
+	}
+	if _, err := p.v.admit.Decide(g, f); err != nil {
+		return
+	}
+	n, err := io.ReadFull(io.NewSectionReader(f, 0, int64(len(buf))), buf)
+	if err != io.ErrUnexpectedEOF && err != io.EOF || int64(n) != f.Stat.Size {
+		return
+	}
+	j.n.tell(j.id) // before the store: see pushKept
+	if p.store(j.in, buf[:n], !j.refill) != 0 {
+		return
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || fileid.Of(&st) != j.id {
+		j.in.NotifyContent(0, 0) // changed while pushed: not this version
+		p.count("changed")
+		return
+	}
+	p.pushed(j, n)
+}
+
+// pushed accounts for the push of j, n bytes, now in the kernel's cache.
+func (p *prefetch) pushed(j pushJob, n int) {
+	p.bytes.Add(int64(n))
+	j.n.gaveWhole(j.id, time.Now(), j.refill)
+	p.count("pushed")
+}
+
+// store writes data into the kernel's cache of in. The READDIRPLUS reply
+// naming the inode may not be in the kernel yet (ENOENT): with wait, it
+// waits for it, longer on a busy machine (a 20 ms bound left files
+// unpushed under load), never more than maxWaitKnown; without, it returns
+// ENOENT at once. Any other failure is a push given up, counted.
+func (p *prefetch) store(in *fs.Inode, data []byte, wait bool) syscall.Errno {
+	for delay, waited := 100*time.Microsecond, time.Duration(0); ; delay = min(2*delay, 50*time.Millisecond) {
+		errno := in.WriteCache(0, data)
+		if errno == 0 || errno == syscall.ENOENT && !wait {
+			return errno
+		}
+		if errno != syscall.ENOENT || waited >= maxWaitKnown {
+			p.count("unknown")
+			return errno
+		}
+		time.Sleep(delay)
+		waited += delay
+	}
+}

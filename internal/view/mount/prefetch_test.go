@@ -1,0 +1,142 @@
+package mount
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsguard/fsguard/internal/concept/fileid"
+	"github.com/fsguard/fsguard/internal/concept/policy"
+
+	"golang.org/x/sys/unix"
+)
+
+// needFUSE skips where FUSE is truly absent, and fails instead where it
+// is required (CI sets FSGUARD_REQUIRE_FUSE=1).
+func needFUSE(t *testing.T) {
+	t.Helper()
+	why := ""
+	if os.Geteuid() != 0 {
+		why = "not root"
+	} else if _, err := os.Stat("/dev/fuse"); err != nil {
+		why = "no /dev/fuse"
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
+		t.Fatalf("FUSE required (FSGUARD_REQUIRE_FUSE=1) but unavailable: %s", why)
+	}
+	t.Skip(why)
+}
+
+// mountRoot mounts root, with the warm walk off, at a new directory,
+// and skips where the view has no watch: nothing is pushed or listed
+// ahead without one.
+func mountRoot(t *testing.T, root string, cfg Config) (*Server, string) {
+	t.Helper()
+	mp := filepath.Join(t.TempDir(), "mnt")
+	must(t, os.Mkdir(mp, 0o755))
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	must(t, err)
+	cfg.Policy, cfg.MountPoint = pol, mp
+	s, err := Mount(cfg)
+	must(t, err)
+	t.Cleanup(func() { s.Unmount() })
+	if !s.v.prefetch.on() {
+		t.Skip("no watch here: nothing is pushed or listed ahead")
+	}
+	return s, mp
+}
+
+// quietDir makes dir (and its parents) and dates it an hour back once
+// fill has written in it: a directory unchanged for a while is listed
+// with its entries and its files' content kept for pushes.
+func quietDir(t *testing.T, dir string, fill func()) {
+	t.Helper()
+	must(t, os.MkdirAll(dir, 0o755))
+	fill()
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(dir, old, old))
+}
+
+// TestKeptPushOfAnOldVersion is the attacker's race, made to happen: a
+// listing read a small file and queued its content for a push; before the
+// push, the file changed — to other text, or to a private key. The push of
+// the listing's bytes must not happen (the mount would serve a version
+// that is gone), and nothing of the key may be served. Without the checks
+// around the store, the old bytes are read back; so they are if the check
+// trusts the view's count of changes without comparing it with the count
+// the listing took before its read, or trusts an unmoved count (a watch
+// that has not reported the change yet) after a READ gave the kernel the
+// new version.
+func TestKeptPushOfAnOldVersion(t *testing.T) {
+	needFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "d")
+	const (
+		v1  = "version one of this file, ordinary text\n"
+		v2  = "version two of this file, ordinary text\n"
+		key = testKey
+	)
+	names := map[string]string{"text.txt": v2, "key.txt": key}
+	quietDir(t, dir, func() { // READDIRPLUS hands over entries
+		for name := range names {
+			must(t, os.WriteFile(filepath.Join(dir, name), []byte(v1), 0o644))
+		}
+	})
+	s, mp := mountRoot(t, root, Config{})
+
+	// The listing: the kernel now knows both inodes.
+	if _, err := os.ReadDir(filepath.Join(mp, "d")); err != nil {
+		t.Fatal(err)
+	}
+	for name, now := range names {
+		var st unix.Stat_t
+		must(t, unix.Stat(filepath.Join(dir, name), &st))
+		was := fileid.Of(&st)
+		in := s.root.EmbeddedInode().GetChild("d").GetChild(name)
+		if in == nil {
+			t.Fatalf("%s: the kernel does not hold it after the listing", name)
+		}
+		n, _ := nodeOf(in)
+		// The listing's count of changes: taken before it read the file.
+		before := s.v.changes.Load()
+		// The change, in place (same inode): text of the same size, or a
+		// key. Seen through the mount before the push: a READ gave the
+		// kernel the new version (or refused it), whether or not the
+		// watch has reported the change yet.
+		must(t, os.WriteFile(filepath.Join(dir, name), []byte(now), 0o644))
+		deadline := time.Now().Add(30 * time.Second) // a hang guard
+		for {
+			got, err := os.ReadFile(filepath.Join(mp, "d", name))
+			if string(got) != v1 && (err != nil || string(got) == now) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the mount never showed the change", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// The listing's count, and the count now: as if the watch had
+		// not reported the change yet. The mount showed the new version
+		// (a READ), so the old one must not come back either way.
+		for _, count := range []int64{before, s.v.changes.Load()} {
+			s.v.prefetch.pushKept(pushJob{in: in, n: n, id: was, data: []byte(v1), g: s.v.guard.Load(), changes: count})
+			got, _ := os.ReadFile(filepath.Join(mp, "d", name))
+			if string(got) == v1 || strings.Contains(string(got), "PRIVATE KEY") {
+				t.Errorf("%s: after the push of its old version (count %d, was %d) the mount serves %q", name, count, before, got)
+			}
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,263 @@
+package watch
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsguard/fsguard/internal/concept/mountinfo"
+)
+
+// collector gathers events and lets a test wait for one.
+type collector struct{ ch chan Event }
+
+func (c *collector) fn(evs []Event) {
+	for _, e := range evs {
+		c.ch <- e
+	}
+}
+
+// await waits for events matching each of want, in any order (the
+// kernel may merge an event into one still queued for the same entry,
+// which puts it first), failing after a deadline.
+func (c *collector) await(t *testing.T, want ...Event) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for len(want) > 0 {
+		select {
+		case e := <-c.ch:
+			if i := slices.Index(want, e); i >= 0 {
+				want = slices.Delete(want, i, i+1)
+			}
+		case <-deadline:
+			t.Fatalf("no event %+v", want)
+		}
+	}
+}
+
+// moved is the Moved event of an entry renamed from fromDir/from to
+// dir/name.
+func moved(dir, name, fromDir, from string) Event {
+	return Event{Op: Moved, Dir: dir, Name: name, FromDir: fromDir, FromName: from}
+}
+
+func backends(t *testing.T) []string {
+	out := []string{Inotify}
+	w, err := Start([]string{t.TempDir()}, Fanotify, Options{}, func([]Event) {})
+	if err == nil {
+		w.Close()
+		out = append(out, Fanotify)
+	} else if os.Geteuid() == 0 && os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
+		t.Fatalf("fanotify unavailable as root in CI: %v", err)
+	} else {
+		t.Logf("fanotify unavailable here: %v", err)
+	}
+	return out
+}
+
+func TestEvents(t *testing.T) {
+	t.Parallel()
+	for _, backend := range backends(t) {
+		t.Run(backend, func(t *testing.T) {
+			root, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			outside, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, os.MkdirAll(filepath.Join(outside, "in", "sub"), 0o755))
+			must(t, os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
+			must(t, os.WriteFile(filepath.Join(root, "a", "b", "f.txt"), []byte("1\n"), 0o644))
+			c := &collector{ch: make(chan Event, 1024)}
+			w, err := Start([]string{root}, backend, Options{}, c.fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if w.Backend() != backend {
+				t.Fatalf("backend %q, want %q", w.Backend(), backend)
+			}
+			ab := filepath.Join(root, "a", "b")
+			steps := []struct {
+				name string
+				do   func()
+				want []Event
+			}{
+				{"modify", func() { appendTo(t, filepath.Join(ab, "f.txt")) }, []Event{{Op: Changed, Dir: ab, Name: "f.txt"}}},
+				{"create", func() { must(t, os.WriteFile(filepath.Join(ab, "new.txt"), nil, 0o644)) }, []Event{{Op: Added, Dir: ab, Name: "new.txt"}}},
+				{"chmod", func() { must(t, os.Chmod(filepath.Join(ab, "new.txt"), 0o600)) }, []Event{{Op: Changed, Dir: ab, Name: "new.txt"}}},
+				// fanotify reports a rename as such (Moved), and as a
+				// removal and an addition, as inotify does.
+				{"rename", func() { must(t, os.Rename(filepath.Join(ab, "new.txt"), filepath.Join(ab, "moved.txt"))) },
+					[]Event{moved(ab, "moved.txt", ab, "new.txt"), {Op: Removed, Dir: ab, Name: "new.txt"}, {Op: Added, Dir: ab, Name: "moved.txt"}}},
+				{"delete", func() { must(t, os.Remove(filepath.Join(ab, "moved.txt"))) }, []Event{{Op: Removed, Dir: ab, Name: "moved.txt"}}},
+				{"mkdir", func() { must(t, os.Mkdir(filepath.Join(root, "d"), 0o755)) }, []Event{{Op: Added, Dir: root, Name: "d"}}},
+				{"in a new dir", func() { must(t, os.WriteFile(filepath.Join(root, "d", "x"), nil, 0o644)) }, []Event{{Op: Added, Dir: filepath.Join(root, "d"), Name: "x"}}},
+				{"dir rename", func() { must(t, os.Rename(filepath.Join(root, "a"), filepath.Join(root, "z"))) },
+					[]Event{moved(root, "z", root, "a"), {Op: Removed, Dir: root, Name: "a"}, {Op: Added, Dir: root, Name: "z"}}},
+				// After the move, events inside are named by the new path.
+				{"in a moved dir", func() { appendTo(t, filepath.Join(root, "z", "b", "f.txt")) }, []Event{{Op: Changed, Dir: filepath.Join(root, "z", "b"), Name: "f.txt"}}},
+				{"truncate", func() { must(t, os.Truncate(filepath.Join(root, "z", "b", "f.txt"), 0)) }, []Event{{Op: Changed, Dir: filepath.Join(root, "z", "b"), Name: "f.txt"}}},
+				{"rmdir", func() { must(t, os.RemoveAll(filepath.Join(root, "d"))) }, []Event{{Op: Removed, Dir: root, Name: "d"}}},
+				// A directory that comes from outside is watched beneath
+				// too; a rename with one place outside is no Moved.
+				{"dir moved in", func() { must(t, os.Rename(filepath.Join(outside, "in"), filepath.Join(root, "in"))) }, []Event{{Op: Added, Dir: root, Name: "in"}}},
+				{"in a dir moved in", func() { must(t, os.WriteFile(filepath.Join(root, "in", "sub", "f"), nil, 0o644)) }, []Event{{Op: Added, Dir: filepath.Join(root, "in", "sub"), Name: "f"}}},
+				{"dir moved out", func() { must(t, os.Rename(filepath.Join(root, "in"), filepath.Join(outside, "gone"))) }, []Event{{Op: Removed, Dir: root, Name: "in"}}},
+			}
+			for _, s := range steps {
+				s.do()
+				want := slices.DeleteFunc(s.want, func(e Event) bool {
+					return e.Op == Moved && backend == Inotify // see inotify.convert
+				})
+				c.await(t, want...)
+			}
+			// Changes outside the roots are not reported, in a directory
+			// that was inside neither.
+			must(t, os.WriteFile(filepath.Join(outside, "o"), nil, 0o644))
+			must(t, os.WriteFile(filepath.Join(outside, "gone", "sub", "g"), nil, 0o644))
+			must(t, os.WriteFile(filepath.Join(root, "last"), nil, 0o644))
+			for {
+				e := <-c.ch
+				if inside([]string{outside}, e.Dir) || e.Name == "o" || e.Name == "g" || e.Op == Moved && (e.Dir == root) != (e.FromDir == root) {
+					t.Fatalf("event outside the roots: %+v", e)
+				}
+				if e.Name == "last" {
+					break
+				}
+			}
+		})
+	}
+}
+
+// TestLossNamesAfresh: an attacker floods the kernel's queue while the
+// watch is behind, then makes a directory and renames another; their
+// events are dropped with the overflow. The loss is reported (Lost), and
+// changes inside both directories are reported after it by their paths
+// now: a watch that kept its names from before the loss would report
+// nothing in the new directory, and the renamed one's by its old path.
+func TestLossNamesAfresh(t *testing.T) {
+	t.Parallel()
+	for _, backend := range backends(t) {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			root, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, os.MkdirAll(filepath.Join(root, "old", "sub"), 0o755))
+			must(t, os.Mkdir(filepath.Join(root, "flood"), 0o755))
+			c := &collector{ch: make(chan Event, 1<<16)}
+			first, release := make(chan struct{}), make(chan struct{})
+			var once bool
+			w, err := Start([]string{root}, backend, Options{}, func(evs []Event) {
+				if !once { // the watch is behind until released
+					once = true
+					close(first)
+					<-release
+				}
+				c.fn(evs)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			must(t, os.WriteFile(filepath.Join(root, "start"), nil, 0o644))
+			<-first
+			for i := range 20000 { // more than fs.inotify.max_queued_events, fanotify's 16384 too
+				must(t, os.WriteFile(filepath.Join(root, "flood", strconv.Itoa(i)), nil, 0o644))
+			}
+			must(t, os.Mkdir(filepath.Join(root, "made"), 0o755))
+			must(t, os.Rename(filepath.Join(root, "old"), filepath.Join(root, "new")))
+			close(release)
+			c.await(t, Event{Op: Lost})
+			must(t, os.WriteFile(filepath.Join(root, "made", "x"), nil, 0o644))
+			must(t, os.WriteFile(filepath.Join(root, "new", "sub", "y"), nil, 0o644))
+			c.await(t, Event{Op: Added, Dir: filepath.Join(root, "made"), Name: "x"}, Event{Op: Added, Dir: filepath.Join(root, "new", "sub"), Name: "y"})
+		})
+	}
+}
+
+func TestCloseStopsCallbacks(t *testing.T) {
+	t.Parallel()
+	for _, backend := range backends(t) {
+		root := t.TempDir()
+		calls := make(chan struct{}, 100)
+		w, err := Start([]string{root}, backend, Options{}, func([]Event) { calls <- struct{}{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatalf("%s: close: %v", backend, err)
+		}
+		must(t, os.WriteFile(filepath.Join(root, "after"), nil, 0o644))
+		// Close waited for the reader to end, so nothing can be delivered.
+		select {
+		case <-calls:
+			t.Fatalf("%s: callback after Close", backend)
+		default:
+		}
+	}
+}
+
+func TestUnknownBackend(t *testing.T) {
+	t.Parallel()
+	if _, err := Start([]string{t.TempDir()}, "kqueue", Options{}, func([]Event) {}); err == nil {
+		t.Fatal("an unknown backend started")
+	}
+}
+
+func appendTo(t *testing.T, p string) {
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	f.WriteString("more\n")
+	f.Close()
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAutoPicksByFilesystem: "auto" takes fanotify only where every root is
+// the top of a whole filesystem's mount; a directory on a shared
+// filesystem gets inotify, whose cost does not grow with writes elsewhere.
+func TestAutoPicksByFilesystem(t *testing.T) {
+	t.Parallel()
+	ents := []mountinfo.Entry{
+		{MountPoint: "/", Root: "/"},
+		{MountPoint: "/srv/data", Root: "/"},
+		{MountPoint: "/srv/bound", Root: "/export/sub"},
+		{MountPoint: "/srv/over", Root: "/"},
+		{MountPoint: "/srv/over", Root: "/other"}, // mounted over: the last one is in use
+	}
+	for roots, want := range map[string]bool{
+		"/srv/data":           true,
+		"/srv/data /":         true,
+		"/srv/data/project":   false,
+		"/srv/bound":          false,
+		"/srv/over":           false,
+		"/srv/data /home/dev": false,
+	} {
+		if got := ownFilesystems(strings.Fields(roots), ents); got != want {
+			t.Errorf("%s: %v, want %v", roots, got, want)
+		}
+	}
+	// A temporary directory is a subtree of a shared filesystem.
+	w, err := Start([]string{t.TempDir()}, Auto, Options{}, func([]Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.Backend() != Inotify {
+		t.Fatalf("auto chose %s for a directory on a shared filesystem", w.Backend())
+	}
+}
