@@ -48,6 +48,10 @@ type Result struct {
 	// BadByte is, for Encoding, the offset of the first byte that is not
 	// valid UTF-8 (-1 when the whole sample is an encoding by its BOM).
 	BadByte int
+	// Masks are the credentials (tokens, passwords) found in the whole
+	// file, sorted by Off and not overlapping: a version with masks is
+	// served masked, through every door, never raw.
+	Masks []Mask
 }
 
 // utf8BOM is the UTF-8 byte order mark.
