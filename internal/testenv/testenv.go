@@ -1,0 +1,173 @@
+// Package testenv is the environment fsguard's tests share: the checks
+// that decide whether a test needing FUSE or root runs, skips, or (where
+// CI sets FSGUARD_REQUIRE_FUSE=1) fails instead of skipping silently;
+// polling with a hang guard; trees of real files in temporary
+// directories; and commands run as a second user.
+//
+// It is imported by _test.go files only.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// HangGuard is the deadline of Eventually: far beyond any wait a test
+// expects on a loaded machine, it only turns a hang into a failure.
+const HangGuard = 60 * time.Second
+
+// required reports whether CI demands what a test needs: there a test
+// that cannot run fails, never skips.
+func required() bool { return os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" }
+
+// unavailable skips t for why, or fails it where CI requires FUSE.
+func unavailable(t testing.TB, what, why string) {
+	t.Helper()
+	if required() {
+		t.Fatalf("%s required (FSGUARD_REQUIRE_FUSE=1) but unavailable: %s", what, why)
+	}
+	t.Skipf("%s unavailable: %s", what, why)
+}
+
+// RequireFUSE is for a test that mounts in this process as root: it
+// skips where root or /dev/fuse is absent, and fails instead when
+// FSGUARD_REQUIRE_FUSE=1.
+func RequireFUSE(t testing.TB) {
+	t.Helper()
+	switch {
+	case os.Geteuid() != 0:
+		unavailable(t, "FUSE", "not root")
+	default:
+		if _, err := os.Stat("/dev/fuse"); err != nil {
+			unavailable(t, "FUSE", "no /dev/fuse")
+		}
+	}
+}
+
+// RequireFUSEOrFusermount is for a test that runs a mount by the fsguard
+// binary, which mounts as root or, unprivileged, through fusermount3: it
+// skips where /dev/fuse is absent, or this process is neither root nor
+// has fusermount3, and fails instead when FSGUARD_REQUIRE_FUSE=1.
+func RequireFUSEOrFusermount(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		unavailable(t, "FUSE", "no /dev/fuse")
+		return
+	}
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			unavailable(t, "FUSE", "not root and no fusermount3")
+		}
+	}
+}
+
+// RequireRoot skips t where this process is not root (why says what
+// needs it: a second user, a mount, a device node), and fails instead
+// when FSGUARD_REQUIRE_FUSE=1, where the tests run as root.
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		unavailable(t, "root", why)
+	}
+}
+
+// Must fails t at once if err is not nil.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Within polls cond until it returns nil and returns how long that took
+// (a figure to log, never to assert). limit is a hang guard: if cond
+// still fails after it, t fails with what and cond's last error. Between
+// polls it backs off from 1 ms to 16 ms; the wait is the poll, not a
+// synchronisation.
+func Within(t testing.TB, limit time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for pause := time.Millisecond; ; pause = min(2*pause, 16*time.Millisecond) {
+		err := cond()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s: still not so after %v (a hang guard): %v", what, limit, err)
+		}
+		time.Sleep(pause)
+	}
+}
+
+// Eventually polls cond until it holds, and fails t, naming what, if it
+// does not within HangGuard.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	Within(t, HangGuard, what, func() error {
+		if cond() {
+			return nil
+		}
+		return fmt.Errorf("the condition does not hold")
+	})
+}
+
+// Tree makes a temporary directory holding entries (see WriteTree) and
+// returns its path.
+func Tree(t testing.TB, entries map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	WriteTree(t, dir, entries)
+	return dir
+}
+
+// WriteTree writes entries under dir, each a slash-separated relative
+// path: a name ending in "/" is a directory (0755), any other a file
+// (0644) holding its value. Missing parents are made (0755).
+func WriteTree(t testing.TB, dir string, entries map[string]string) {
+	t.Helper()
+	for name, content := range entries {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if strings.HasSuffix(name, "/") {
+			Must(t, os.MkdirAll(p, 0o755))
+			continue
+		}
+		Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		Must(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
+
+// Symlinks makes under dir, for each link (a relative path) the symbolic
+// link to its target, which is written as given: relative targets stay
+// relative. Missing parents are made (0755).
+func Symlinks(t testing.TB, dir string, links map[string]string) {
+	t.Helper()
+	for link, target := range links {
+		p := filepath.Join(dir, filepath.FromSlash(link))
+		Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		Must(t, os.Symlink(target, p))
+	}
+}
+
+// FIFO makes a named pipe at path (0644): a file that blocks whoever
+// opens it for reading without O_NONBLOCK until a writer comes.
+func FIFO(t testing.TB, path string) {
+	t.Helper()
+	Must(t, syscall.Mkfifo(path, 0o644))
+}
+
+// As makes cmd run as another user: uid, gid and the supplementary
+// groups. No account is needed, the kernel takes any ids; only root may
+// become another user (see RequireRoot). It returns cmd.
+func As(cmd *exec.Cmd, uid, gid uint32, groups ...uint32) *exec.Cmd {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}
+	return cmd
+}
