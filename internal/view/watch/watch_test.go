@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/mountinfo"
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // collector gathers events and lets a test wait for one.
@@ -23,10 +24,10 @@ func (c *collector) fn(evs []Event) {
 
 // await waits for events matching each of want, in any order (the
 // kernel may merge an event into one still queued for the same entry,
-// which puts it first), failing after a deadline.
+// which puts it first), failing after a hang guard.
 func (c *collector) await(t *testing.T, want ...Event) {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(testenv.HangGuard)
 	for len(want) > 0 {
 		select {
 		case e := <-c.ch:
@@ -71,9 +72,9 @@ func TestEvents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			must(t, os.MkdirAll(filepath.Join(outside, "in", "sub"), 0o755))
-			must(t, os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
-			must(t, os.WriteFile(filepath.Join(root, "a", "b", "f.txt"), []byte("1\n"), 0o644))
+			testenv.Must(t, os.MkdirAll(filepath.Join(outside, "in", "sub"), 0o755))
+			testenv.Must(t, os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
+			testenv.Must(t, os.WriteFile(filepath.Join(root, "a", "b", "f.txt"), []byte("1\n"), 0o644))
 			c := &collector{ch: make(chan Event, 1024)}
 			w, err := Start([]string{root}, backend, Options{}, c.fn)
 			if err != nil {
@@ -90,26 +91,26 @@ func TestEvents(t *testing.T) {
 				want []Event
 			}{
 				{"modify", func() { appendTo(t, filepath.Join(ab, "f.txt")) }, []Event{{Op: Changed, Dir: ab, Name: "f.txt"}}},
-				{"create", func() { must(t, os.WriteFile(filepath.Join(ab, "new.txt"), nil, 0o644)) }, []Event{{Op: Added, Dir: ab, Name: "new.txt"}}},
-				{"chmod", func() { must(t, os.Chmod(filepath.Join(ab, "new.txt"), 0o600)) }, []Event{{Op: Changed, Dir: ab, Name: "new.txt"}}},
+				{"create", func() { testenv.Must(t, os.WriteFile(filepath.Join(ab, "new.txt"), nil, 0o644)) }, []Event{{Op: Added, Dir: ab, Name: "new.txt"}}},
+				{"chmod", func() { testenv.Must(t, os.Chmod(filepath.Join(ab, "new.txt"), 0o600)) }, []Event{{Op: Changed, Dir: ab, Name: "new.txt"}}},
 				// fanotify reports a rename as such (Moved), and as a
 				// removal and an addition, as inotify does.
-				{"rename", func() { must(t, os.Rename(filepath.Join(ab, "new.txt"), filepath.Join(ab, "moved.txt"))) },
+				{"rename", func() { testenv.Must(t, os.Rename(filepath.Join(ab, "new.txt"), filepath.Join(ab, "moved.txt"))) },
 					[]Event{moved(ab, "moved.txt", ab, "new.txt"), {Op: Removed, Dir: ab, Name: "new.txt"}, {Op: Added, Dir: ab, Name: "moved.txt"}}},
-				{"delete", func() { must(t, os.Remove(filepath.Join(ab, "moved.txt"))) }, []Event{{Op: Removed, Dir: ab, Name: "moved.txt"}}},
-				{"mkdir", func() { must(t, os.Mkdir(filepath.Join(root, "d"), 0o755)) }, []Event{{Op: Added, Dir: root, Name: "d"}}},
-				{"in a new dir", func() { must(t, os.WriteFile(filepath.Join(root, "d", "x"), nil, 0o644)) }, []Event{{Op: Added, Dir: filepath.Join(root, "d"), Name: "x"}}},
-				{"dir rename", func() { must(t, os.Rename(filepath.Join(root, "a"), filepath.Join(root, "z"))) },
+				{"delete", func() { testenv.Must(t, os.Remove(filepath.Join(ab, "moved.txt"))) }, []Event{{Op: Removed, Dir: ab, Name: "moved.txt"}}},
+				{"mkdir", func() { testenv.Must(t, os.Mkdir(filepath.Join(root, "d"), 0o755)) }, []Event{{Op: Added, Dir: root, Name: "d"}}},
+				{"in a new dir", func() { testenv.Must(t, os.WriteFile(filepath.Join(root, "d", "x"), nil, 0o644)) }, []Event{{Op: Added, Dir: filepath.Join(root, "d"), Name: "x"}}},
+				{"dir rename", func() { testenv.Must(t, os.Rename(filepath.Join(root, "a"), filepath.Join(root, "z"))) },
 					[]Event{moved(root, "z", root, "a"), {Op: Removed, Dir: root, Name: "a"}, {Op: Added, Dir: root, Name: "z"}}},
 				// After the move, events inside are named by the new path.
 				{"in a moved dir", func() { appendTo(t, filepath.Join(root, "z", "b", "f.txt")) }, []Event{{Op: Changed, Dir: filepath.Join(root, "z", "b"), Name: "f.txt"}}},
-				{"truncate", func() { must(t, os.Truncate(filepath.Join(root, "z", "b", "f.txt"), 0)) }, []Event{{Op: Changed, Dir: filepath.Join(root, "z", "b"), Name: "f.txt"}}},
-				{"rmdir", func() { must(t, os.RemoveAll(filepath.Join(root, "d"))) }, []Event{{Op: Removed, Dir: root, Name: "d"}}},
+				{"truncate", func() { testenv.Must(t, os.Truncate(filepath.Join(root, "z", "b", "f.txt"), 0)) }, []Event{{Op: Changed, Dir: filepath.Join(root, "z", "b"), Name: "f.txt"}}},
+				{"rmdir", func() { testenv.Must(t, os.RemoveAll(filepath.Join(root, "d"))) }, []Event{{Op: Removed, Dir: root, Name: "d"}}},
 				// A directory that comes from outside is watched beneath
 				// too; a rename with one place outside is no Moved.
-				{"dir moved in", func() { must(t, os.Rename(filepath.Join(outside, "in"), filepath.Join(root, "in"))) }, []Event{{Op: Added, Dir: root, Name: "in"}}},
-				{"in a dir moved in", func() { must(t, os.WriteFile(filepath.Join(root, "in", "sub", "f"), nil, 0o644)) }, []Event{{Op: Added, Dir: filepath.Join(root, "in", "sub"), Name: "f"}}},
-				{"dir moved out", func() { must(t, os.Rename(filepath.Join(root, "in"), filepath.Join(outside, "gone"))) }, []Event{{Op: Removed, Dir: root, Name: "in"}}},
+				{"dir moved in", func() { testenv.Must(t, os.Rename(filepath.Join(outside, "in"), filepath.Join(root, "in"))) }, []Event{{Op: Added, Dir: root, Name: "in"}}},
+				{"in a dir moved in", func() { testenv.Must(t, os.WriteFile(filepath.Join(root, "in", "sub", "f"), nil, 0o644)) }, []Event{{Op: Added, Dir: filepath.Join(root, "in", "sub"), Name: "f"}}},
+				{"dir moved out", func() { testenv.Must(t, os.Rename(filepath.Join(root, "in"), filepath.Join(outside, "gone"))) }, []Event{{Op: Removed, Dir: root, Name: "in"}}},
 			}
 			for _, s := range steps {
 				s.do()
@@ -120,9 +121,9 @@ func TestEvents(t *testing.T) {
 			}
 			// Changes outside the roots are not reported, in a directory
 			// that was inside neither.
-			must(t, os.WriteFile(filepath.Join(outside, "o"), nil, 0o644))
-			must(t, os.WriteFile(filepath.Join(outside, "gone", "sub", "g"), nil, 0o644))
-			must(t, os.WriteFile(filepath.Join(root, "last"), nil, 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(outside, "o"), nil, 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(outside, "gone", "sub", "g"), nil, 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(root, "last"), nil, 0o644))
 			for {
 				e := <-c.ch
 				if inside([]string{outside}, e.Dir) || e.Name == "o" || e.Name == "g" || e.Op == Moved && (e.Dir == root) != (e.FromDir == root) {
@@ -151,8 +152,8 @@ func TestLossNamesAfresh(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			must(t, os.MkdirAll(filepath.Join(root, "old", "sub"), 0o755))
-			must(t, os.Mkdir(filepath.Join(root, "flood"), 0o755))
+			testenv.Must(t, os.MkdirAll(filepath.Join(root, "old", "sub"), 0o755))
+			testenv.Must(t, os.Mkdir(filepath.Join(root, "flood"), 0o755))
 			c := &collector{ch: make(chan Event, 1<<16)}
 			first, release := make(chan struct{}), make(chan struct{})
 			var once bool
@@ -168,17 +169,17 @@ func TestLossNamesAfresh(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer w.Close()
-			must(t, os.WriteFile(filepath.Join(root, "start"), nil, 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(root, "start"), nil, 0o644))
 			<-first
 			for i := range 20000 { // more than fs.inotify.max_queued_events, fanotify's 16384 too
-				must(t, os.WriteFile(filepath.Join(root, "flood", strconv.Itoa(i)), nil, 0o644))
+				testenv.Must(t, os.WriteFile(filepath.Join(root, "flood", strconv.Itoa(i)), nil, 0o644))
 			}
-			must(t, os.Mkdir(filepath.Join(root, "made"), 0o755))
-			must(t, os.Rename(filepath.Join(root, "old"), filepath.Join(root, "new")))
+			testenv.Must(t, os.Mkdir(filepath.Join(root, "made"), 0o755))
+			testenv.Must(t, os.Rename(filepath.Join(root, "old"), filepath.Join(root, "new")))
 			close(release)
 			c.await(t, Event{Op: Lost})
-			must(t, os.WriteFile(filepath.Join(root, "made", "x"), nil, 0o644))
-			must(t, os.WriteFile(filepath.Join(root, "new", "sub", "y"), nil, 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(root, "made", "x"), nil, 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(root, "new", "sub", "y"), nil, 0o644))
 			c.await(t, Event{Op: Added, Dir: filepath.Join(root, "made"), Name: "x"}, Event{Op: Added, Dir: filepath.Join(root, "new", "sub"), Name: "y"})
 		})
 	}
@@ -196,7 +197,7 @@ func TestCloseStopsCallbacks(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatalf("%s: close: %v", backend, err)
 		}
-		must(t, os.WriteFile(filepath.Join(root, "after"), nil, 0o644))
+		testenv.Must(t, os.WriteFile(filepath.Join(root, "after"), nil, 0o644))
 		// Close waited for the reader to end, so nothing can be delivered.
 		select {
 		case <-calls:
@@ -215,16 +216,9 @@ func TestUnknownBackend(t *testing.T) {
 
 func appendTo(t *testing.T, p string) {
 	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-	must(t, err)
+	testenv.Must(t, err)
 	f.WriteString("more\n")
 	f.Close()
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestAutoPicksByFilesystem: "auto" takes fanotify only where every root is
