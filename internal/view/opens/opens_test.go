@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // start records opens on the filesystem holding dir, or skips where
@@ -90,27 +92,21 @@ func TestNamesAndAggregates(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var got []Access
+	testenv.Eventually(t, "sh's open recorded", func() bool {
 		r.Flush()
 		c.mu.Lock()
-		var got []Access
+		defer c.mu.Unlock()
+		got = got[:0]
 		for _, a := range c.acc {
 			if a.Pid == uint32(cmd.Process.Pid) && a.Path == p {
 				got = append(got, a)
 			}
 		}
-		c.mu.Unlock()
-		if len(got) > 0 {
-			if len(got) != 1 || got[0].Process.Name != "sh" || got[0].Path != p || got[0].Opens != 1 || got[0].Process.Uid != uint32(os.Getuid()) {
-				t.Fatalf("sh's opens: %+v", got)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("sh's open never recorded")
-		}
-		time.Sleep(time.Millisecond) // a poll interval
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0].Process.Name != "sh" || got[0].Path != p || got[0].Opens != 1 || got[0].Process.Uid != uint32(os.Getuid()) {
+		t.Fatalf("sh's opens: %+v", got)
 	}
 	in.Close()
 	cmd.Wait()
@@ -161,10 +157,12 @@ func TestOwnOpensLeftOut(t *testing.T) {
 	}
 	own := opener(func(pid int) { helper.Store(uint32(pid)) })
 	other := opener(func(int) {})
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	var mine int
+	testenv.Eventually(t, "the other process's open recorded", func() bool {
 		r.Flush()
 		c.mu.Lock()
-		var mine, theirs int
+		defer c.mu.Unlock()
+		var theirs int
 		for _, a := range c.acc {
 			switch {
 			case a.Pid == uint32(own.Process.Pid) && a.Path == p:
@@ -173,17 +171,10 @@ func TestOwnOpensLeftOut(t *testing.T) {
 				theirs++
 			}
 		}
-		c.mu.Unlock()
-		if mine > 0 {
-			t.Fatalf("the helper's open was recorded")
-		}
-		if theirs > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the other process's open never recorded")
-		}
-		time.Sleep(time.Millisecond) // a poll interval
+		return mine > 0 || theirs > 0
+	})
+	if mine > 0 {
+		t.Fatalf("the helper's open was recorded")
 	}
 }
 
@@ -296,19 +287,14 @@ func firstBatch(t *testing.T, dir, p string, maxDelay time.Duration) (time.Durat
 	if out, err := exec.Command("cat", p).CombinedOutput(); err != nil {
 		t.Fatalf("cat: %v %s", err, out)
 	}
-	deadline := time.Now().Add(60 * time.Second) // a hang guard
-	for {
+	testenv.Eventually(t, "the batch handed on", func() bool {
 		mu.Lock()
-		at, l := emitted, lost
-		mu.Unlock()
-		if !at.IsZero() {
-			return at.Sub(t0), l
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the batch was never handed on")
-		}
-		time.Sleep(time.Millisecond) // a poll interval
-	}
+		defer mu.Unlock()
+		return !emitted.IsZero()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return emitted.Sub(t0), lost
 }
 
 // heldIn lists the descriptors in the reader's table that lead into
@@ -329,21 +315,13 @@ func heldIn(t *testing.T, r *Recorder, dir string) []string {
 	return found
 }
 
-// waitHeld polls (a hang guard of a minute) until the reader holds at
-// least n opens of files in dir.
+// waitHeld polls (under a hang guard) until the reader holds at least n
+// opens of files in dir.
 func waitHeld(t *testing.T, r *Recorder, dir string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		h := heldIn(t, r, dir)
-		if len(h) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the reader holds %d opens in %s, want %d", len(h), dir, n)
-		}
-		time.Sleep(time.Millisecond) // a poll interval
-	}
+	testenv.Eventually(t, fmt.Sprintf("the reader holding %d opens in %s", n, dir), func() bool {
+		return len(heldIn(t, r, dir)) >= n
+	})
 }
 
 // manyFiles writes n small files into a new directory.
@@ -454,9 +432,7 @@ func TestAChangeBeforeNamingIsSaid(t *testing.T) {
 // no other process's opens take the bound's room.
 func TestHeldAtTheBoundAreNamedAtOnce(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
+	testenv.RequireRoot(t, "mounting a tmpfs needs root")
 	own := t.TempDir()
 	if err := unix.Mount("tmpfs", own, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatal(err)
@@ -472,28 +448,22 @@ func TestHeldAtTheBoundAreNamedAtOnce(t *testing.T) {
 	}
 	// At the bound, the oldest are named, down to 6 held; those left wait
 	// for the pause (an hour here). At least 20 - 7 are named at once.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	named := map[string]bool{}
+	testenv.Eventually(t, fmt.Sprintf("%d of cat's %d opens named without a flush, at a bound of 8 held", len(paths)-7, len(paths)), func() bool {
 		r.mu.Lock()
-		named := map[string]bool{}
+		defer r.mu.Unlock()
+		clear(named)
 		for _, a := range r.pending {
 			if a.Pid == uint32(cmd.Process.Pid) && strings.HasPrefix(a.Path, dir+"/") {
 				named[a.Path] = true
 			}
 		}
-		r.mu.Unlock()
-		if len(named) >= len(paths)-7 {
-			for _, p := range paths[:len(paths)-7] {
-				if !named[p] {
-					t.Errorf("%s, among the oldest, not named at the bound", p)
-				}
-			}
-			break
+		return len(named) >= len(paths)-7
+	})
+	for _, p := range paths[:len(paths)-7] {
+		if !named[p] {
+			t.Errorf("%s, among the oldest, not named at the bound", p)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of cat's %d opens named without a flush, at a bound of 8 held", len(named), len(paths))
-		}
-		time.Sleep(time.Millisecond) // a poll interval
 	}
 	if left := heldIn(t, r, dir); len(left) < 6 || len(left) >= 8 {
 		t.Errorf("%d held at a bound of 8, want 6 or 7 (named down to a quarter below it; the rest wait for the pause): %v", len(left), left)
