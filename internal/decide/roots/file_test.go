@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestReadAtSized: a count that reaches the size the file was opened at
@@ -85,11 +87,7 @@ func TestClosedFileReadsNothingElse(t *testing.T) {
 	root := t.TempDir()
 	g := guardFor(t, root)
 	r := g.Roots()[0]
-	for name, content := range map[string]string{"a.txt": "the admitted file\n", "key.txt": "another file entirely\n"} {
-		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.WriteTree(t, root, map[string]string{"a.txt": "the admitted file\n", "key.txt": "another file entirely\n"})
 	a, err := g.OpenIn(r, "a.txt", "a.txt")
 	if err != nil {
 		t.Fatal(err)

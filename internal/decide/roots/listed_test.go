@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/testenv"
 
 	"golang.org/x/sys/unix"
 )
@@ -62,9 +63,7 @@ func guardWithView(t *testing.T, root string) *Guard {
 
 func tmpfsDir(t *testing.T, flags uintptr) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
+	testenv.RequireRoot(t, "mounting a tmpfs needs root")
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "size=16m"); err != nil {
 		t.Fatalf("mount a tmpfs: %v", err)
@@ -82,9 +81,7 @@ func tmpfsDir(t *testing.T, flags uintptr) string {
 // and resolved with O_PATH first where there is no view.
 func TestListedSpecialFilesNeverOpened(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("mknod of a device needs root")
-	}
+	testenv.RequireRoot(t, "mknod of a device needs root")
 	for _, w := range ways {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/testenv"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,9 +16,7 @@ import (
 // root does not put it in the view, unless the root says cross_mounts.
 func TestBindMountInsideRootIsAWall(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("bind mounts need root")
-	}
+	testenv.RequireRoot(t, "bind mounts need root")
 	base := t.TempDir()
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
 	os.MkdirAll(filepath.Join(root, "bind"), 0o755)

@@ -2,7 +2,6 @@ package roots
 
 import (
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/testenv"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,16 +40,8 @@ func onEachWay(t *testing.T, race func(t *testing.T, base string, guard func(*te
 
 func componentSwapRace(t *testing.T, base string, guardFor func(*testing.T, string) *Guard) {
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
-	for _, d := range []string{filepath.Join(root, "flip"), outside} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.WriteFile(filepath.Join(root, "flip", "f.txt"), []byte("inside\n"), 0o644)
-	os.WriteFile(filepath.Join(outside, "f.txt"), []byte("CANARY\n"), 0o644)
-	if err := os.Symlink(outside, filepath.Join(root, "spare")); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteTree(t, base, map[string]string{"root/flip/f.txt": "inside\n", "outside/f.txt": "CANARY\n"})
+	testenv.Symlinks(t, root, map[string]string{"spare": outside})
 	g := guardFor(t, root)
 	if _, err := g.List(g.Roots()[0], "."); err != nil { // as a listing does: the mount's flags noted
 		t.Fatal(err)
@@ -112,22 +104,8 @@ func entryFileSwapRace(t *testing.T, base string, guardFor func(*testing.T, stri
 	// Two races that cannot meet: a directory on the path flips in one
 	// place, the final name in another (a rename through a flipping
 	// directory could carry the canary inside the root).
-	for _, d := range []string{filepath.Join(root, "flip"), filepath.Join(root, "fixed"), outside} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.WriteFile(filepath.Join(root, "flip", "f.txt"), []byte("inside\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "fixed", "f.txt"), []byte("inside\n"), 0o644)
-	os.WriteFile(filepath.Join(outside, "f.txt"), []byte("CANARY\n"), 0o644)
-	for link, target := range map[string]string{
-		filepath.Join(root, "spare"):          outside,
-		filepath.Join(root, "fixed", "l.txt"): "../../outside/f.txt",
-	} {
-		if err := os.Symlink(target, link); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.WriteTree(t, base, map[string]string{"root/flip/f.txt": "inside\n", "root/fixed/f.txt": "inside\n", "outside/f.txt": "CANARY\n"})
+	testenv.Symlinks(t, root, map[string]string{"spare": outside, "fixed/l.txt": "../../outside/f.txt"})
 	g := guardFor(t, root)
 	r := g.Roots()[0]
 	if _, err := g.List(r, "."); err != nil { // as a listing does, before its files

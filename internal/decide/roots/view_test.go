@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestViewShowsNothingAMountHides: the view holds the root's own mount
@@ -19,16 +21,10 @@ import (
 func TestViewShowsNothingAMountHides(t *testing.T) {
 	t.Parallel()
 	root := devDir(t)
-	for name, content := range map[string]string{
+	testenv.WriteTree(t, root, map[string]string{
 		"pre/hidden.txt": "UNDER-PRE\n", "post/hidden.txt": "UNDER-POST\n",
 		"covered.txt": "UNDER-FILE\n", "cover.txt": "the cover\n", "plain.txt": "plain\n",
-	} {
-		p := filepath.Join(root, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	mount := func(src, dst, fstype string, flags uintptr) {
 		t.Helper()
 		if err := unix.Mount(src, dst, fstype, flags, ""); err != nil {
