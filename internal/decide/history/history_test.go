@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestReposStayInTheRoot: the walk for working trees finds them under the
@@ -22,16 +23,8 @@ func TestReposStayInTheRoot(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
-	for _, d := range []string{"root/.git", "root/a/b/.git", "root/node_modules/m/.git", "root/c/.git", "outside/.git", "outside/d/.git"} {
-		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for link, target := range map[string]string{"root/out": outside, "root/swapped": outside, "root/a/rel": "../../outside"} {
-		if err := os.Symlink(target, filepath.Join(base, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.WriteTree(t, base, map[string]string{"root/.git/": "", "root/a/b/.git/": "", "root/node_modules/m/.git/": "", "root/c/.git/": "", "outside/.git/": "", "outside/d/.git/": ""})
+	testenv.Symlinks(t, base, map[string]string{"root/out": outside, "root/swapped": outside, "root/a/rel": "../../outside"})
 	r := &roots.Root{Path: root, Real: root}
 	found := func(from ...string) []string {
 		var starts []Repo
