@@ -17,19 +17,9 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/store/journal"
+	"github.com/fsguard/fsguard/internal/testenv"
 	"github.com/fsguard/fsguard/internal/view/mount"
 )
-
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err == nil && os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
-		t.Fatal("FUSE required (FSGUARD_REQUIRE_FUSE=1) but unavailable")
-	}
-	t.Skip("FUSE unavailable (needs root and /dev/fuse)")
-}
 
 func loadPolicy(t *testing.T, dir, text string) *policy.Policy {
 	t.Helper()
@@ -48,7 +38,7 @@ func loadPolicy(t *testing.T, dir, text string) *policy.Policy {
 // verifies.
 func TestDaemonLifecycle(t *testing.T) {
 	t.Parallel()
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	base := t.TempDir()
 	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
 	os.MkdirAll(root, 0o755)
@@ -78,22 +68,19 @@ func TestDaemonLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		recs, err := j.Query(journal.Filter{Kind: journal.KindDenial})
+	var recs []*journal.Record
+	testenv.Within(t, testenv.HangGuard, "the mount's denial in the journal", func() error {
+		recs, err = j.Query(journal.Filter{Kind: journal.KindDenial})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The path where the refused process saw it (this process sees
 		// the mount at mp), and the real one.
 		if len(recs) > 0 && recs[0].Path == filepath.Join(mp, ".env") && recs[0].RealPath == filepath.Join(root, ".env") && recs[0].Code == string(refusal.Denied) {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the mount's denial never reached the journal: %+v", recs)
-		}
-		time.Sleep(10 * time.Millisecond) // polling an external store, not synchronising goroutines
-	}
+		return fmt.Errorf("denials %+v", recs)
+	})
 	// Prometheus can scrape it over TCP: the mount's denial is there, by
 	// source and code, with the build.
 	resp, err := http.Get("http://" + d.MetricsAddr().String() + "/metrics")
