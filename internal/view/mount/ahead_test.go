@@ -14,6 +14,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestListedAheadOnlyWhileCurrent: listing a directory lists its
@@ -29,7 +31,7 @@ import (
 // walker must then see the directory as it is: no key listed or served,
 // no old version read, no name missing or left over.
 func TestListedAheadOnlyWhileCurrent(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	const key = testKey
@@ -41,14 +43,14 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 		quietDir(t, dir, func() { // listed ahead, entries handed over
 			for _, name := range []string{"a.txt", "b.txt", "c.txt"} {
 				p := filepath.Join(dir, name)
-				must(t, os.WriteFile(p, []byte(text(c, name, "1")), 0o644))
-				must(t, os.Chtimes(p, old, old))
+				testenv.Must(t, os.WriteFile(p, []byte(text(c, name, "1")), 0o644))
+				testenv.Must(t, os.Chtimes(p, old, old))
 			}
 		})
 	}
 	// A subdirectory, whose chmod moves its own ctime and not its parent's.
 	dirmode := filepath.Join(root, "p", "dirmode")
-	quietDir(t, dirmode, func() { must(t, os.Mkdir(filepath.Join(dirmode, "s"), 0o755)) })
+	quietDir(t, dirmode, func() { testenv.Must(t, os.Mkdir(filepath.Join(dirmode, "s"), 0o755)) })
 	results := &aheadResults{}
 	s, mp := mountRoot(t, root, Config{ListedAhead: results.add})
 	lsBy(t, filepath.Join(mp, "p"))
@@ -68,22 +70,22 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	dir := func(c string) string { return filepath.Join(root, "p", c) }
 	rewrite := func(p, content string) {
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
-		must(t, err)
+		testenv.Must(t, err)
 		_, err = f.WriteString(content)
-		must(t, err)
-		must(t, f.Close())
+		testenv.Must(t, err)
+		testenv.Must(t, f.Close())
 	}
 	rewrite(filepath.Join(dir("inplace"), "b.txt"), text("inplace", "b.txt", "2")) // same size, same inode
 	rewrite(filepath.Join(dir("keyed"), "b.txt"), key)
-	must(t, os.WriteFile(filepath.Join(dir("created"), "d.txt"), []byte(text("created", "d.txt", "1")), 0o644))
-	must(t, os.Remove(filepath.Join(dir("removed"), "b.txt")))
-	must(t, os.Rename(filepath.Join(dir("renamed"), "b.txt"), filepath.Join(dir("renamed"), "e.txt")))
+	testenv.Must(t, os.WriteFile(filepath.Join(dir("created"), "d.txt"), []byte(text("created", "d.txt", "1")), 0o644))
+	testenv.Must(t, os.Remove(filepath.Join(dir("removed"), "b.txt")))
+	testenv.Must(t, os.Rename(filepath.Join(dir("renamed"), "b.txt"), filepath.Join(dir("renamed"), "e.txt")))
 	// The directory itself swapped for a link to one outside the root.
 	outside := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(outside, "outside.txt"), []byte("not in the root\n"), 0o644))
-	must(t, os.Rename(dir("swapped"), dir("swapped")+".old"))
-	must(t, os.Symlink(outside, dir("swapped")))
-	must(t, os.Chmod(filepath.Join(dirmode, "s"), 0o700))
+	testenv.Must(t, os.WriteFile(filepath.Join(outside, "outside.txt"), []byte("not in the root\n"), 0o644))
+	testenv.Must(t, os.Rename(dir("swapped"), dir("swapped")+".old"))
+	testenv.Must(t, os.Symlink(outside, dir("swapped")))
+	testenv.Must(t, os.Chmod(filepath.Join(dirmode, "s"), 0o700))
 	for _, c := range append([]string{"dirmode"}, cases[1:]...) {
 		x := made[c]
 		// As if the watch had not reported the change yet; the stat as
@@ -117,16 +119,16 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 func checkDir(t *testing.T, mp, root, rel string) {
 	t.Helper()
 	ents, err := os.ReadDir(filepath.Join(mp, rel))
-	must(t, err)
+	testenv.Must(t, err)
 	var got, want []string
 	for _, e := range ents {
 		got = append(got, e.Name())
 	}
 	backing, err := os.ReadDir(filepath.Join(root, rel))
-	must(t, err)
+	testenv.Must(t, err)
 	for _, e := range backing {
 		b, err := os.ReadFile(filepath.Join(root, rel, e.Name()))
-		must(t, err)
+		testenv.Must(t, err)
 		if !strings.Contains(string(b), "PRIVATE KEY") {
 			want = append(want, e.Name())
 		}
@@ -150,14 +152,14 @@ func checkDir(t *testing.T, mp, root, rel string) {
 // watch dropped its listing (an entry came) does not: the kernel still
 // holds its subdirectories' listings, and the work would be wasted.
 func TestListedAheadAgainOnlyAfterReclaim(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	quietDir(t, filepath.Join(root, "p"), func() {
 		for _, d := range []string{"x", "y"} {
 			dir := filepath.Join(root, "p", d)
 			quietDir(t, dir, func() {
-				must(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("ordinary text in "+d+"\n"), 0o644))
+				testenv.Must(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("ordinary text in "+d+"\n"), 0o644))
 			})
 		}
 	})
@@ -207,24 +209,13 @@ func TestListedAheadAgainOnlyAfterReclaim(t *testing.T) {
 		delete(s.v.ahead.lists, k)
 	}
 	s.v.ahead.mu.Unlock()
-	must(t, os.WriteFile(filepath.Join(root, "p", "new.txt"), []byte("new\n"), 0o644))
-	within(t, 30*time.Second, func() bool {
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "p", "new.txt"), []byte("new\n"), 0o644))
+	testenv.Eventually(t, "new.txt listed", func() bool {
 		out, _ := exec.Command("ls", filepath.Join(mp, "p")).Output()
 		return strings.Contains(string(out), "new.txt")
 	})
 	if got := queued(); len(got) != 0 {
 		t.Errorf("after the watch dropped the listing, queued %q", got)
-	}
-}
-
-// within polls cond until it holds (a hang guard of d).
-func within(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("never happened")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -280,14 +271,14 @@ func madeAhead(t *testing.T, s *Server, rel string) *aheadList {
 // entries is not listed ahead (its stats would be held for a walker that
 // may never come); the walker lists it itself, whole.
 func TestListedAheadNotTooBig(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	big := filepath.Join(root, "p", "big")
 	quietDir(t, filepath.Join(root, "p"), func() {
 		quietDir(t, big, func() {
 			for i := range maxAheadEntries + 1 {
-				must(t, os.WriteFile(filepath.Join(big, fmt.Sprintf("f%05d", i)), nil, 0o644))
+				testenv.Must(t, os.WriteFile(filepath.Join(big, fmt.Sprintf("f%05d", i)), nil, 0o644))
 			}
 		})
 	})
@@ -298,7 +289,7 @@ func TestListedAheadNotTooBig(t *testing.T) {
 		t.Errorf("a directory of %d entries was listed ahead (%d held)", maxAheadEntries+1, len(x.list))
 	}
 	ents, err := os.ReadDir(filepath.Join(mp, "p", "big"))
-	must(t, err)
+	testenv.Must(t, err)
 	if len(ents) != maxAheadEntries+1 {
 		t.Errorf("the walker's own listing shows %d entries, want %d", len(ents), maxAheadEntries+1)
 	}
@@ -314,7 +305,7 @@ func TestListedAheadNotTooBig(t *testing.T) {
 // two left of the budget (a check of the total before each listing let
 // it keep all 6 MiB: 18 held).
 func TestListedAheadWithinItsBudget(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	const dirs, files = 3, 48 // of maxPush bytes each: 6 MiB a directory
@@ -324,7 +315,7 @@ func TestListedAheadWithinItsBudget(t *testing.T) {
 			dir := filepath.Join(root, "p", fmt.Sprintf("d%d", d))
 			quietDir(t, dir, func() {
 				for f := range files {
-					must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.txt", f)), []byte(body), 0o644))
+					testenv.Must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.txt", f)), []byte(body), 0o644))
 				}
 			})
 		}

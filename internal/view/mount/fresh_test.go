@@ -15,6 +15,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/testenv"
 	"github.com/fsguard/fsguard/internal/view/watch"
 
 	"golang.org/x/sys/unix"
@@ -38,14 +39,14 @@ import (
 //     second generation but not the first; a lookup that found no node
 //     for the number asked go-fuse for generation 0, and got the first.
 func TestRemovedDirectoryNeverHandedBack(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	for _, name := range []string{"raced", "generations"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
-			must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
-			must(t, os.WriteFile(filepath.Join(root, "d", "f.txt"), []byte("text\n"), 0o644))
+			testenv.Must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+			testenv.Must(t, os.WriteFile(filepath.Join(root, "d", "f.txt"), []byte("text\n"), 0o644))
 			s, mp := mountRoot(t, root, Config{})
 			top := s.root.EmbeddedInode()
 			real := s.v.guard.Load().Roots()[0].Real
@@ -60,7 +61,7 @@ func TestRemovedDirectoryNeverHandedBack(t *testing.T) {
 			lsD("first")
 			first := top.GetChild("d")
 			held, err := os.Open(filepath.Join(mp, "d")) // keeps the first inode
-			must(t, err)
+			testenv.Must(t, err)
 			defer held.Close()
 			removed()
 			switch name {
@@ -73,7 +74,7 @@ func TestRemovedDirectoryNeverHandedBack(t *testing.T) {
 					t.Fatal("the name did not get a node of its own")
 				}
 				removed() // nothing holds the second: the kernel forgets it
-				within(t, 10*time.Second, func() bool { return s.v.held(second.StableAttr().Ino) == nil })
+				testenv.Eventually(t, "the second node forgotten", func() bool { return s.v.held(second.StableAttr().Ino) == nil })
 			}
 			lsD("after the removal")
 		})
@@ -91,10 +92,10 @@ func TestRemovedDirectoryNeverHandedBack(t *testing.T) {
 // as empty for 5 s. Here the write lands in the window every time: the
 // LOOKUP waits in it until the watch applies the change.
 func TestLookupRacingAWrite(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(root, "x.txt"), nil, 0o644)) // created empty, as os.WriteFile does first
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "x.txt"), nil, 0o644)) // created empty, as os.WriteFile does first
 	s, mp := mountRoot(t, root, Config{})
 	const content = "written while it was looked up\n"
 	written := writeInLookup(t, s, root, content, false)
@@ -103,9 +104,9 @@ func TestLookupRacingAWrite(t *testing.T) {
 	// ends in and the next one (up to 8 ms at HZ=250), time enough for
 	// both reads; a zero timeout stands for nothing.
 	first, err := os.ReadFile(filepath.Join(mp, "x.txt"))
-	must(t, err)
+	testenv.Must(t, err)
 	again, err := os.ReadFile(filepath.Join(mp, "x.txt"))
-	must(t, err)
+	testenv.Must(t, err)
 	if !written() {
 		t.Fatal("the LOOKUP of x.txt never came")
 	}
@@ -125,16 +126,16 @@ func TestLookupRacingAWrite(t *testing.T) {
 // (The first stat may be refused too: the attributes it wants come from
 // a GETATTR under the new policy.)
 func TestReloadDuringALookup(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	for _, at := range []string{"decided", "answered"} {
 		t.Run(at, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
-			must(t, os.WriteFile(filepath.Join(root, "x.txt"), []byte("soon denied\n"), 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(root, "x.txt"), []byte("soon denied\n"), 0o644))
 			s, mp := mountRoot(t, root, Config{})
 			denying, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "x.txt") + "\"]\n[mount]\nwarm = false\n"))
-			must(t, err)
+			testenv.Must(t, err)
 			reloaded := reloadInLookup(t, s, denying, at == "answered")
 			_, first := os.Stat(filepath.Join(mp, "x.txt"))
 			if !reloaded() {
@@ -180,7 +181,7 @@ func reloadInLookup(t *testing.T, s *Server, pol *policy.Policy, answered bool) 
 		}
 		select {
 		case err := <-done:
-			must(t, err)
+			testenv.Must(t, err)
 		case <-time.After(time.Minute): // a hang guard
 			t.Fatal("the reload did not end in a minute")
 		}
@@ -194,32 +195,30 @@ func reloadInLookup(t *testing.T, s *Server, pol *policy.Policy, answered bool) 
 // cached briefly, as on a mount that never had a watch: a file changed
 // after the reload shows within the fallback timeout, not the hour.
 func TestReloadWithoutAWatch(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	file := filepath.Join(root, "x.txt")
-	must(t, os.WriteFile(file, []byte("one\n"), 0o644))
+	testenv.Must(t, os.WriteFile(file, []byte("one\n"), 0o644))
 	s, mp := mountRoot(t, root, Config{})
 	unwatched, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwatch = \"off\"\nwarm = false\n"))
-	must(t, err)
-	must(t, s.Reload(unwatched))
+	testenv.Must(t, err)
+	testenv.Must(t, s.Reload(unwatched))
 	if s.v.watched() {
 		t.Fatal("a watch after a reload to watch = \"off\"")
 	}
 	if got, err := os.ReadFile(filepath.Join(mp, "x.txt")); err != nil || string(got) != "one\n" {
 		t.Fatalf("x.txt after the reload: %q, %v", got, err)
 	}
-	must(t, os.WriteFile(file, []byte("two, longer\n"), 0o644))
-	for deadline := time.Now().Add(10 * fallbackTimeout); ; { // a hang guard
+	testenv.Must(t, os.WriteFile(file, []byte("two, longer\n"), 0o644))
+	// Far beyond the fallback timeout, far short of the hour.
+	testenv.Within(t, 10*fallbackTimeout, "x.txt changed, on a mount a reload left without a watch", func() error {
 		got, err := os.ReadFile(filepath.Join(mp, "x.txt"))
 		if err == nil && string(got) == "two, longer\n" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("x.txt still reads %q (%v) %v after it changed, on a mount a reload left without a watch", got, err, 10*fallbackTimeout)
-		}
-		time.Sleep(10 * time.Millisecond) // a poll interval
-	}
+		return fmt.Errorf("x.txt reads %q (%v)", got, err)
+	})
 }
 
 // TestChangeAfterALookupAnswered: the watch applies a change of a file
@@ -231,30 +230,27 @@ func TestReloadWithoutAWatch(t *testing.T) {
 // for the reply (the kernel holds the directory's lock while it takes a
 // LOOKUP's reply in), and then drops it.
 func TestChangeAfterALookupAnswered(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(root, "x.txt"), nil, 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "x.txt"), nil, 0o644))
 	s, mp := mountRoot(t, root, Config{})
 	const content = "written after its LOOKUP was answered\n"
 	written := writeInLookup(t, s, root, content, true)
 	_, err := os.Stat(filepath.Join(mp, "x.txt"))
-	must(t, err)
+	testenv.Must(t, err)
 	if !written() {
 		t.Fatal("the LOOKUP of x.txt never came")
 	}
 	// The change is told to the kernel at once or once the reply is in;
 	// either way the file reads whole soon after, not after the hour.
-	for deadline := time.Now().Add(10 * time.Second); ; { // a hang guard
+	testenv.Within(t, testenv.HangGuard, "x.txt, written while its LOOKUP's reply was on its way, read whole", func() error {
 		got, err := os.ReadFile(filepath.Join(mp, "x.txt"))
 		if err == nil && string(got) == content {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("x.txt reads %q (%v) 10 s after it was written while its LOOKUP's reply was on its way, want %q", got, err, content)
-		}
-		time.Sleep(time.Millisecond) // a poll interval
-	}
+		return fmt.Errorf("x.txt reads %q (%v), want %q", got, err, content)
+	})
 }
 
 // writeInLookup has the first LOOKUP of x.txt write content to it, at
@@ -269,7 +265,7 @@ func writeInLookup(t *testing.T, s *Server, root, content string, answered bool)
 			return
 		}
 		before := s.v.changes.Load()
-		must(t, os.WriteFile(filepath.Join(root, "x.txt"), []byte(content), 0o644))
+		testenv.Must(t, os.WriteFile(filepath.Join(root, "x.txt"), []byte(content), 0o644))
 		for deadline := time.Now().Add(10 * time.Second); s.v.changes.Load() == before; { // a hang guard
 			if time.Now().After(deadline) {
 				t.Error("the watch applied no change in 10 s")
@@ -295,20 +291,20 @@ func writeInLookup(t *testing.T, s *Server, root, content string, answered bool)
 // GETATTR brought after a change the watch reports (applied here by hand:
 // the file's attributes are dropped, its name stays).
 func TestRepliesCachedForTheirTimeouts(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	text, file := "", ""
 	for _, name := range []string{"a", "b"} {
 		dir := filepath.Join(t.TempDir(), name)
-		must(t, os.MkdirAll(filepath.Join(dir, "d"), 0o755))
+		testenv.Must(t, os.MkdirAll(filepath.Join(dir, "d"), 0o755))
 		file = filepath.Join(dir, "d", "f.txt")
-		must(t, os.WriteFile(file, []byte("text\n"), 0o644))
+		testenv.Must(t, os.WriteFile(file, []byte("text\n"), 0o644))
 		text += "[[root]]\npath = \"" + dir + "\"\n"
 	}
 	pol, err := policy.Parse([]byte(text + "[mount]\nwarm = false\n"))
-	must(t, err)
+	testenv.Must(t, err)
 	mp := filepath.Join(t.TempDir(), "mnt")
-	must(t, os.Mkdir(mp, 0o755))
+	testenv.Must(t, os.Mkdir(mp, 0o755))
 	var lookups, getattrs atomic.Int64
 	s, err := Mount(Config{Policy: pol, MountPoint: mp, Latency: func(op string, _ time.Duration) {
 		switch op {
@@ -318,7 +314,7 @@ func TestRepliesCachedForTheirTimeouts(t *testing.T) {
 			getattrs.Add(1)
 		}
 	}})
-	must(t, err)
+	testenv.Must(t, err)
 	defer s.Unmount()
 	paths := []string{mp, filepath.Join(mp, "b"), filepath.Join(mp, "b", "d"), filepath.Join(mp, "b", "d", "f.txt")}
 	stats := func(rounds int) (int64, int64) {
@@ -327,7 +323,7 @@ func TestRepliesCachedForTheirTimeouts(t *testing.T) {
 		for range rounds {
 			for _, p := range paths {
 				_, err := os.Stat(p)
-				must(t, err)
+				testenv.Must(t, err)
 			}
 		}
 		return lookups.Load() - l, getattrs.Load() - g
@@ -339,7 +335,7 @@ func TestRepliesCachedForTheirTimeouts(t *testing.T) {
 		t.Errorf("stats again: %d lookups and %d getattrs reached the daemon, want none", l, g)
 	}
 	real, err := filepath.EvalSymlinks(filepath.Dir(file))
-	must(t, err)
+	testenv.Must(t, err)
 	s.apply([]watch.Event{{Op: watch.Changed, Dir: real, Name: "f.txt"}})
 	if l, g := stats(1); l != 0 || g != 1 {
 		t.Errorf("after a change of f.txt: %d lookups and %d getattrs, want 0 and 1", l, g)
@@ -357,19 +353,19 @@ func TestRepliesCachedForTheirTimeouts(t *testing.T) {
 // version at the node's name is still the one admitted, but the name is
 // another path now.
 func TestPushAfterAMoveIntoDenied(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	const text = "admitted at d/sub/x.txt, ordinary text\n"
-	must(t, os.MkdirAll(filepath.Join(root, "d", "sub"), 0o755))
-	must(t, os.WriteFile(filepath.Join(root, "d", "sub", "x.txt"), []byte(text), 0o644))
-	must(t, os.Mkdir(filepath.Join(root, "e"), 0o755))
+	testenv.Must(t, os.MkdirAll(filepath.Join(root, "d", "sub"), 0o755))
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "d", "sub", "x.txt"), []byte(text), 0o644))
+	testenv.Must(t, os.Mkdir(filepath.Join(root, "e"), 0o755))
 	mp := filepath.Join(t.TempDir(), "mnt")
-	must(t, os.Mkdir(mp, 0o755))
+	testenv.Must(t, os.Mkdir(mp, 0o755))
 	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "e", "d") + "\"]\n[mount]\nwarm = false\n"))
-	must(t, err)
+	testenv.Must(t, err)
 	s, err := Mount(Config{Policy: pol, MountPoint: mp})
-	must(t, err)
+	testenv.Must(t, err)
 	t.Cleanup(func() { s.Unmount() })
 	if !s.v.prefetch.on() {
 		t.Skip("no watch here: nothing is pushed")
@@ -383,7 +379,7 @@ func TestPushAfterAMoveIntoDenied(t *testing.T) {
 	// attribute check a read(2) may make first (which would refuse on
 	// its own).
 	h, err := os.Open(filepath.Join(mp, "d", "sub", "x.txt"))
-	must(t, err)
+	testenv.Must(t, err)
 	defer h.Close()
 	in := s.root.EmbeddedInode().GetChild("d").GetChild("sub").GetChild("x.txt")
 	n, ok := nodeOf(in)
@@ -391,7 +387,7 @@ func TestPushAfterAMoveIntoDenied(t *testing.T) {
 		t.Fatal("the kernel does not hold x.txt after the listing")
 	}
 	var st unix.Stat_t
-	must(t, unix.Stat(filepath.Join(root, "d", "sub", "x.txt"), &st))
+	testenv.Must(t, unix.Stat(filepath.Join(root, "d", "sub", "x.txt"), &st))
 	before := s.v.changes.Load() // the listing's count, taken before it read the file
 	// The rename's events are the test's own, those of a watch that pairs
 	// a rename (fanotify's FAN_RENAME). The real watch stops first: on
@@ -399,7 +395,7 @@ func TestPushAfterAMoveIntoDenied(t *testing.T) {
 	// before the move below, left the node nowhere (2 runs in 60 under
 	// load). The mount still counts as watched: only events stop.
 	s.closeWatcher()
-	must(t, os.Rename(filepath.Join(root, "d"), filepath.Join(root, "e", "d")))
+	testenv.Must(t, os.Rename(filepath.Join(root, "d"), filepath.Join(root, "e", "d")))
 	e := filepath.Join(root, "e")
 	s.apply([]watch.Event{
 		{Op: watch.Moved, Dir: e, Name: "d", FromDir: root, FromName: "d"},

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestKeptCopy: a copy holds the bytes whatever buffer it reuses (one
@@ -45,7 +47,7 @@ func TestKeptCopy(t *testing.T) {
 // while a push still held it would put another file's bytes in its
 // place.
 func TestRecycledBuffersServeTheirOwnFile(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	const dirs, files, size = 48, 16, 32 << 10 // 24 MiB: past maxParkedBytes
@@ -56,7 +58,7 @@ func TestRecycledBuffersServeTheirOwnFile(t *testing.T) {
 				name := fmt.Sprintf("f%02d.txt", f)
 				line := fmt.Sprintf("%s/%s ", filepath.Base(dir), name)
 				body := strings.Repeat(line, size/len(line)+1)[:size-1] + "\n"
-				must(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+				testenv.Must(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 			}
 		})
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestListerFollowsNoLink is the attacker's swap, made to have happened:
@@ -22,18 +24,18 @@ import (
 func TestListerFollowsNoLink(t *testing.T) {
 	t.Parallel()
 	top, outside := t.TempDir(), t.TempDir()
-	must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("outside\n"), 0o644))
-	must(t, os.Mkdir(filepath.Join(top, "real"), 0o755))
-	must(t, os.WriteFile(filepath.Join(top, "real", "f"), []byte("inside\n"), 0o644))
-	must(t, os.Symlink(outside, filepath.Join(top, "a")))
-	must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(top, "real", "link")))
+	testenv.Must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("outside\n"), 0o644))
+	testenv.Must(t, os.Mkdir(filepath.Join(top, "real"), 0o755))
+	testenv.Must(t, os.WriteFile(filepath.Join(top, "real", "f"), []byte("inside\n"), 0o644))
+	testenv.Must(t, os.Symlink(outside, filepath.Join(top, "a")))
+	testenv.Must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(top, "real", "link")))
 	for _, p := range []string{filepath.Join(outside, "secret"), filepath.Join(top, "real", "f")} {
 		if _, err := os.ReadFile(p); err != nil { // both in the page cache
 			t.Fatal(err)
 		}
 	}
 	var st unix.Stat_t
-	must(t, unix.Stat(top, &st))
+	testenv.Must(t, unix.Stat(top, &st))
 	ask := listerOf(t, top, fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)))
 	if got := ask("l"+filepath.Join(top, "a")+"\x00", -1); len(got) != 2 || got[0][0] != 'e' {
 		t.Errorf("a listing through a link: %q, want an error", got)

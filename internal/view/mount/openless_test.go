@@ -10,6 +10,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestOpenlessListings drives openless over go-fuse's real node bridge (a
@@ -25,12 +27,12 @@ func TestOpenlessListings(t *testing.T) {
 	for d := range dirs {
 		for f := range files {
 			p := filepath.Join(dir, fmt.Sprintf("d%03d", d), fmt.Sprintf("file-%02d", f))
-			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-			must(t, os.WriteFile(p, nil, 0o644))
+			testenv.Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			testenv.Must(t, os.WriteFile(p, nil, 0o644))
 		}
 	}
 	root, err := fs.NewLoopbackRoot(dir)
-	must(t, err)
+	testenv.Must(t, err)
 	o := newOpenless(fs.NewNodeFS(root, &fs.Options{}))
 	// A kernel without FUSE_NO_OPENDIR_SUPPORT gets a handle, and lists
 	// through it.
@@ -78,7 +80,7 @@ func TestOpenlessListings(t *testing.T) {
 	}
 	want := func(d int) []string {
 		ents, err := os.ReadDir(filepath.Join(dir, fmt.Sprintf("d%03d", d)))
-		must(t, err)
+		testenv.Must(t, err)
 		var names []string // sorted by name
 		for _, e := range ents {
 			names = append(names, e.Name())
@@ -161,12 +163,12 @@ func TestOpenlessConcurrentReaders(t *testing.T) {
 	for d := range dirs {
 		for _, name := range want {
 			p := filepath.Join(dir, fmt.Sprintf("d%03d", d), name)
-			must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-			must(t, os.WriteFile(p, nil, 0o644))
+			testenv.Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			testenv.Must(t, os.WriteFile(p, nil, 0o644))
 		}
 	}
 	root, err := fs.NewLoopbackRoot(dir)
-	must(t, err)
+	testenv.Must(t, err)
 	o := newOpenless(fs.NewNodeFS(root, &fs.Options{}))
 	o.on.Store(true)
 	ids := make([]uint64, dirs)

@@ -9,28 +9,10 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/testenv"
 
 	"golang.org/x/sys/unix"
 )
-
-// needFUSE skips where FUSE is truly absent, and fails instead where it
-// is required (CI sets FSGUARD_REQUIRE_FUSE=1).
-func needFUSE(t *testing.T) {
-	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "not root"
-	} else if _, err := os.Stat("/dev/fuse"); err != nil {
-		why = "no /dev/fuse"
-	}
-	if why == "" {
-		return
-	}
-	if os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
-		t.Fatalf("FUSE required (FSGUARD_REQUIRE_FUSE=1) but unavailable: %s", why)
-	}
-	t.Skip(why)
-}
 
 // mountRoot mounts root, with the warm walk off, at a new directory,
 // and skips where the view has no watch: nothing is pushed or listed
@@ -38,12 +20,12 @@ func needFUSE(t *testing.T) {
 func mountRoot(t *testing.T, root string, cfg Config) (*Server, string) {
 	t.Helper()
 	mp := filepath.Join(t.TempDir(), "mnt")
-	must(t, os.Mkdir(mp, 0o755))
+	testenv.Must(t, os.Mkdir(mp, 0o755))
 	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
-	must(t, err)
+	testenv.Must(t, err)
 	cfg.Policy, cfg.MountPoint = pol, mp
 	s, err := Mount(cfg)
-	must(t, err)
+	testenv.Must(t, err)
 	t.Cleanup(func() { s.Unmount() })
 	if !s.v.prefetch.on() {
 		t.Skip("no watch here: nothing is pushed or listed ahead")
@@ -56,10 +38,10 @@ func mountRoot(t *testing.T, root string, cfg Config) (*Server, string) {
 // with its entries and its files' content kept for pushes.
 func quietDir(t *testing.T, dir string, fill func()) {
 	t.Helper()
-	must(t, os.MkdirAll(dir, 0o755))
+	testenv.Must(t, os.MkdirAll(dir, 0o755))
 	fill()
 	old := time.Now().Add(-time.Hour)
-	must(t, os.Chtimes(dir, old, old))
+	testenv.Must(t, os.Chtimes(dir, old, old))
 }
 
 // TestKeptPushOfAnOldVersion is the attacker's race, made to happen: a
@@ -73,7 +55,7 @@ func quietDir(t *testing.T, dir string, fill func()) {
 // that has not reported the change yet) after a READ gave the kernel the
 // new version.
 func TestKeptPushOfAnOldVersion(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")
@@ -85,7 +67,7 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 	names := map[string]string{"text.txt": v2, "key.txt": key}
 	quietDir(t, dir, func() { // READDIRPLUS hands over entries
 		for name := range names {
-			must(t, os.WriteFile(filepath.Join(dir, name), []byte(v1), 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(dir, name), []byte(v1), 0o644))
 		}
 	})
 	s, mp := mountRoot(t, root, Config{})
@@ -96,7 +78,7 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 	}
 	for name, now := range names {
 		var st unix.Stat_t
-		must(t, unix.Stat(filepath.Join(dir, name), &st))
+		testenv.Must(t, unix.Stat(filepath.Join(dir, name), &st))
 		was := fileid.Of(&st)
 		in := s.root.EmbeddedInode().GetChild("d").GetChild(name)
 		if in == nil {
@@ -109,18 +91,11 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 		// key. Seen through the mount before the push: a READ gave the
 		// kernel the new version (or refused it), whether or not the
 		// watch has reported the change yet.
-		must(t, os.WriteFile(filepath.Join(dir, name), []byte(now), 0o644))
-		deadline := time.Now().Add(30 * time.Second) // a hang guard
-		for {
+		testenv.Must(t, os.WriteFile(filepath.Join(dir, name), []byte(now), 0o644))
+		testenv.Eventually(t, name+": the change shown through the mount", func() bool {
 			got, err := os.ReadFile(filepath.Join(mp, "d", name))
-			if string(got) != v1 && (err != nil || string(got) == now) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the mount never showed the change", name)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return string(got) != v1 && (err != nil || string(got) == now)
+		})
 		// The listing's count, and the count now: as if the watch had
 		// not reported the change yet. The mount showed the new version
 		// (a READ), so the old one must not come back either way.
@@ -131,12 +106,5 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 				t.Errorf("%s: after the push of its old version (count %d, was %d) the mount serves %q", name, count, before, got)
 			}
 		}
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

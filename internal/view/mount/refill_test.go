@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestReclaimedPagesPushedAgain reclaims, as an idle machine does, the
@@ -24,7 +26,7 @@ import (
 // and before the READ that starts the refill, and another is made a
 // private key; the mount must serve the new text, and no key.
 func TestReclaimedPagesPushedAgain(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")
@@ -32,7 +34,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 	text := func(i int, v string) string { return fmt.Sprintf("file %d, version %s: ordinary text\n", i, v) }
 	quietDir(t, dir, func() {
 		for i := range files {
-			must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(text(i, "one")), 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(text(i, "one")), 0o644))
 		}
 	})
 	cfg, reads := countReads()
@@ -63,7 +65,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 		}
 		return true
 	}
-	within(t, 30*time.Second, held) // every file's bytes given whole
+	testenv.Eventually(t, "every file's bytes given whole", held)
 
 	// Reclaim: the files' pages go, their names and the listing stay. (A
 	// file the mount hides by then, the key below, has no pages to lose.)
@@ -82,7 +84,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 	if n := reads.Load() - before; n != 1 {
 		t.Fatalf("reading f0 after reclaim sent %d READs, want 1", n)
 	}
-	within(t, 30*time.Second, held) // pushed again
+	testenv.Eventually(t, "pushed again", held)
 	before = reads.Load()
 	readAll()
 	if n := reads.Load() - before; n != 0 {
@@ -94,16 +96,16 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 	// marks before the watch applied the changes: it then offers the old
 	// versions. Neither may be pushed: not the old bytes, not the key.
 	open7, err := os.Open(path(7))
-	must(t, err)
+	testenv.Must(t, err)
 	defer open7.Close()
 	marks := map[int]*heldBytes{}
 	for _, i := range []int{6, 7} {
 		n, _ := nodeOf(d.GetChild(fmt.Sprintf("f%d.txt", i)))
 		marks[i] = n.held.Load()
 	}
-	must(t, os.WriteFile(filepath.Join(dir, "f6.txt"), []byte(text(6, "two")), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "f7.txt"), []byte(testKey), 0o644))
-	within(t, 30*time.Second, func() bool { // the watch applied both
+	testenv.Must(t, os.WriteFile(filepath.Join(dir, "f6.txt"), []byte(text(6, "two")), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(dir, "f7.txt"), []byte(testKey), 0o644))
+	testenv.Eventually(t, "the watch applied both", func() bool {
 		got, err := os.ReadFile(path(6))
 		_, err7 := os.ReadFile(path(7))
 		return err == nil && string(got) == text(6, "two") && err7 != nil
@@ -116,7 +118,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 	if _, err := os.ReadFile(path(0)); err != nil {
 		t.Fatal(err)
 	}
-	within(t, 30*time.Second, s.v.prefetch.drained)
+	testenv.Eventually(t, "the prefetch drained", s.v.prefetch.drained)
 	if got, err := os.ReadFile(path(6)); err != nil || string(got) != text(6, "two") {
 		t.Errorf("f6 after a refill offered its old version: %q, %v", got, err)
 	}
@@ -136,7 +138,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 // marks were taken as a round would have taken them before the watch
 // applied the changes; the mount must serve the new text and no key.
 func TestReclaimedTreePushedAhead(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	dirs := []string{"a", "a/b", "a/b/c", "z", "z/y"}
 	const files = 4
@@ -161,7 +163,7 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 			t.Fatalf("reading %s/f0 after reclaim sent %d READs, want 1", d, n)
 		}
 	}
-	within(t, 30*time.Second, func() bool { return held() && roundOver() })
+	testenv.Eventually(t, "held, and the round over", func() bool { return held() && roundOver() })
 	before := reads.Load()
 	for _, d := range dirs {
 		for i := range files {
@@ -175,12 +177,12 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 	}
 
 	open3, err := os.Open(path("a/b/c", 3))
-	must(t, err)
+	testenv.Must(t, err)
 	defer open3.Close()
 	marks := map[int]*heldBytes{2: node("a/b/c", 2).held.Load(), 3: node("a/b/c", 3).held.Load()}
-	must(t, os.WriteFile(filepath.Join(root, "a/b/c/f2.txt"), []byte(text("a/b/c", 2, "two")), 0o644))
-	must(t, os.WriteFile(filepath.Join(root, "a/b/c/f3.txt"), []byte(testKey), 0o644))
-	within(t, 30*time.Second, func() bool { // the watch applied both
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "a/b/c/f2.txt"), []byte(text("a/b/c", 2, "two")), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "a/b/c/f3.txt"), []byte(testKey), 0o644))
+	testenv.Eventually(t, "the watch applied both", func() bool {
 		got, err := os.ReadFile(path("a/b/c", 2))
 		_, err3 := os.ReadFile(path("a/b/c", 3))
 		return err == nil && string(got) == text("a/b/c", 2, "two") && err3 != nil
@@ -194,7 +196,7 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	within(t, 30*time.Second, roundOver)
+	testenv.Eventually(t, "the round over", roundOver)
 	if got, err := os.ReadFile(path("a/b/c", 2)); err != nil || string(got) != text("a/b/c", 2, "two") {
 		t.Errorf("a/b/c/f2 after a round offered its old version: %q, %v", got, err)
 	}
@@ -207,14 +209,14 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 	// within the gap after the last round: no round (a cheap request must
 	// not have the daemon read the whole tree again and again).
 	setGap(time.Hour)
-	within(t, 30*time.Second, func() bool { return node("a/b", 0).held.Load() != nil && roundOver() })
+	testenv.Eventually(t, "a/b's first file held, and the round over", func() bool { return node("a/b", 0).held.Load() != nil && roundOver() })
 	reclaim()
 	for _, d := range []string{"a", "z"} {
 		if _, err := os.ReadFile(path(d, 2)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	within(t, 30*time.Second, roundOver)
+	testenv.Eventually(t, "the round over", roundOver)
 	before = reads.Load()
 	if _, err := os.ReadFile(path("a/b", 0)); err != nil {
 		t.Fatal(err)
@@ -243,7 +245,7 @@ func newReclaimTree(t *testing.T, dirs []string, files int) *reclaimTree {
 	for _, d := range dirs {
 		quietDir(t, filepath.Join(rt.root, d), func() {
 			for i := range files {
-				must(t, os.WriteFile(filepath.Join(rt.root, d, fmt.Sprintf("f%d.txt", i)), []byte(rt.text(d, i, "one")), 0o644))
+				testenv.Must(t, os.WriteFile(filepath.Join(rt.root, d, fmt.Sprintf("f%d.txt", i)), []byte(rt.text(d, i, "one")), 0o644))
 			}
 		})
 	}
@@ -264,7 +266,7 @@ func newReclaimTree(t *testing.T, dirs []string, files int) *reclaimTree {
 			}
 		}
 	}
-	within(t, 30*time.Second, rt.held)
+	testenv.Eventually(t, "every file held", rt.held)
 	return rt
 }
 
@@ -329,16 +331,16 @@ func (rt *reclaimTree) count(result string) int64 {
 // the directories the walker has not reached, f0 and f1 lose their pages
 // (f1 only its last page: not whole), f2 and f3 keep them.
 func TestRoundPushesOnlyWhatWentAway(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	dirs := []string{"a", "a/b", "z", "z/y"}
 	const files = 4
 	rt := newReclaimTree(t, dirs, files)
 	big := strings.Repeat("a longer line of ordinary text\n", 300) // three pages
 	for _, d := range dirs {
-		must(t, os.WriteFile(filepath.Join(rt.root, d, "f1.txt"), []byte(big), 0o644))
+		testenv.Must(t, os.WriteFile(filepath.Join(rt.root, d, "f1.txt"), []byte(big), 0o644))
 	}
-	within(t, 30*time.Second, func() bool { // the watch dropped f1's pages; read again, they are given whole
+	testenv.Eventually(t, "f1's pages dropped by the watch, given whole when read again", func() bool {
 		for _, d := range dirs {
 			if got, err := os.ReadFile(rt.path(d, 1)); err != nil || string(got) != big {
 				return false
@@ -350,8 +352,8 @@ func TestRoundPushesOnlyWhatWentAway(t *testing.T) {
 	for _, d := range []string{"a/b", "z/y"} {
 		dropPages(t, rt.path(d, 0))
 		f, err := os.Open(rt.path(d, 1))
-		must(t, err)
-		must(t, unix.Fadvise(int(f.Fd()), 2*4096, 0, unix.FADV_DONTNEED))
+		testenv.Must(t, err)
+		testenv.Must(t, unix.Fadvise(int(f.Fd()), 2*4096, 0, unix.FADV_DONTNEED))
 		f.Close()
 		for _, i := range []int{2, 3} {
 			marks[fmt.Sprintf("%s/f%d", d, i)] = rt.node(d, i).held.Load()
@@ -363,8 +365,8 @@ func TestRoundPushesOnlyWhatWentAway(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	within(t, 30*time.Second, rt.roundOver) // the READ in z started it
-	if n := rt.count("held"); n < 4 {       // and a/f0, z/f0 if their READs were in first
+	testenv.Eventually(t, "the round the READ in z started, over", rt.roundOver)
+	if n := rt.count("held"); n < 4 { // and a/f0, z/f0 if their READs were in first
 		t.Errorf("the round found %d files held whole, want f2 and f3 of a/b and z/y among them", n)
 	}
 	for k, h := range marks {
@@ -400,14 +402,14 @@ func TestRoundPushesOnlyWhatWentAway(t *testing.T) {
 // first listing, a READ): the reclaim that took the listing may have
 // come since.
 func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")
 	const files = 6
 	quietDir(t, dir, func() {
 		for i := range files {
-			must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644))
+			testenv.Must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644))
 		}
 	})
 	s, mp := mountRoot(t, root, Config{})
@@ -431,7 +433,7 @@ func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 		}
 		return m
 	}
-	within(t, 30*time.Second, func() bool {
+	testenv.Eventually(t, "every file marked, no push in flight", func() bool {
 		m := marks()
 		return m != nil && !slices.Contains(m, nil) && s.v.prefetch.drained() // no push in flight to mark again
 	})
@@ -453,10 +455,10 @@ func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 	// A new name: the watch drops the listing, and the next is made again
 	// (with the directory dated back: a listing of one that changed a
 	// moment ago keeps nothing).
-	must(t, os.WriteFile(filepath.Join(dir, "new.txt"), []byte("new\n"), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(dir, "new.txt"), []byte("new\n"), 0o644))
 	long := time.Now().Add(-time.Hour)
-	must(t, os.Chtimes(dir, long, long))
-	within(t, 30*time.Second, func() bool {
+	testenv.Must(t, os.Chtimes(dir, long, long))
+	testenv.Eventually(t, "new.txt listed, the prefetch drained, f4 and f5 pushed again", func() bool {
 		out, err := exec.Command("ls", filepath.Join(mp, "d")).CombinedOutput()
 		return err == nil && strings.Contains(string(out), "new.txt") &&
 			s.v.prefetch.drained() && again(4) && again(5)
@@ -478,7 +480,7 @@ const testKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG
 func dropPages(t *testing.T, path string) {
 	t.Helper()
 	if f, err := os.Open(path); err == nil {
-		must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+		testenv.Must(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
 		f.Close()
 	}
 }

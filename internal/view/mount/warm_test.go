@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/history"
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestWalkFindsTheRepos: the warm walk hands the git history check the
@@ -22,32 +23,32 @@ import (
 // A walk stopped by its byte budget hands on the directories it did not
 // list: each tree is then either met or under one of them, never both.
 func TestWalkFindsTheRepos(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
 	for _, d := range []string{".git", "a/b/.git", "a/b/c/.git", "node_modules/x/.git", "a/b/.git/modules/m/.git", "secret/r/.git", "w"} {
-		must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+		testenv.Must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
 	}
-	must(t, os.WriteFile(filepath.Join(root, "w", ".git"), []byte("gitdir: ../.git/worktrees/w\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(root, "a", "b", "main.go"), []byte("package main\n"), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "w", ".git"), []byte("gitdir: ../.git/worktrees/w\n"), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "a", "b", "main.go"), []byte("package main\n"), 0o644))
 	// A second root, for a mount of several: its own tree and a nested one.
 	other := filepath.Join(base, "other")
-	must(t, os.MkdirAll(filepath.Join(other, ".git"), 0o755))
-	must(t, os.MkdirAll(filepath.Join(other, "x", ".git"), 0o755))
-	must(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("pushed by the first listing\n"), 0o644))
+	testenv.Must(t, os.MkdirAll(filepath.Join(other, ".git"), 0o755))
+	testenv.Must(t, os.MkdirAll(filepath.Join(other, "x", ".git"), 0o755))
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("pushed by the first listing\n"), 0o644))
 	reposOf := func(warm bool, budget string, more ...string) (found, unlisted []string, ok bool) {
 		mp := filepath.Join(t.TempDir(), "mnt")
-		must(t, os.Mkdir(mp, 0o755))
+		testenv.Must(t, os.Mkdir(mp, 0o755))
 		text := "[[root]]\npath = \"" + root + "\"\n"
 		for _, r := range more {
 			text += "[[root]]\npath = \"" + r + "\"\n"
 		}
 		text += "[deny]\npaths = [\"" + filepath.Join(root, "secret") + "\"]\n[mount]\nwarm = " + map[bool]string{true: "true", false: "false"}[warm] + "\n" + budget
 		pol, err := policy.Parse([]byte(text))
-		must(t, err)
+		testenv.Must(t, err)
 		s, err := Mount(Config{Policy: pol, MountPoint: mp})
-		must(t, err)
+		testenv.Must(t, err)
 		defer s.Unmount()
 		if warm && !s.v.watched() {
 			t.Skip("no watch here: no warm walk")
@@ -92,15 +93,15 @@ func TestWalkFindsTheRepos(t *testing.T) {
 // named as the history check walks them, without those it does not look
 // in.
 func TestUnlistedOf(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	mp := filepath.Join(t.TempDir(), "mnt")
-	must(t, os.Mkdir(mp, 0o755))
+	testenv.Must(t, os.Mkdir(mp, 0o755))
 	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
-	must(t, err)
+	testenv.Must(t, err)
 	s, err := Mount(Config{Policy: pol, MountPoint: mp})
-	must(t, err)
+	testenv.Must(t, err)
 	defer s.Unmount()
 	got, ok := s.unlistedOf([]string{mp, filepath.Join(mp, "a/b"), filepath.Join(mp, "node_modules"), filepath.Join(mp, "x/.git"), filepath.Join(mp, "x/node_modules/y"), filepath.Join(mp, "w")})
 	var rels []string
@@ -123,12 +124,12 @@ func TestUnlistedOf(t *testing.T) {
 // repository's top, which a walk lists after .git (it goes breadth
 // first), so the view must come before the walk's end.
 func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
-	needFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	for _, f := range []string{"a.go", "b/c.go", "b/d/e.go", "b/d/f/g.go"} {
-		must(t, os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755))
-		must(t, os.WriteFile(filepath.Join(root, f), []byte("package x\n"), 0o644))
+		testenv.Must(t, os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755))
+		testenv.Must(t, os.WriteFile(filepath.Join(root, f), []byte("package x\n"), 0o644))
 	}
 	for _, args := range [][]string{{"init", "-q"}, {"add", "."}} {
 		cmd := exec.Command("git", append([]string{"-C", root}, args...)...)
@@ -140,15 +141,15 @@ func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
 	// listing hands the kernel no entries (see listing.Lookup): dated an
 	// hour back, as a repository between two git commands is.
 	old := time.Now().Add(-time.Hour)
-	must(t, os.Chtimes(filepath.Join(root, ".git"), old, old))
+	testenv.Must(t, os.Chtimes(filepath.Join(root, ".git"), old, old))
 	var mu sync.Mutex
 	var events []string
 	done := make(chan struct{})
 	var once sync.Once // a later walk (after reclaim) says done again
 	mp := filepath.Join(t.TempDir(), "mnt")
-	must(t, os.Mkdir(mp, 0o755))
+	testenv.Must(t, os.Mkdir(mp, 0o755))
 	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = true\n"))
-	must(t, err)
+	testenv.Must(t, err)
 	s, err := Mount(Config{Policy: pol, MountPoint: mp, Event: func(name string) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -157,7 +158,7 @@ func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
 			once.Do(func() { close(done) })
 		}
 	}})
-	must(t, err)
+	testenv.Must(t, err)
 	t.Cleanup(func() { s.Unmount() })
 	if !s.v.watched() {
 		t.Skip("no watch here: no warm walk")
