@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // benchFile makes (once, then reuses) a 1 GiB text file of varied lines.
@@ -39,6 +41,34 @@ func benchFile(b *testing.B) string {
 	w.Flush()
 	f.Close()
 	return path
+}
+
+// BenchmarkRefuseFIFO is how long a read of a FIFO, named or reached
+// through a link, takes to be refused (NOT_A_FILE): the figure beside
+// TestFIFODoesNotBlock, which asserts only that the refusal comes.
+func BenchmarkRefuseFIFO(b *testing.B) {
+	root := b.TempDir()
+	testenv.FIFO(b, filepath.Join(root, "fifo"))
+	testenv.Symlinks(b, root, map[string]string{"to-fifo": "fifo"})
+	p, err := policy.Default(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := roots.New(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	r := &Reader{Guard: g}
+	for _, name := range []string{"fifo", "to-fifo"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.Read(Request{Path: name, Cwd: root}); refusal.CodeOf(err) != refusal.NotAFile {
+					b.Fatalf("read %s: %v, want %s", name, err, refusal.NotAFile)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkRead1GiB compares, in one run on one file, fsguard's read (first

@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/fsguard/fsguard/internal/concept/charset"
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/concept/lines"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestDirectory: a directory read lists what the mount would show — sorted,
@@ -26,9 +26,7 @@ func TestDirectory(t *testing.T) {
 	f.write("src/sub/x.txt", "x\n")
 	f.write("src/.env", "TOKEN=hidden\n")
 	f.write("src/id_rsa.txt", pemKey)
-	if err := syscall.Mkfifo(filepath.Join(f.root, "src/fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testenv.FIFO(t, filepath.Join(f.root, "src/fifo"))
 	f.link(filepath.Join(f.outside, "secret.txt"), "src/escape")
 	f.link("../../outside/secret.txt", "src/escape2")
 	f.link("a.go", "src/alias")
