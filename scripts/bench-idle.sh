@@ -18,7 +18,7 @@
 # EVICT=0.15 drops those of a random 15% of the files, each side drawn
 # apart. LISTINGS=1 with EVICT also drops the kernel's cached listing of
 # every directory of the mount (FADV_DONTNEED on it), which is what an
-# idle here takes most (docs/BENCHMARKS.md, twentieth stop); native's
+# idle here takes most (docs/BENCHMARKS.md, "After idle"); native's
 # directories have no such cache to drop. RESIDENT=1 times nothing after the mount's idle: it says how much
 # of the small files' pages stayed, through the mount and in the backing
 # tree (fincore), what the host's reclaim took (its walk of the mount
