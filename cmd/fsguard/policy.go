@@ -18,13 +18,15 @@ func runPolicy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, `usage: fsguard policy check [FILE] [--format text|json]
 
 Validates a policy file (default: $FSGUARD_POLICY, else the embedded
-default) and prints the effective policy, defaults filled in. A bad file
+default) and prints the effective policy, defaults filled in, and the
+credential families masked ([secrets]). A bad file
 is reported with the key and line at fault, and exit status 2. Each git
 repository under the roots whose history holds what the view hides (a
 denied path, a private key) gets a warning on stderr.
 
 With --format json: one object, {"valid", "source", "policy" (the
-effective policy, keys as in the Go type), "warnings"}; a bad file is
+effective policy, keys as in the Go type), "secret_families" (the
+credential families masked), "warnings"}; a bad file is
 {"valid": false, "error"} with exit status 2.
 
 example:
@@ -71,7 +73,7 @@ example:
 		}
 	}
 	if *format == "json" {
-		b, _ := json.MarshalIndent(map[string]any{"valid": true, "source": p.Source, "policy": p, "warnings": warnings}, "", "  ")
+		b, _ := json.MarshalIndent(map[string]any{"valid": true, "source": p.Source, "policy": p, "secret_families": p.Secrets.Families(), "warnings": warnings}, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
 		return 0
 	}

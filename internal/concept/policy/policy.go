@@ -89,6 +89,7 @@ type Policy struct {
 	Git     Git
 	Metrics Metrics
 	Audit   Audit
+	Secrets Secrets
 
 	// Source is the file the policy came from, or "embedded default".
 	Source string
@@ -428,6 +429,7 @@ type raw struct {
 	Git     Git     `toml:"git"`
 	Metrics Metrics `toml:"metrics"`
 	Audit   Audit   `toml:"audit"`
+	Secrets Secrets `toml:"secrets"`
 }
 
 // Parse decodes and validates policy text.
@@ -461,6 +463,7 @@ func Parse(data []byte) (*Policy, error) {
 	p := Policy{
 		Roots: r.Root, Deny: r.Deny, Limits: r.Limits, Sniff: r.Sniff,
 		Journal: r.Journal, Mount: r.Mount, Control: r.Control, Write: r.Write, Git: r.Git, Metrics: r.Metrics, Audit: r.Audit,
+		Secrets: r.Secrets,
 	}
 	p.Audit.OpensSet = md.IsDefined("audit", "opens")
 	if len(p.Roots) == 0 {
@@ -593,6 +596,9 @@ func (p *Policy) finish(data []byte) error {
 	case "hide", "eacces":
 	default:
 		return fmt.Errorf("%smount.denied must be \"hide\" or \"eacces\", got %q", at("denied", p.Mount.Denied), p.Mount.Denied)
+	}
+	if err := p.Secrets.finish(at); err != nil {
+		return err
 	}
 	for _, s := range []struct{ key, v string }{{"journal.path", p.Journal.Path}, {"control.socket", p.Control.Socket}} {
 		if s.v != "" && !filepath.IsAbs(s.v) {
@@ -745,6 +751,7 @@ func (p *Policy) Summary() string {
 		excl = append(excl, g.String())
 	}
 	fmt.Fprintf(&b, "\n[audit]\nopens = %q\nexclude = %s\n", p.Audit.Opens, tomlList(excl))
+	b.WriteString(p.Secrets.summary())
 	fmt.Fprintf(&b, "\n[write]\nuse_defaults = %v\ndeny_globs = %s\n", *p.Write.UseDefaults, tomlList(wglobs))
 	return b.String()
 }
@@ -766,4 +773,179 @@ func tomlList(v []string) string {
 		q[i] = fmt.Sprintf("%q", s)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// Secrets configures the credential detector (sniff.Detector): tokens and
+// passwords in ordinary text are masked in place, through every door, in
+// files whose path no AllowGlobs glob matches.
+type Secrets struct {
+	// Mask turns the detector on (the default) or off.
+	Mask *bool `toml:"mask"`
+	// Generic also masks `name = value` assignments whose name says
+	// api_key, secret, token or password and whose value looks random.
+	// Off by default: on code it masks what is not a credential.
+	Generic bool `toml:"generic"`
+	// Disable names families (SecretFamilies, or rules' names) not looked
+	// for.
+	Disable []string `toml:"disable"`
+	// AllowGlobs: files these globs match (as deny globs) are shown with
+	// their credentials unmasked, e.g. "**/testdata/**".
+	AllowGlobs []Glob `toml:"allow_globs"`
+	// Rules are the policy's own families.
+	Rules []SecretRule `toml:"rule"`
+}
+
+// A SecretRule is a family of credentials the policy adds: a match of
+// Regex (RE2) found around one of its Anchors, at most MaxSecretMatch
+// bytes long, masked whole (or its first capture group, when it has one)
+// but for its first Keep bytes.
+type SecretRule struct {
+	Name    string   `toml:"name"`
+	Regex   string   `toml:"regex"`
+	Anchors []string `toml:"anchors"`
+	Keep    int      `toml:"keep"`
+	// Re is Regex, compiled when the policy loads.
+	Re *regexp.Regexp `toml:"-" json:"-"`
+}
+
+// Bounds on the policy's own rules: a rule is looked for only around its
+// anchors, each at least MinSecretAnchor bytes, so text without one costs
+// the detector nothing; a match longer than MaxSecretMatch is not one.
+const (
+	MinSecretAnchor = 3
+	MaxSecretAnchor = 64
+	MaxSecretRegex  = 1024
+	MaxSecretMatch  = 512
+	MaxSecretRules  = 64
+	MaxSecretKeep   = 64
+)
+
+// SecretFamilies are the families of credentials fsguard knows by their
+// structure (sniff's rules; a test keeps the two lists equal), each a name
+// secrets.disable may give.
+var SecretFamilies = []string{
+	"github-pat", "github-oauth", "github-user-token", "github-app-token", "github-refresh-token", "github-fine-grained-pat",
+	"gitlab-pat", "gitlab-token",
+	"aws-access-key-id", "aws-secret-key",
+	"google-api-key",
+	"slack-token", "slack-app-token", "slack-webhook",
+	"stripe-key", "stripe-webhook-secret",
+	"openai-key", "anthropic-key",
+	"huggingface-token", "npm-token", "pypi-token", "dockerhub-pat", "sendgrid-key", "shopify-token",
+	"databricks-token", "digitalocean-token", "vault-token", "grafana-token", "newrelic-key", "linear-api-key",
+	"doppler-token", "pulumi-token", "age-secret-key", "telegram-bot-token", "mailgun-key",
+	"twilio-api-key", "twilio-auth-token", "atlassian-token",
+	"azure-account-key", "azure-ad-client-secret", "connection-string-password", "url-password", "jwt",
+	"postman-key", "heroku-key", "sentry-token", "supabase-token", "flyio-token", "alibaba-key-id",
+	"discord-webhook", "shippo-token", "square-token", "planetscale-token", "terraform-token", "notion-token",
+	"airtable-pat", "dropbox-token", "onepassword-token", "adobe-client-secret", "clojars-token",
+	"dynatrace-token", "easypost-key", "flutterwave-key", "frameio-token", "infracost-key", "openshift-token",
+	"prefect-token", "readme-key", "rubygems-key", "scalingo-token", "settlemint-token", "sourcegraph-token",
+	"artifactory-key", "perplexity-key", "groq-key", "defined-networking-key", "mapbox-secret-token",
+}
+
+// GenericSecret is the family of secrets.generic's assignments.
+const GenericSecret = "generic-secret"
+
+// Masks reports whether credentials are masked at all.
+func (s *Secrets) Masks() bool { return s.Mask == nil || *s.Mask }
+
+// SecretsShown reports whether rel beneath a root (configured path base,
+// real path real) is shown with its credentials unmasked.
+func (p *Policy) SecretsShown(base, real, rel string) bool {
+	return p.matchAny(p.Secrets.AllowGlobs, base, real, rel)
+}
+
+// Families returns the families looked for, in SecretFamilies' order,
+// then GenericSecret and the policy's rules; none when Mask is off.
+func (s *Secrets) Families() []string {
+	if !s.Masks() {
+		return nil
+	}
+	var out []string
+	for _, f := range SecretFamilies {
+		if !contains(s.Disable, f) {
+			out = append(out, f)
+		}
+	}
+	if s.Generic && !contains(s.Disable, GenericSecret) {
+		out = append(out, GenericSecret)
+	}
+	for _, r := range s.Rules {
+		if !contains(s.Disable, r.Name) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// finish validates the section and compiles its rules; at puts a line
+// number on an error.
+func (s *Secrets) finish(at func(key, value string) string) error {
+	if len(s.Rules) > MaxSecretRules {
+		return fmt.Errorf("%ssecrets: %d rules, at most %d", at("name", ""), len(s.Rules), MaxSecretRules)
+	}
+	known := append(append([]string{}, SecretFamilies...), GenericSecret)
+	for i := range s.Rules {
+		r := &s.Rules[i]
+		where := at("name", r.Name)
+		if r.Name == "" {
+			return fmt.Errorf("%ssecrets.rule #%d has no name: give it a kebab-case name, e.g. \"acme-token\"", at("regex", ""), i+1)
+		}
+		if len(r.Name) > 64 || !kebab.MatchString(r.Name) {
+			return fmt.Errorf("%ssecrets.rule name %q is not kebab-case (lower-case letters and digits joined by '-', at most 64 bytes)", where, r.Name)
+		}
+		if contains(known, r.Name) {
+			return fmt.Errorf("%ssecrets.rule name %q is a built-in family: name the rule otherwise (to stop the built-in one, list it in secrets.disable)", where, r.Name)
+		}
+		known = append(known, r.Name)
+		if r.Regex == "" {
+			return fmt.Errorf("%ssecrets.rule %q has no regex", where, r.Name)
+		}
+		if len(r.Regex) > MaxSecretRegex {
+			return fmt.Errorf("%ssecrets.rule %q: regex is %d bytes, at most %d", where, r.Name, len(r.Regex), MaxSecretRegex)
+		}
+		re, err := regexp.Compile(r.Regex)
+		if err != nil {
+			return fmt.Errorf("%ssecrets.rule %q: regex: %v (RE2 syntax, as Go's regexp)", where, r.Name, err)
+		}
+		if re.MatchString("") {
+			return fmt.Errorf("%ssecrets.rule %q: regex %q matches the empty string: it must match the credential itself", where, r.Name, r.Regex)
+		}
+		r.Re = re
+		if len(r.Anchors) == 0 {
+			return fmt.Errorf("%ssecrets.rule %q has no anchors: give at least one literal string of %d bytes or more that every match contains (the detector looks for the rule only around them)", where, r.Name, MinSecretAnchor)
+		}
+		for _, a := range r.Anchors {
+			if len(a) < MinSecretAnchor || len(a) > MaxSecretAnchor {
+				return fmt.Errorf("%ssecrets.rule %q: anchor %q must be %d to %d bytes long", where, r.Name, a, MinSecretAnchor, MaxSecretAnchor)
+			}
+		}
+		if r.Keep < 0 || r.Keep > MaxSecretKeep {
+			return fmt.Errorf("%ssecrets.rule %q: keep must be 0 to %d (the bytes of its public prefix shown), got %d", where, r.Name, MaxSecretKeep, r.Keep)
+		}
+	}
+	for _, f := range s.Disable {
+		if !contains(known, f) {
+			return fmt.Errorf("%ssecrets.disable: unknown family %q (known: %s)", at("disable", f), f, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// summary renders the section for Summary, with the families in effect.
+func (s *Secrets) summary() string {
+	var b strings.Builder
+	var allow []string
+	for _, g := range s.AllowGlobs {
+		allow = append(allow, g.String())
+	}
+	fmt.Fprintf(&b, "\n[secrets]\nmask = %v\ngeneric = %v\ndisable = %s\nallow_globs = %s\n", s.Masks(), s.Generic, tomlList(s.Disable), tomlList(allow))
+	fmt.Fprintf(&b, "# families masked: %s\n", tomlList(s.Families()))
+	for _, r := range s.Rules {
+		fmt.Fprintf(&b, "[[secrets.rule]]\nname = %q\nregex = %q\nanchors = %s\nkeep = %d\n", r.Name, r.Regex, tomlList(r.Anchors), r.Keep)
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,58 @@ opens = "log"`, `line 4: audit.opens must be "record" or "off", got "log"`},
 path = "` + dir + `"
 [audit]
 exclude = ["a**b"]`, `line 4:`},
+		{"unknown family", `[[root]]
+path = "` + dir + `"
+[secrets]
+disable = ["github-pat", "gihtub-oauth"]`, `line 4: secrets.disable: unknown family "gihtub-oauth" (known: github-pat, github-oauth,`},
+		{"rule without anchors", `[[root]]
+path = "` + dir + `"
+[[secrets.rule]]
+name = "acme-token"
+regex = 'acme_[a-z0-9]{32}'`, `line 4: secrets.rule "acme-token" has no anchors: give at least one`},
+		{"short anchor", `[[root]]
+path = "` + dir + `"
+[[secrets.rule]]
+name = "acme-token"
+regex = 'ac[a-z0-9]{32}'
+anchors = ["ac"]`, `anchor "ac" must be 3 to 64 bytes long`},
+		{"bad regex", `[[root]]
+path = "` + dir + `"
+[[secrets.rule]]
+name = "acme-token"
+regex = 'acme_(?=x)'
+anchors = ["acme_"]`, `secrets.rule "acme-token": regex: error parsing regexp`},
+		{"empty match", `[[root]]
+path = "` + dir + `"
+[[secrets.rule]]
+name = "acme-token"
+regex = '(acme_)?'
+anchors = ["acme_"]`, `matches the empty string`},
+		{"long regex", `[[root]]
+path = "` + dir + `"
+[[secrets.rule]]
+name = "acme-token"
+regex = '` + strings.Repeat("a", 1025) + `'
+anchors = ["aaa"]`, `regex is 1025 bytes, at most 1024`},
+		{"builtin name", `[[root]]
+path = "` + dir + `"
+[[secrets.rule]]
+name = "github-pat"
+regex = 'ghp_x+'
+anchors = ["ghp_"]`, `secrets.rule name "github-pat" is a built-in family`},
+		{"not kebab", `[[root]]
+path = "` + dir + `"
+[[secrets.rule]]
+name = "Acme Token"
+regex = 'acme_x+'
+anchors = ["acme_"]`, `is not kebab-case`},
+		{"bad keep", `[[root]]
+path = "` + dir + `"
+[[secrets.rule]]
+name = "acme-token"
+regex = 'acme_x+'
+anchors = ["acme_"]
+keep = -1`, `keep must be 0 to 64`},
 		{"bad type", `[[root]]
 path = 5`, `line 2:`},
 		{"syntax", `[[root]
@@ -100,7 +153,7 @@ func TestExampleIsValidAndDefault(t *testing.T) {
 	}
 	// Every key of the example is documented with its default: each
 	// "key = value" line of the example appears commented or live.
-	for _, key := range []string{"max_lines", "max_line_chars", "max_bytes", "max_scan_bytes", "sample_bytes", "max_media_bytes", "refuse", "denied", "entry_timeout", "attr_timeout", "open", "passthrough_min_bytes", "warm", "warm_max_bytes", "socket", "require_whole_view", "held_max_bytes", "use_defaults", "paths", "globs", "name", "cross_mounts"} {
+	for _, key := range []string{"max_lines", "max_line_chars", "max_bytes", "max_scan_bytes", "sample_bytes", "max_media_bytes", "refuse", "denied", "entry_timeout", "attr_timeout", "open", "passthrough_min_bytes", "warm", "warm_max_bytes", "socket", "require_whole_view", "held_max_bytes", "use_defaults", "paths", "globs", "name", "cross_mounts", "mask", "generic", "disable"} {
 		if !regexp.MustCompile(`(?m)^#?\s*` + key + ` = `).MatchString(string(data)) {
 			t.Errorf("policy.toml.example does not show %s", key)
 		}
@@ -159,5 +212,62 @@ func TestDefaultRefusesBroadRoots(t *testing.T) {
 	}
 	if _, err := Default(t.TempDir()); err != nil {
 		t.Errorf("a project directory: %v", err)
+	}
+}
+
+// TestSecretsSection: the [secrets] section's defaults, its families as
+// disable and rules change them, and the paths shown unmasked.
+func TestSecretsSection(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d, err := Default(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Secrets.Masks() || d.Secrets.Generic || len(d.Secrets.Families()) != len(SecretFamilies) {
+		t.Fatalf("default secrets: %+v, families %v", d.Secrets, d.Secrets.Families())
+	}
+	p, err := Parse([]byte(`[[root]]
+path = "` + dir + `"
+[secrets]
+generic = true
+disable = ["jwt", "acme-token"]
+allow_globs = ["**/testdata/**"]
+[[secrets.rule]]
+name = "acme-token"
+regex = 'acme_[a-z0-9]{32}'
+anchors = ["acme_"]
+keep = 5
+[[secrets.rule]]
+name = "other-token"
+regex = 'oth_([a-z0-9]{32})'
+anchors = ["oth_"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := p.Secrets.Families()
+	if slices.Contains(fams, "jwt") || slices.Contains(fams, "acme-token") || !slices.Contains(fams, GenericSecret) || fams[len(fams)-1] != "other-token" {
+		t.Errorf("families %v", fams)
+	}
+	if p.Secrets.Rules[0].Re == nil || !p.Secrets.Rules[0].Re.MatchString("acme_0123456789abcdef0123456789abcdef") {
+		t.Errorf("rule not compiled: %+v", p.Secrets.Rules[0])
+	}
+	if !p.SecretsShown(dir, dir, "pkg/testdata/creds.env") || p.SecretsShown(dir, dir, "pkg/creds.env") {
+		t.Errorf("allow_globs do not decide")
+	}
+	sum := p.Summary()
+	for _, want := range []string{"[secrets]\nmask = true\ngeneric = true\ndisable = [\"jwt\", \"acme-token\"]", "# families masked: [\"github-pat\"", "name = \"other-token\""} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+	off, err := Parse([]byte(`[[root]]
+path = "` + dir + `"
+[secrets]
+mask = false
+`))
+	if err != nil || off.Secrets.Masks() || off.Secrets.Families() != nil {
+		t.Fatalf("mask = false: %v %v", err, off.Secrets.Families())
 	}
 }
