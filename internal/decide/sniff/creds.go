@@ -1,0 +1,401 @@
+package sniff
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/fsguard/fsguard/internal/concept/charset"
+	"github.com/fsguard/fsguard/internal/concept/policy"
+)
+
+// Credentials in ordinary text — tokens, and passwords in URLs and
+// connection strings — are found by a Detector and masked in place (see
+// Mask). A family is recognised by its structure: a provider's prefix, then
+// the length and alphabet of what follows, and its checksum where the
+// provider publishes one; or, where the value alone is ambiguous (an AWS
+// secret key, a password), by the context around it.
+//
+// A scan looks only where an anchor (a family's prefix, or the name a
+// value follows) starts: every position's next four bytes are hashed into
+// a bit table of the anchors' first four bytes, so text without a
+// candidate costs one load, one multiply and one table test per byte.
+
+// MaxMasks is the most masks one file may have: past it Scan returns
+// ErrTooManyMasks, and the file is refused rather than shown raw.
+const MaxMasks = 4096
+
+// ErrTooManyMasks is returned by Scan for a file holding more than
+// MaxMasks credentials.
+var ErrTooManyMasks = errors.New("sniff: more credentials than can be masked")
+
+// Around an anchor, a rule looks at most this many code units back and
+// ahead: chunks overlap by both, so a credential cut by a chunk boundary is
+// found whole, from the one chunk that owns its anchor.
+const (
+	credBack  = 512
+	credAhead = 4608
+	// minChunk is the least chunk a scan reads (in bytes, for the widest
+	// code unit): each must own some positions beyond its overlaps.
+	minChunk = 4 * 4 * (credBack + credAhead)
+)
+
+// A span is a credential a rule found, in the scanned text's units:
+// [s, e), its first keep units shown.
+type span struct {
+	s, e, keep int
+	family     string // "": the rule's own
+}
+
+// A rule is one family (or a policy's own rule): where to look (anchors),
+// and how to tell a credential there.
+type rule struct {
+	name    string
+	anchors []string
+	// fold: anchors match in any letter case.
+	fold bool
+	// next is, for anchors shorter than four bytes, the bytes that may
+	// follow them (the table is keyed on four).
+	next *class
+	// find looks at the anchor found at c[at:at+n] and appends what it
+	// finds. c holds credBack units before at and credAhead after it, or
+	// the text's start or end.
+	find func(c []byte, at, n int, out []span) []span
+}
+
+// class is a set of bytes.
+type class [256]bool
+
+// hashBits sizes the prefilter's bit table (2^hashBits bits, 16 KiB):
+// small enough to stay in the first-level cache, large enough that code
+// without an anchor rarely hits it.
+const hashBits = 17
+
+func hash4(w uint32) uint32 { return (w * 0x9E3779B1) >> (32 - hashBits) }
+
+// A Detector finds credentials. It is built once from a policy and never
+// changes: it is safe for concurrent use.
+type Detector struct {
+	bloom [1 << hashBits / 64]uint64
+	// keys maps an anchor's first four bytes (little-endian) to the rules
+	// and anchors that start with them.
+	keys  map[uint32][]hit
+	rules []*rule
+	// on holds the families reported; a rule may find a neighbour's
+	// family (an AWS key id finds the secret beside it).
+	on map[string]bool
+}
+
+// hit is an anchor of a rule.
+type hit struct {
+	rule   *rule
+	anchor string
+}
+
+// NewDetector builds the detector for a policy's [secrets] section (its
+// rules already compiled, as policy.Parse leaves them). With masking off,
+// it finds nothing.
+func NewDetector(cfg policy.Secrets) (*Detector, error) {
+	d := &Detector{keys: map[uint32][]hit{}, on: map[string]bool{}}
+	if !cfg.Masks() {
+		return d, nil
+	}
+	for _, f := range cfg.Families() {
+		d.on[f] = true
+	}
+	for _, r := range builtin {
+		if d.on[r.name] || r.name == "" {
+			d.add(r)
+		}
+	}
+	if cfg.Generic && d.on[policy.GenericSecret] {
+		d.add(genericRule)
+	}
+	for _, pr := range cfg.Rules {
+		if !d.on[pr.Name] {
+			continue
+		}
+		r, err := customRule(pr)
+		if err != nil {
+			return nil, err
+		}
+		d.add(r)
+	}
+	return d, nil
+}
+
+// Families returns the families d looks for, sorted.
+func (d *Detector) Families() []string {
+	var fs []string
+	for f := range d.on {
+		fs = append(fs, f)
+	}
+	slices.Sort(fs)
+	return fs
+}
+
+// add puts r's anchors into the prefilter.
+func (d *Detector) add(r *rule) {
+	d.rules = append(d.rules, r)
+	for _, a := range r.anchors {
+		for _, k := range expand(a, r.fold, r.next) {
+			w := binary.LittleEndian.Uint32(k)
+			h := hash4(w)
+			d.bloom[h>>6] |= 1 << (h & 63)
+			d.keys[w] = append(d.keys[w], hit{r, a})
+		}
+	}
+}
+
+// expand returns every four bytes an anchor may start with: its letters
+// in both cases when fold, and the bytes of next after a shorter one.
+func expand(a string, fold bool, next *class) [][]byte {
+	out := [][]byte{{}}
+	for i := range 4 {
+		var opts []byte
+		switch {
+		case i < len(a) && fold && isLetter(a[i]):
+			opts = []byte{a[i] | 0x20, a[i] &^ 0x20}
+		case i < len(a):
+			opts = []byte{a[i]}
+		case next == nil:
+			panic(fmt.Sprintf("sniff: anchor %q is shorter than 4 bytes and says nothing of the bytes after it", a))
+		default:
+			for c := range 256 {
+				if next[c] {
+					opts = append(opts, byte(c))
+				}
+			}
+		}
+		var grown [][]byte
+		for _, p := range out {
+			for _, c := range opts {
+				grown = append(grown, append(slices.Clip(p), c))
+			}
+		}
+		out = grown
+	}
+	return out
+}
+
+func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+// Find returns the credentials in b, a whole file's bytes.
+func (d *Detector) Find(b []byte) []Mask {
+	if len(d.rules) == 0 {
+		return nil
+	}
+	unit, be := units(b)
+	var out []Mask
+	if unit == 1 {
+		out = d.chunk(b, 0, len(b), 0, 1, false, nil)
+	} else {
+		n := narrow(slices.Clone(b[:len(b)/unit*unit]), unit, be)
+		out = d.chunk(n, 0, len(n), 0, unit, be, nil)
+	}
+	out, _ = merge(out)
+	return out
+}
+
+// Scan returns the credentials in the first size bytes of r, sorted by Off
+// and not overlapping, reading it in chunks of len(buf) (at least
+// minChunk: a smaller buf is replaced). It holds nothing of the file but
+// the masks; past MaxMasks it stops with ErrTooManyMasks.
+func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
+	if len(d.rules) == 0 || size <= 0 {
+		return nil, nil
+	}
+	var head [4]byte
+	n, err := r.ReadAt(head[:min(size, 4)], 0)
+	if err != nil && !(errors.Is(err, io.EOF) && n > 0) {
+		return nil, err
+	}
+	unit, be := units(head[:n])
+	if len(buf) < minChunk {
+		buf = make([]byte, minChunk)
+	}
+	buf = buf[:len(buf)/unit*unit]
+	var out []Mask
+	for start := int64(0); start < size; {
+		want := min(int64(len(buf)), size-start)
+		want -= want % int64(unit)
+		if want == 0 {
+			break
+		}
+		n, err := r.ReadAt(buf[:want], start)
+		last := start+want >= size
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			last = true
+		}
+		c := buf[:n-n%unit]
+		if unit > 1 {
+			c = narrow(c, unit, be)
+		}
+		lo, hi := 0, len(c)
+		if start > 0 {
+			lo = credBack
+		}
+		if !last {
+			hi = len(c) - credAhead
+		}
+		out = d.chunk(c, lo, hi, start, unit, be, out)
+		if len(out) > 2*MaxMasks {
+			if out, _ = merge(out); len(out) > MaxMasks {
+				return nil, ErrTooManyMasks
+			}
+		}
+		if last {
+			break
+		}
+		start += int64(hi-credBack) * int64(unit)
+	}
+	out, err = merge(out)
+	return out, err
+}
+
+// units returns the code unit a file's first bytes announce by their BOM.
+func units(head []byte) (int, bool) {
+	switch charset.Detect(head) {
+	case charset.UTF16LE:
+		return 2, false
+	case charset.UTF16BE:
+		return 2, true
+	case charset.UTF32LE:
+		return 4, false
+	case charset.UTF32BE:
+		return 4, true
+	}
+	return 1, false
+}
+
+// narrow rewrites b's code units, in place, as one byte each: the unit's
+// value when it is ASCII, else 0x80 (which no credential holds). It
+// returns the narrowed text, len(b)/unit bytes.
+func narrow(b []byte, unit int, be bool) []byte {
+	n := len(b) / unit
+	for k := range n {
+		u := b[k*unit : k*unit+unit]
+		var v uint32
+		switch {
+		case unit == 2 && be:
+			v = uint32(binary.BigEndian.Uint16(u))
+		case unit == 2:
+			v = uint32(binary.LittleEndian.Uint16(u))
+		case be:
+			v = binary.BigEndian.Uint32(u)
+		default:
+			v = binary.LittleEndian.Uint32(u)
+		}
+		if v >= 0x80 {
+			v = 0x80
+		}
+		b[k] = byte(v)
+	}
+	return b[:n]
+}
+
+// chunk finds the credentials whose anchors start in c[lo:hi] and appends
+// them as masks: c's unit k is the file's bytes from base+k*unit.
+func (d *Detector) chunk(c []byte, lo, hi int, base int64, unit int, be bool, out []Mask) []Mask {
+	var spans []span
+	end := min(hi, len(c)-3)
+	i := lo
+	for ; i < end; i++ {
+		w := binary.LittleEndian.Uint32(c[i:])
+		h := hash4(w)
+		if d.bloom[h>>6]&(1<<(h&63)) == 0 {
+			continue
+		}
+		spans = d.at(c, i, w, spans)
+	}
+	// The last three positions hold no anchor's four bytes; an anchor
+	// shorter than that ending the text has nothing after it to mask.
+	for _, s := range spans {
+		if s.s < 0 || s.e > len(c) || s.e <= s.s {
+			continue
+		}
+		fam := s.family
+		if !d.on[fam] {
+			continue
+		}
+		keep := min(s.keep, s.e-s.s)
+		out = append(out, Mask{
+			Family: fam, Off: base + int64(s.s)*int64(unit), Len: (s.e - s.s) * unit,
+			Keep: keep * unit, Unit: unit, BigEndian: be && unit > 1,
+		})
+	}
+	return out
+}
+
+// at tries the anchors whose first four bytes are w at c[i:].
+func (d *Detector) at(c []byte, i int, w uint32, spans []span) []span {
+	for _, h := range d.keys[w] {
+		a := h.anchor
+		if len(a) > 4 && !hasAt(c, i+4, a[4:], h.rule.fold) {
+			continue
+		}
+		from := len(spans)
+		spans = h.rule.find(c, i, len(a), spans)
+		for k := from; k < len(spans); k++ {
+			if spans[k].family == "" {
+				spans[k].family = h.rule.name
+			}
+		}
+	}
+	return spans
+}
+
+// hasAt reports whether c holds s at i (in any letter case when fold).
+func hasAt(c []byte, i int, s string, fold bool) bool {
+	if i < 0 || i+len(s) > len(c) {
+		return false
+	}
+	for k := range len(s) {
+		x, y := c[i+k], s[k]
+		if x != y && !(fold && isLetter(y) && x|0x20 == y|0x20) {
+			return false
+		}
+	}
+	return true
+}
+
+// merge sorts masks by Off and joins those that overlap (the first one's
+// family; its kept prefix never hides what the other masks).
+func merge(ms []Mask) ([]Mask, error) {
+	slices.SortFunc(ms, func(a, b Mask) int {
+		if a.Off != b.Off {
+			if a.Off < b.Off {
+				return -1
+			}
+			return 1
+		}
+		return b.Len - a.Len
+	})
+	out := ms[:0]
+	for _, m := range ms {
+		if len(out) > 0 {
+			p := &out[len(out)-1]
+			pend := p.Off + int64(p.Len)
+			if m.Off < pend {
+				if m.Off < p.Off+int64(p.Keep) {
+					k := int(m.Off - p.Off)
+					p.Keep = k - k%max(p.Unit, 1)
+				}
+				if e := m.Off + int64(m.Len); e > pend {
+					p.Len = int(e - p.Off)
+				}
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	if len(out) > MaxMasks {
+		return nil, ErrTooManyMasks
+	}
+	return out, nil
+}
