@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/diff"
+	"github.com/fsguard/fsguard/internal/concept/held"
 	"github.com/fsguard/fsguard/internal/concept/lines"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
-	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
 // Edit is one change to a file, named by the anchors of the lines it
@@ -108,32 +108,32 @@ const editContext = 2
 // Basis is the version the session last held of a file, and how its lines
 // map onto the file as it is now.
 type Basis struct {
-	Lines []string     // its texts; nil when it is no longer kept
-	Held  journal.Held // what the session holds of it
-	toCur []int        // its line index -> the current index, or -1 (changed)
-	from  map[int]int  // the inverse: current index -> its line index
-	Same  bool         // it is the current version
+	Lines []string    // its texts; nil when it is no longer kept
+	Held  held.Lines  // what the session holds of it
+	toCur []int       // its line index -> the current index, or -1 (changed)
+	from  map[int]int // the inverse: current index -> its line index
+	Same  bool        // it is the current version
 }
 
 // Current is the basis when the version the session last held is the
 // current one.
-func Current(cur []string, held journal.Held) *Basis {
-	b := &Basis{Lines: cur, Held: held, Same: true, toCur: make([]int, len(cur))}
+func Current(cur []string, h held.Lines) *Basis {
+	b := &Basis{Lines: cur, Held: h, Same: true, toCur: make([]int, len(cur))}
 	for i := range b.toCur {
 		b.toCur[i] = i
 	}
 	return b
 }
 
-// Older is the basis of an older version old the session held (held), mapped
+// Older is the basis of an older version old the session held (h), mapped
 // onto the current lines through a line diff; nil when the two are too
 // different to map (as good as not kept).
-func Older(old, cur []string, held journal.Held) *Basis {
+func Older(old, cur []string, h held.Lines) *Basis {
 	ops, ok := diff.Lines(old, cur, 20000)
 	if !ok {
 		return nil
 	}
-	b := &Basis{Lines: old, Held: held, toCur: make([]int, len(old)), from: map[int]int{}}
+	b := &Basis{Lines: old, Held: h, toCur: make([]int, len(old)), from: map[int]int{}}
 	for i := range b.toCur {
 		b.toCur[i] = -1
 	}
@@ -148,7 +148,7 @@ func Older(old, cur []string, held journal.Held) *Basis {
 // knows reports whether the session holds current line j (0-based) as it
 // is now: through the current version's own record, or as an unchanged
 // line of the version it last held.
-func (b *Basis) knows(cur journal.Held, j int) bool {
+func (b *Basis) knows(cur held.Lines, j int) bool {
 	if cur.Has(int64(j) + 1) {
 		return true
 	}
@@ -294,7 +294,7 @@ func dominantEOL(cur []lines.RawLine) string {
 
 // exact applies the old/new text form: old must occur exactly once, and
 // every line it touches must be one the session holds as it is now.
-func exact(name, bom string, cur []lines.RawLine, data []byte, b *Basis, curHeld journal.Held, ed Edit) ([]lines.RawLine, error) {
+func exact(name, bom string, cur []lines.RawLine, data []byte, b *Basis, curHeld held.Lines, ed Edit) ([]lines.RawLine, error) {
 	if ed.Old == "" {
 		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: the text to replace is empty; give an anchored insert to add lines")
 	}
@@ -374,7 +374,7 @@ type Plan struct {
 // cur), named name in messages: b is the version the session last held,
 // curHeld what it holds of the current version, maxChars the line clamp of
 // the answer.
-func Make(name string, data []byte, bom string, cur []lines.RawLine, b *Basis, curHeld journal.Held, ed Edit, maxChars int) (*Plan, error) {
+func Make(name string, data []byte, bom string, cur []lines.RawLine, b *Basis, curHeld held.Lines, ed Edit, maxChars int) (*Plan, error) {
 	var out []lines.RawLine
 	var err error
 	switch {
@@ -393,7 +393,7 @@ func Make(name string, data []byte, bom string, cur []lines.RawLine, b *Basis, c
 
 // describe turns the new lines into the plan: the content, what the
 // session holds of it afterwards, and the anchored answer.
-func describe(bom string, before, after []lines.RawLine, b *Basis, curHeld journal.Held, maxChars int) *Plan {
+func describe(bom string, before, after []lines.RawLine, b *Basis, curHeld held.Lines, maxChars int) *Plan {
 	bt, at := lines.Texts(before), lines.Texts(after)
 	p, q := diff.Ends(bt, at)
 	delta := len(at) - len(bt)
@@ -424,7 +424,7 @@ func describe(bom string, before, after []lines.RawLine, b *Basis, curHeld journ
 	}
 	return &Plan{
 		Content: lines.Join(bom, after),
-		Held:    journal.SpansOf(int64(len(at)), holds), ShownStart: int64(lo + 1), ShownEnd: int64(hi),
+		Held:    held.SpansOf(int64(len(at)), holds), ShownStart: int64(lo + 1), ShownEnd: int64(hi),
 		Start: int64(p + 1), End: int64(changedEnd), Moved: int64(delta), Shown: shown.String(), Elsewhere: !b.Same,
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fsguard/fsguard/internal/concept/held"
 	"github.com/fsguard/fsguard/internal/concept/lines"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
-	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
 // TestMakeMapsThroughChangesElsewhere: an anchored edit names a line of the
@@ -19,21 +19,21 @@ func TestMakeMapsThroughChangesElsewhere(t *testing.T) {
 	data := []byte("inserted\nalpha\nbeta\ngamma\ndelta\n")
 	bom, split := lines.Split(data)
 	cur := lines.Texts(split)
-	held := journal.Held{Seen: true, Spans: [][2]int64{{1, 4}}}
-	b := Older(old, cur, held)
+	h := held.Lines{Seen: true, Spans: [][2]int64{{1, 4}}}
+	b := Older(old, cur, h)
 	if b == nil || b.Same {
 		t.Fatal("no mapping")
 	}
 	anchor := "2#" + lines.Anchor("beta")
-	p, err := Make("f", data, bom, split, b, journal.Held{}, Edit{Op: "replace", From: anchor, Text: "BETA"}, 200)
+	p, err := Make("f", data, bom, split, b, held.Lines{}, Edit{Op: "replace", From: anchor, Text: "BETA"}, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(p.Content) != "inserted\nalpha\nBETA\ngamma\ndelta\n" || p.Start != 3 || !p.Elsewhere {
 		t.Fatalf("plan: %q start %d elsewhere %v", p.Content, p.Start, p.Elsewhere)
 	}
-	notHeld := journal.Held{Seen: true, Spans: [][2]int64{{1, 1}}}
-	_, err = Make("f", data, bom, split, Older(old, cur, notHeld), journal.Held{}, Edit{Op: "replace", From: anchor, Text: "x"}, 200)
+	notHeld := held.Lines{Seen: true, Spans: [][2]int64{{1, 1}}}
+	_, err = Make("f", data, bom, split, Older(old, cur, notHeld), held.Lines{}, Edit{Op: "replace", From: anchor, Text: "x"}, 200)
 	if refusal.CodeOf(err) != refusal.NotObserved || !strings.Contains(err.Error(), "not all shown") {
 		t.Fatalf("a line never held: %v", err)
 	}

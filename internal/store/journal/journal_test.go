@@ -162,7 +162,7 @@ func TestCovers(t *testing.T) {
 	for _, tt := range tests {
 		var h Held
 		for _, s := range tt.spans {
-			h.add(s[0], s[1])
+			h.Add(s[0], s[1])
 		}
 		if got := h.Covers(tt.from, tt.to); got != tt.want {
 			t.Errorf("%v covers %d-%d = %v (merged %v)", tt.spans, tt.from, tt.to, got, h.Spans)
@@ -399,7 +399,7 @@ func TestAddAgreesWithASet(t *testing.T) {
 		for range 1 + rng.IntN(12) {
 			a := 1 + rng.Int64N(40)
 			b := a + rng.Int64N(8)
-			h.add(a, b)
+			h.Add(a, b)
 			for n := a; n <= b; n++ {
 				set[n] = true
 			}

@@ -2,7 +2,8 @@ package journal
 
 import (
 	"fmt"
-	"sort"
+
+	"github.com/fsguard/fsguard/internal/concept/held"
 )
 
 // Session is a session as the ledger and the write preconditions key it:
@@ -18,65 +19,11 @@ type Session struct {
 	Since int64
 }
 
-// Held is what a session holds of one version of a file: the lines it was
-// handed in full, as sorted, disjoint, non-adjacent spans.
-type Held struct {
-	// Seen: some record of this version exists (an empty version is held
-	// through its record alone).
-	Seen  bool
-	Spans [][2]int64
-}
+// Held is what a session holds of one version of a file (see held.Lines).
+type Held = held.Lines
 
-// Covers reports whether every line from..to is held.
-func (h Held) Covers(from, to int64) bool {
-	if from < 1 || from > to {
-		return false
-	}
-	i := sort.Search(len(h.Spans), func(i int) bool { return h.Spans[i][1] >= from })
-	return i < len(h.Spans) && h.Spans[i][0] <= from && h.Spans[i][1] >= to
-}
-
-// Window reports whether the window start..end of a version of
-// totalLines lines is held: every line of it, or, for an empty version,
-// its record.
-func (h Held) Window(start, end, totalLines int64) bool {
-	return h.Seen && (totalLines == 0 || h.Covers(start, end))
-}
-
-// Has reports whether line n is held.
-func (h Held) Has(n int64) bool { return h.Covers(n, n) }
-
-// add merges a span in, in place: spans stay sorted, disjoint and
-// non-adjacent, and an add costs a search and a splice, not a sort.
-func (h *Held) add(a, b int64) {
-	if a < 1 || a > b {
-		return
-	}
-	// The first span that a..b touches or follows: its end reaches a-1.
-	i := sort.Search(len(h.Spans), func(i int) bool { return h.Spans[i][1] >= a-1 })
-	k := i
-	for k < len(h.Spans) && h.Spans[k][0] <= b+1 {
-		a, b = min(a, h.Spans[k][0]), max(b, h.Spans[k][1])
-		k++
-	}
-	h.Spans = append(h.Spans[:i], append([][2]int64{{a, b}}, h.Spans[k:]...)...)
-}
-
-// SpansOf builds a Held from line numbers that are true in has, 1..n.
-func SpansOf(n int64, has func(int64) bool) [][2]int64 {
-	var out [][2]int64
-	for i := int64(1); i <= n; i++ {
-		if !has(i) {
-			continue
-		}
-		if k := len(out); k > 0 && out[k-1][1] == i-1 {
-			out[k-1][1] = i
-		} else {
-			out = append(out, [2]int64{i, i})
-		}
-	}
-	return out
-}
+// SpansOf builds the spans of the line numbers that are true in has, 1..n.
+func SpansOf(n int64, has func(int64) bool) [][2]int64 { return held.SpansOf(n, has) }
 
 // Holding returns what session holds of this content of this file: the
 // union of the lines of its read observations of (realPath, contentID)
@@ -123,13 +70,13 @@ func (j *Journal) Holding(session Session, realPath, contentID string, totalLine
 		h.Seen = true
 		switch {
 		case r.Origin == OriginWrite:
-			h.add(1, totalLines) // it wrote exactly this content
+			h.Add(1, totalLines) // it wrote exactly this content
 		case r.Held != nil:
 			for _, s := range r.Held {
-				h.add(s[0], min(s[1], totalLines))
+				h.Add(s[0], min(s[1], totalLines))
 			}
 		case r.Clamped == 0:
-			h.add(r.Start, min(r.End, totalLines))
+			h.Add(r.Start, min(r.End, totalLines))
 		}
 	}
 	if err := rows.Err(); err != nil {
