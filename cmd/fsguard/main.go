@@ -11,12 +11,14 @@ import (
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/service/session"
 )
 
-// exit codes: 1 for a refusal or failure, 2 for a usage error.
+// The CLI's names for session's exit statuses (session.ExitStatuses is
+// the one table of them).
 const (
-	exitFail  = 1
-	exitUsage = 2
+	exitFail  = session.ExitFail
+	exitUsage = session.ExitUsage
 )
 
 type command struct {
@@ -97,20 +99,12 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'fsguard <command> --help' for a command's flags and examples.")
-	fmt.Fprint(w, exitStatus)
+	fmt.Fprint(w, "\nexit status:\n")
+	for _, s := range session.ExitStatuses {
+		// The README has this table too.
+		fmt.Fprintf(w, "  %d  %s\n", s.Exit, strings.ReplaceAll(s.Means, "\n", "\n     "))
+	}
 }
-
-// exitStatus is the one table of exit statuses (the README has it too).
-const exitStatus = `
-exit status:
-  0  done
-  1  refused or failed: the message says why and what to do
-     (status: NOT_WRITTEN or IN_PROGRESS)
-  2  usage error: unknown command or flag, a bad flag value, a bad
-     policy file, no session for check/write/edit
-  3  check/write/edit: FS_NOT_OBSERVED (the session has not read the file)
-  4  check/write/edit: FS_STALE_VERSION (the file changed since it was read)
-`
 
 // parse parses flags that may come before or after positional arguments
 // (`fsguard read FILE --offset 10`), which the flag package alone does not.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/refusal"
@@ -66,7 +67,8 @@ func facts(name string, res *ReadResult, err error) json.RawMessage {
 	return b
 }
 
-// Exit statuses.
+// Exit statuses: every front end (the CLI, the control socket, MCP's
+// refusals) answers with these, and ExitStatuses says what each means.
 const (
 	ExitOK          = 0
 	ExitFail        = 1
@@ -75,15 +77,38 @@ const (
 	ExitStale       = 4
 )
 
-func errorOutput(err error) Output {
-	code := ExitFail
-	switch refusal.CodeOf(err) {
-	case refusal.NotObserved:
-		code = ExitNotObserved
-	case refusal.StaleVersion:
-		code = ExitStale
+// ExitStatus is one exit status: the refusal codes answered with it, and
+// what it means, as the CLI's usage shows it (lines after the first are
+// continuations).
+type ExitStatus struct {
+	Exit  int
+	Codes []refusal.Code
+	Means string
+}
+
+// ExitStatuses is the one table of exit statuses, in order. A refusal
+// whose code no row names exits ExitFail.
+var ExitStatuses = []ExitStatus{
+	{ExitOK, nil, "done"},
+	{ExitFail, nil, "refused or failed: the message says why and what to do\n(status: NOT_WRITTEN or IN_PROGRESS)"},
+	{ExitUsage, nil, "usage error: unknown command or flag, a bad flag value, a bad\npolicy file, no session for check/write/edit"},
+	{ExitNotObserved, []refusal.Code{refusal.NotObserved}, "check/write/edit: FS_NOT_OBSERVED (the session has not read the file)"},
+	{ExitStale, []refusal.Code{refusal.StaleVersion}, "check/write/edit: FS_STALE_VERSION (the file changed since it was read)"},
+}
+
+// ExitOf is the exit status of a refusal with this code.
+func ExitOf(code refusal.Code) int {
+	for _, s := range ExitStatuses {
+		if slices.Contains(s.Codes, code) {
+			return s.Exit
+		}
 	}
-	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: code, Code: string(refusal.CodeOf(err)), Message: err.Error()}
+	return ExitFail
+}
+
+func errorOutput(err error) Output {
+	code := refusal.CodeOf(err)
+	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: ExitOf(code), Code: string(code), Message: err.Error()}
 }
 
 // RenderRead renders a read's outcome in "text" or "json".

@@ -1,0 +1,32 @@
+package session
+
+import (
+	"testing"
+
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+)
+
+// TestExitStatusesAreOneTable: every answer's exit status is the one
+// ExitStatuses gives its refusal code, each status is one row, and the
+// write preconditions have statuses of their own.
+func TestExitStatusesAreOneTable(t *testing.T) {
+	t.Parallel()
+	seen := map[int]bool{}
+	for i, s := range ExitStatuses {
+		if s.Exit != i || seen[s.Exit] {
+			t.Errorf("row %d is exit %d: the table is 0, 1, 2, ... in order, once each", i, s.Exit)
+		}
+		seen[s.Exit] = true
+	}
+	for code, want := range map[refusal.Code]int{
+		refusal.NotObserved: ExitNotObserved, refusal.StaleVersion: ExitStale,
+		refusal.InvalidInput: ExitFail, refusal.EditNoMatch: ExitFail, refusal.NotFound: ExitFail,
+	} {
+		err := refusal.New(code, "f", "no")
+		for name, out := range map[string]Output{"check": RenderCheck(nil, err), "write": RenderWrite(nil, err), "edit": RenderEdit(nil, err)} {
+			if out.Exit != want || out.Exit != ExitOf(code) || out.Code != string(code) {
+				t.Errorf("%s refused %s: exit %d code %q, want %d", name, code, out.Exit, out.Code, want)
+			}
+		}
+	}
+}
