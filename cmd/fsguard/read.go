@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
-	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/door/control"
 	"github.com/fsguard/fsguard/internal/door/mcp"
 	"github.com/fsguard/fsguard/internal/service/api"
@@ -26,14 +23,9 @@ func runRead(args []string, stdout, stderr io.Writer) int {
 	noDedupe := fs.Bool("no-dedupe", false, "always show the lines, even when the session already holds them or a diff would do")
 	anchors := fs.Bool("anchors", false, "show each line as N#hh: text, with the anchor fsguard edit names it by")
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "ask the fsguard daemon at this control socket (default: $FSGUARD_SOCKET)")
-	var windows []read.Range
-	var badWindow error
+	var windows []string
 	fs.Func("window", "a window START:END of lines; repeat for several in one answer", func(v string) error {
-		w, err := parseWindow(v)
-		if err != nil && badWindow == nil {
-			badWindow = err
-		}
-		windows = append(windows, w)
+		windows = append(windows, v)
 		return nil
 	})
 	around := fs.String("around", "", "the window centred on the line an N#hh anchor names")
@@ -81,29 +73,13 @@ flags:
 		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
 		return exitUsage
 	}
-	req := api.Request{Op: "read", Path: name, Session: *sessionID, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors,
-		Windows: windows, Around: *around}
+	req := api.Request{Op: "read", Path: name, Session: *sessionID, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors, Around: *around}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	err := badWindow
-	if err == nil && set["offset"] {
-		req.Offset, err = count("offset", *offset, name)
-	}
-	if err == nil && *limit != "" {
-		req.Limit, err = count("limit", *limit, name)
-	}
-	if err == nil && *radius != "" {
-		req.Radius, err = count("radius", *radius, name)
-	}
-	if err == nil && *block != "" {
-		req.Block, err = count("block", *block, name)
-	}
-	if err == nil {
-		err = oneWindowFlag(set, name)
-	}
-	if err != nil {
-		emit(stdout, stderr, session.RenderRead(name, nil, err, *format))
-		return exitUsage // a bad flag value is a usage error, as everywhere
+	if bad := readFlags(&req, windows, map[read.Arg]string{read.ArgOffset: *offset, read.ArgLimit: *limit, read.ArgRadius: *radius, read.ArgBlock: *block}, set); bad != nil {
+		// A bad flag value is a usage error, as everywhere.
+		emit(stdout, stderr, session.RenderRead(name, nil, bad.Refusal(func(a read.Arg) string { return "--" + string(a) }), *format))
+		return exitUsage
 	}
 	return perform(req, nil, *policyFile, *socket, stdout, stderr)
 }
@@ -160,38 +136,28 @@ func emit(stdout, stderr io.Writer, out session.Output) int {
 	return out.Exit
 }
 
-// parseWindow parses --window START:END.
-func parseWindow(v string) (read.Range, error) {
-	a, b, ok := strings.Cut(v, ":")
-	x, err1 := strconv.ParseInt(a, 10, 64)
-	y, err2 := strconv.ParseInt(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil || x < read.MinCount || y < x {
-		return read.Range{}, refusal.New(refusal.InvalidInput, "", "invalid input: --window %q: give START:END line numbers, 1 <= START <= END (e.g. --window 10:40)", v)
+// readFlags maps read's window flags onto req (counts: each flag's text,
+// "" when not given; set: the flags given) and checks them by read's one
+// rule.
+func readFlags(req *api.Request, windows []string, counts map[read.Arg]string, set map[string]bool) *read.InputError {
+	for _, v := range windows {
+		w, bad := read.ParseWindow(v, req.Path)
+		if bad != nil {
+			return bad
+		}
+		req.Windows = append(req.Windows, w)
 	}
-	return read.Range{Start: x, End: y}, nil
-}
-
-// oneWindowFlag refuses flags that ask for windows in two ways at once.
-func oneWindowFlag(set map[string]bool, path string) error {
-	var given []string
-	for _, f := range []string{"offset", "window", "around", "block"} {
-		if set[f] {
-			given = append(given, "--"+f)
+	for _, c := range []struct {
+		arg read.Arg
+		dst *int64
+	}{{read.ArgOffset, &req.Offset}, {read.ArgLimit, &req.Limit}, {read.ArgRadius, &req.Radius}, {read.ArgBlock, &req.Block}} {
+		if s := counts[c.arg]; s != "" && set[string(c.arg)] {
+			v, bad := read.ParseCount(c.arg, s, req.Path)
+			if bad != nil {
+				return bad
+			}
+			*c.dst = v
 		}
 	}
-	if len(given) > 1 {
-		return refusal.New(refusal.InvalidInput, path, "invalid input: %s ask for windows in different ways; give one of --offset, --window, --around and --block", strings.Join(given, " and "))
-	}
-	if set["radius"] && !set["around"] {
-		return refusal.New(refusal.InvalidInput, path, "invalid input: --radius goes with --around N#hh")
-	}
-	return nil
-}
-
-// count parses a line count given on the command line, by read's rule.
-func count(name, s, path string) (int64, error) {
-	if err := read.CheckCount("--"+name, s, path); err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(s, 10, 64)
+	return req.Read().Check()
 }

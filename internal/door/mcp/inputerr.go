@@ -47,6 +47,7 @@ var hints = map[string]string{
 	"insert_after": "an anchor N#hh (0: before line 1) from a read with anchors: true",
 	"delete":       "an anchor N#hh or a range N#hh..M#hh from a read with anchors: true",
 	"old_string":   "the exact, non-empty text to replace",
+	"around":       "an anchor N#hh from a read with anchors: true",
 }
 
 // inputError turns the SDK's schema message into "<argument>: <what>".

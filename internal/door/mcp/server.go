@@ -11,12 +11,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/fsguard/fsguard/internal/service/edit"
 	"io"
 	"strings"
 	"sync/atomic"
 
+	"github.com/fsguard/fsguard/internal/concept/lines"
 	"github.com/fsguard/fsguard/internal/service/api"
+	"github.com/fsguard/fsguard/internal/service/edit"
 	"github.com/fsguard/fsguard/internal/service/read"
 	"github.com/fsguard/fsguard/internal/service/session"
 
@@ -63,6 +64,14 @@ type EditArgs struct {
 	Text        *string `json:"text,omitempty"`
 	OldString   *string `json:"old_string,omitempty"`
 	NewString   *string `json:"new_string,omitempty"`
+}
+
+// argName is the read tool's name for a window option: its argument.
+func argName(a read.Arg) string {
+	if a == read.ArgWindow {
+		return "windows"
+	}
+	return string(a)
 }
 
 // pathSchema: a non-blank path without NUL.
@@ -146,13 +155,17 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 			"full":    {Type: "boolean", Description: "send the lines even if this session already holds them (after the client dropped them from its context)"},
 			"windows": {Type: "array", MinItems: ptr(1), MaxItems: ptr(read.MaxWindows), Description: "several windows of one version in one answer, each with its own footer (instead of offset)",
 				Items: object(map[string]*jsonschema.Schema{"start": positive("first line"), "end": positive("last line")}, "start", "end")},
-			"around": {Type: "string", Pattern: `^[0-9]+#[0-9a-f]{2}$`, Description: "an N#hh anchor from an anchors read: the window centred on that line (a changed line is noted)"},
+			"around": {Type: "string", Pattern: `^` + lines.RefPattern + `$`, Description: "an N#hh anchor from an anchors read: the window centred on that line (a changed line is noted)"},
 			"radius": positive(fmt.Sprintf("lines either side of around's line (default %d)", read.DefaultRadius)),
 			"block":  positive("a line number: the smallest block by indentation that encloses it (a function, a class, an if)"),
 		}, "path"),
 	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full,
-			Windows: a.Windows, Around: a.Around, Radius: a.Radius, Block: a.Block, Again: "full: true", Session: sessionID, Via: "mcp", Since: since.Load()}, nil)), nil, nil
+		req := api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full,
+			Windows: a.Windows, Around: a.Around, Radius: a.Radius, Block: a.Block, Again: "full: true", Session: sessionID, Via: "mcp", Since: since.Load()}
+		if bad := req.Read().Check(); bad != nil {
+			return result(session.RenderRead(a.Path, nil, bad.Refusal(argName), "")), nil, nil
+		}
+		return result(perform(req, nil)), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "check",

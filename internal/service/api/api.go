@@ -50,6 +50,13 @@ type Request struct {
 	Via string `json:"via,omitempty"`
 }
 
+// Read is a read request's part that read.Request takes, with its window
+// options (read.Request.Check is their one check).
+func (r Request) Read() read.Request {
+	return read.Request{Path: r.Path, Offset: r.Offset, Limit: r.Limit, Cwd: r.Cwd, Anchors: r.Anchors,
+		Windows: r.Windows, Around: r.Around, Radius: r.Radius, Block: r.Block}
+}
+
 // MaxID bounds a request id: it is recorded with the write's intent.
 const MaxID = 128
 
@@ -91,11 +98,7 @@ func do(svc *session.Service, req Request, content io.Reader) session.Output {
 		seq, err := svc.Mark()
 		return session.RenderMark(seq, err)
 	case "read":
-		res, err := svc.Read(session.ReadRequest{
-			Request: read.Request{Path: req.Path, Offset: req.Offset, Limit: req.Limit, Cwd: req.Cwd, Anchors: req.Anchors,
-				Windows: req.Windows, Around: req.Around, Radius: req.Radius, Block: req.Block},
-			Session: req.Session, NoDedupe: req.NoDedupe, Again: req.Again,
-		})
+		res, err := svc.Read(session.ReadRequest{Request: req.Read(), Session: req.Session, NoDedupe: req.NoDedupe, Again: req.Again})
 		return session.RenderRead(req.Path, res, err, req.Format)
 	case "check":
 		return session.RenderCheck(svc.Check(req.Path, req.Cwd, req.Session))

@@ -6,9 +6,8 @@
 package edit
 
 import (
+	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/diff"
@@ -34,22 +33,28 @@ type Edit struct {
 
 // AnchorPattern is the one grammar of the lines an edit names, for every
 // front end (the CLI's flags, the MCP tools' schema): a line "N#hh" as an
-// --anchors read shows it, or a range "N#hh..M#hh", or "0" (insert before
-// line 1); a copied ": text" after it is allowed and ignored, so an agent
-// may paste a whole shown line.
-const AnchorPattern = `^(0|[0-9]+#[0-9a-f]{2})(\.\.[0-9]+#[0-9a-f]{2})?(:.*)?$`
-
-var anchorsRe = regexp.MustCompile(AnchorPattern)
+// --anchors read shows it, or a range "N#hh..M#hh" (lines.RefRange), or "0"
+// (insert before line 1); a copied ": text" after it is allowed and
+// ignored, so an agent may paste a whole shown line.
+const AnchorPattern = `^(0|` + lines.RefRangePattern + `)(:.*)?$`
 
 // splitAnchors parses a value of AnchorPattern into its first and last
 // line ("" when it names one line).
 func splitAnchors(v string) (from, to string, err error) {
-	if !anchorsRe.MatchString(v) {
-		return "", "", refusal.New(refusal.InvalidInput, "", "invalid input: %q is not an anchor; use N#hh (or N#hh..M#hh) as an --anchors read shows it, e.g. 12#a3", v)
-	}
 	v, _, _ = strings.Cut(v, ":")
-	from, to, _ = strings.Cut(v, "..")
-	return from, to, nil
+	if v == "0" {
+		return v, "", nil
+	}
+	r, err := lines.ParseRefRange(v)
+	switch {
+	case errors.Is(err, lines.ErrNoLine):
+		return "", "", refusal.New(refusal.InvalidInput, "", "invalid input: anchor %q names no line", v)
+	case err != nil:
+		return "", "", refusal.New(refusal.InvalidInput, "", "invalid input: %q is not an anchor; use N#hh (or N#hh..M#hh) as an --anchors read shows it, e.g. 12#a3", v)
+	case r.One():
+		return r.From.String(), "", nil
+	}
+	return r.From.String(), r.To.String(), nil
 }
 
 // Spec is an edit as a front end takes it (flags, tool arguments):
@@ -159,28 +164,20 @@ func (b *Basis) knows(cur held.Lines, j int) bool {
 	return ok && b.Held.Has(int64(i)+1)
 }
 
-// anchorRe is one line's anchor, as splitAnchors leaves it.
-var anchorRe = regexp.MustCompile(`^([0-9]+)#([0-9a-f]{2})$`)
-
-type anchor struct {
-	n    int // 1-based
-	hash string
-	text string // as named
-}
-
-func parseAnchor(name, s string, op string) (anchor, error) {
+// parseAnchor parses one line an edit names; "0" is insert's line before
+// line 1.
+func parseAnchor(name, s string, op string) (lines.Ref, error) {
 	if s == "0" && op == "insert" {
-		return anchor{text: s}, nil
+		return lines.Ref{}, nil
 	}
-	m := anchorRe.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return anchor{}, refusal.New(refusal.InvalidInput, name, "invalid input: %q is not an anchor; use N#hh as an --anchors read shows it (e.g. 12#a3)", s)
+	r, err := lines.ParseRef(s)
+	switch {
+	case errors.Is(err, lines.ErrNoLine):
+		return r, refusal.New(refusal.InvalidInput, name, "invalid input: anchor %q names no line", s)
+	case err != nil:
+		return r, refusal.New(refusal.InvalidInput, name, "invalid input: %q is not an anchor; use N#hh as an --anchors read shows it (e.g. 12#a3)", s)
 	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil || n < 1 {
-		return anchor{}, refusal.New(refusal.InvalidInput, name, "invalid input: anchor %q names no line", s)
-	}
-	return anchor{n: n, hash: m[2], text: m[1] + "#" + m[2]}, nil
+	return r, nil
 }
 
 // anchored applies a replace, insert or delete named by anchors of the
@@ -207,33 +204,34 @@ func anchored(name string, cur []lines.RawLine, b *Basis, ed Edit) ([]lines.RawL
 	if ed.Op != "delete" && ed.Text == "" {
 		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: %s needs the new lines (text); to remove lines use delete", ed.Op)
 	}
-	if ed.Op == "insert" && from.n == 0 {
+	if ed.Op == "insert" && from.Line == 0 {
 		return splice(cur, 0, 0, ed.Text, true), nil
 	}
 	if b.Lines == nil {
 		return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: it changed since your last read, and the version you read is no longer kept; read the lines again with --anchors, then retry", name)
 	}
-	if to.n < from.n {
-		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: the range %s..%s runs backwards", from.text, to.text)
+	if to.Line < from.Line {
+		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: the range %s..%s runs backwards", from, to)
 	}
-	if to.n > len(b.Lines) {
-		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: anchor %s is past the end of the version you last read (%d cur)", to.text, len(b.Lines))
+	if to.Line > int64(len(b.Lines)) {
+		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: anchor %s is past the end of the version you last read (%d cur)", to, len(b.Lines))
 	}
-	for _, a := range []anchor{from, to} {
-		if h := lines.Anchor(b.Lines[a.n-1]); h != a.hash {
-			return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: anchor %s does not match line %d of the version you last read (it is %d#%s); read the lines again with --anchors, then retry", name, a.text, a.n, a.n, h)
+	for _, a := range []lines.Ref{from, to} {
+		if now := (lines.Ref{Line: a.Line, Hash: lines.Anchor(b.Lines[a.Line-1])}); now != a {
+			return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: anchor %s does not match line %d of the version you last read (it is %s); read the lines again with --anchors, then retry", name, a, a.Line, now)
 		}
 	}
-	if !b.Held.Covers(int64(from.n), int64(to.n)) {
-		return nil, refusal.Unobserved(name, fmt.Sprintf("lines %d-%d were not all shown to you", from.n, to.n))
+	if !b.Held.Covers(from.Line, to.Line) {
+		return nil, refusal.Unobserved(name, fmt.Sprintf("lines %d-%d were not all shown to you", from.Line, to.Line))
 	}
-	j := b.toCur[from.n-1]
-	for i := from.n; i <= to.n; i++ {
-		if c := b.toCur[i-1]; c < 0 || c != j+(i-from.n) {
+	f, t := int(from.Line), int(to.Line)
+	j := b.toCur[f-1]
+	for i := f; i <= t; i++ {
+		if c := b.toCur[i-1]; c < 0 || c != j+(i-f) {
 			return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: line %d changed since you read it; read it again with --anchors, then retry", name, i)
 		}
 	}
-	k := to.n - from.n + 1
+	k := t - f + 1
 	switch ed.Op {
 	case "replace":
 		return splice(cur, j, j+k, ed.Text, true), nil

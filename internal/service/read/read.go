@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/charset"
@@ -142,16 +141,6 @@ type Diff struct {
 // MinCount is the least offset or limit: both are 1-based line counts. The
 // MCP tools' schemas state the same bound.
 const MinCount = 1
-
-// CheckCount checks an offset or limit as a front end received it (a
-// flag's text, a number): the one rule for every door. name is the field
-// as that door calls it ("--offset" for the CLI, "offset" for MCP).
-func CheckCount(name, s, path string) error {
-	if v, err := strconv.ParseInt(s, 10, 64); err != nil || v < MinCount {
-		return refusal.New(refusal.InvalidInput, path, "invalid input: %s must be a positive integer, got %q", name, s)
-	}
-	return nil
-}
 
 // Reader performs reads under one guard.
 type Reader struct {

@@ -1,9 +1,9 @@
 package read
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,30 +45,175 @@ type span struct {
 // or block): the only kind a directory or a notebook answers.
 func (p *windowPlan) plain() bool { return p.mode == "" }
 
-var aroundRe = regexp.MustCompile(`^([0-9]+)#([0-9a-f]{2})$`)
+// Arg is a window option of a read request, by the request's own name for
+// it. A front end shows it in its own words (the CLI: --offset; MCP:
+// offset) when it renders an InputError.
+type Arg string
+
+// The window options.
+const (
+	ArgOffset Arg = "offset"
+	ArgLimit  Arg = "limit"
+	ArgWindow Arg = "window"
+	ArgAround Arg = "around"
+	ArgRadius Arg = "radius"
+	ArgBlock  Arg = "block"
+)
+
+// modeArgs are the options that each ask for windows in their own way: a
+// read takes one of them.
+var modeArgs = []Arg{ArgOffset, ArgWindow, ArgAround, ArgBlock}
+
+// Problem is what is wrong with a read's window options.
+type Problem int
+
+// The problems an InputError names.
+const (
+	// NotPositive: a line number or count is not an integer of 1 or more.
+	NotPositive Problem = iota
+	// BadWindow: a window is not START:END with 1 <= START <= END.
+	BadWindow
+	// TooManyWindows: more than MaxWindows windows.
+	TooManyWindows
+	// NotAnchor, NoLine: around is not N#hh, or its N names no line.
+	NotAnchor
+	NoLine
+	// Conflict: several options ask for windows in different ways.
+	Conflict
+	// Alone: the first option goes only with the second (radius, around).
+	Alone
+)
+
+// InputError is a read's window options refused before any file is
+// opened: what is wrong, the options at fault and the value as given.
+// There is one check (Check) for every door; each door renders the refusal
+// in its own words for the options (Refusal).
+type InputError struct {
+	Path string
+	Why  Problem
+	Args []Arg
+	Got  string
+}
+
+func (e *InputError) Error() string { return e.Refusal(nil).Error() }
+
+// Refusal is the INVALID_INPUT refusal that says e, with each option
+// called name(option) (nil: its own name), and e as its cause.
+func (e *InputError) Refusal(name func(Arg) string) *refusal.Error {
+	if name == nil {
+		name = func(a Arg) string { return string(a) }
+	}
+	arg := ""
+	if len(e.Args) > 0 {
+		arg = name(e.Args[0])
+	}
+	var r *refusal.Error
+	switch e.Why {
+	case NotPositive:
+		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s must be a positive integer, got %q", arg, e.Got)
+	case BadWindow:
+		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s %q: give START:END line numbers, 1 <= START <= END (e.g. %s 10:40)", arg, e.Got, arg)
+	case TooManyWindows:
+		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s windows; at most %d in one read", e.Got, MaxWindows)
+	case NotAnchor:
+		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s %q is not an anchor; use N#hh as an --anchors read shows it (e.g. 12#a3)", arg, e.Got)
+	case NoLine:
+		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s %q names no line", arg, e.Got)
+	case Conflict:
+		given, all := make([]string, len(e.Args)), make([]string, len(modeArgs))
+		for i, a := range e.Args {
+			given[i] = name(a)
+		}
+		for i, a := range modeArgs {
+			all[i] = name(a)
+		}
+		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s ask for windows in different ways; give one of %s and %s",
+			strings.Join(given, " and "), strings.Join(all[:len(all)-1], ", "), all[len(all)-1])
+	default: // Alone
+		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s goes with %s N#hh", arg, name(e.Args[1]))
+	}
+	r.Err = e
+	return r
+}
+
+// ParseCount parses a line number or count as a front end received it (a
+// flag's text): the rule Check applies to numbers.
+func ParseCount(arg Arg, s, path string) (int64, *InputError) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < MinCount {
+		return 0, &InputError{Path: path, Why: NotPositive, Args: []Arg{arg}, Got: s}
+	}
+	return v, nil
+}
+
+// ParseWindow parses a window as text, "START:END".
+func ParseWindow(s, path string) (Range, *InputError) {
+	a, b, ok := strings.Cut(s, ":")
+	x, err1 := strconv.ParseInt(a, 10, 64)
+	y, err2 := strconv.ParseInt(b, 10, 64)
+	w := Range{Start: x, End: y}
+	if !ok || err1 != nil || err2 != nil || !goodWindow(w) {
+		return Range{}, &InputError{Path: path, Why: BadWindow, Args: []Arg{ArgWindow}, Got: s}
+	}
+	return w, nil
+}
+
+func goodWindow(w Range) bool { return w.Start >= MinCount && w.End >= w.Start }
+
+// Check is the one check of a request's window options, for every door
+// (the CLI's flags, MCP's arguments, a request to the control socket):
+// each value first (the numbers, the windows, the anchor), then how they
+// combine.
+// Zero is an option not given.
+func (req Request) Check() *InputError {
+	bad := func(why Problem, got string, args ...Arg) *InputError {
+		return &InputError{Path: req.Path, Why: why, Args: args, Got: got}
+	}
+	for _, c := range []struct {
+		arg Arg
+		v   int64
+	}{{ArgOffset, req.Offset}, {ArgLimit, req.Limit}, {ArgRadius, req.Radius}, {ArgBlock, req.Block}} {
+		if c.v < 0 {
+			return bad(NotPositive, strconv.FormatInt(c.v, 10), c.arg)
+		}
+	}
+	if len(req.Windows) > MaxWindows {
+		return bad(TooManyWindows, strconv.Itoa(len(req.Windows)))
+	}
+	for _, w := range req.Windows {
+		if !goodWindow(w) {
+			return bad(BadWindow, fmt.Sprintf("%d:%d", w.Start, w.End), ArgWindow)
+		}
+	}
+	if req.Around != "" {
+		switch _, err := lines.ParseRef(req.Around); {
+		case errors.Is(err, lines.ErrNoLine):
+			return bad(NoLine, req.Around, ArgAround)
+		case err != nil:
+			return bad(NotAnchor, req.Around, ArgAround)
+		}
+	}
+	var given []Arg
+	for i, set := range []bool{req.Offset != 0, len(req.Windows) > 0, req.Around != "", req.Block != 0} {
+		if set {
+			given = append(given, modeArgs[i])
+		}
+	}
+	if len(given) > 1 {
+		return bad(Conflict, "", given...)
+	}
+	if req.Radius != 0 && req.Around == "" {
+		return bad(Alone, "", ArgRadius, ArgAround)
+	}
+	return nil
+}
 
 // plan checks a request's window options and fills in its defaults.
 func plan(req *Request, maxLines int) (*windowPlan, error) {
+	if e := req.Check(); e != nil {
+		return nil, e.Refusal(nil)
+	}
 	p := &windowPlan{startName: "offset"}
-	for _, c := range []struct {
-		name string
-		v    int64
-	}{{"offset", req.Offset}, {"limit", req.Limit}} {
-		if c.v != 0 { // 0: the default
-			if err := CheckCount(c.name, strconv.FormatInt(c.v, 10), req.Path); err != nil {
-				return nil, err
-			}
-		}
-	}
-	modes := 0
-	for _, set := range []bool{req.Offset != 0, len(req.Windows) > 0, req.Around != "", req.Block != 0} {
-		if set {
-			modes++
-		}
-	}
-	if modes > 1 {
-		return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: give one of offset, windows, around and block, not several")
-	}
 	if req.Limit == 0 {
 		req.Limit = int64(maxLines)
 	}
@@ -78,15 +223,7 @@ func plan(req *Request, maxLines int) (*windowPlan, error) {
 	}
 	switch {
 	case len(req.Windows) > 0:
-		if len(req.Windows) > MaxWindows {
-			return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: %d windows; at most %d in one read", len(req.Windows), MaxWindows)
-		}
 		ws := slices.Clone(req.Windows)
-		for _, w := range ws {
-			if w.Start < MinCount || w.End < w.Start {
-				return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: window %d:%d; a window is START:END with 1 <= START <= END", w.Start, w.End)
-			}
-		}
 		slices.SortFunc(ws, func(a, b Range) int { return int(min(max(a.Start-b.Start, -1), 1)) })
 		for _, w := range ws {
 			if n := len(p.windows); n > 0 && w.Start <= p.windows[n-1].End+1 {
@@ -97,27 +234,14 @@ func plan(req *Request, maxLines int) (*windowPlan, error) {
 		}
 		p.mode, p.startName = "windows", "window start"
 	case req.Around != "":
-		m := aroundRe.FindStringSubmatch(strings.TrimSpace(req.Around))
-		if m == nil {
-			return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: around %q is not an anchor; use N#hh as an --anchors read shows it (e.g. 12#a3)", req.Around)
-		}
-		n, err := strconv.ParseInt(m[1], 10, 64)
-		if err != nil || n < 1 {
-			return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: around %q names no line", req.Around)
-		}
+		at, _ := lines.ParseRef(req.Around) // checked
 		r := req.Radius
 		if r == 0 {
 			r = DefaultRadius
 		}
-		if r < 0 {
-			return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: radius must not be negative, got %d", r)
-		}
-		p.windows = []span{{Range: Range{Start: max(1, n-r), End: n + r}}}
-		p.anchor, p.anchorN, p.mode, p.startName = m[2], n, "around", "around line"
+		p.windows = []span{{Range: Range{Start: max(1, at.Line-r), End: at.Line + r}}}
+		p.anchor, p.anchorN, p.mode, p.startName = at.Hash, at.Line, "around", "around line"
 	case req.Block != 0:
-		if req.Block < 1 {
-			return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: block must be a line number (1 or more), got %d", req.Block)
-		}
 		p.mode, p.startName = "block", "block line"
 		p.windows = []span{{Range: Range{Start: req.Block}}} // placed by block()
 	default:
@@ -125,9 +249,6 @@ func plan(req *Request, maxLines int) (*windowPlan, error) {
 			req.Offset = 1
 		}
 		p.windows = []span{{Range: Range{Start: req.Offset}, limit: req.Limit}}
-	}
-	if req.Radius != 0 && req.Around == "" {
-		return nil, refusal.New(refusal.InvalidInput, req.Path, "invalid input: radius goes with around")
 	}
 	for i := range p.windows {
 		if w := &p.windows[i]; w.End > 0 {
