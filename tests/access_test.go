@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/store/journal"
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // accessEnv is a mount whose opens are recorded, over a tree with a
@@ -25,7 +26,7 @@ type accessEnv struct {
 
 func newAccessEnv(t *testing.T, audit string) *accessEnv {
 	t.Helper()
-	requireRoot(t)
+	testenv.RequireRoot(t, needsRoot)
 	base := openDir(t)
 	e := &accessEnv{root: filepath.Join(base, "root"), mp: filepath.Join(base, "mnt")}
 	writeFile(t, filepath.Join(e.root, "conf", "prod.yaml"), "db: prod\ntoken_ref: vault:prod\n", 0o644)
@@ -64,7 +65,7 @@ func accesses(t *testing.T, d *daemon) []*journal.Record {
 func awaitAccess(t *testing.T, d *daemon, what string, ok func(*journal.Record) bool) *journal.Record {
 	t.Helper()
 	var found *journal.Record
-	within(t, 60*time.Second, what, func() error {
+	testenv.Within(t, 60*time.Second, what, func() error {
 		for _, r := range accesses(t, d) {
 			if ok(r) {
 				found = r
@@ -73,6 +74,7 @@ func awaitAccess(t *testing.T, d *daemon, what string, ok func(*journal.Record) 
 		}
 		return fmt.Errorf("no such access record")
 	})
+
 	return found
 }
 
@@ -83,7 +85,7 @@ func held(t *testing.T, cred *syscall.Credential, dir, name string, args ...stri
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		testenv.As(cmd, cred.Uid, cred.Gid, cred.Groups...)
 	}
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -151,7 +153,7 @@ func TestAccessRecordsNameWhoOpenedWhat(t *testing.T) {
 
 	// grep -r over a thousand files: one record per file, all grep's.
 	grep, release := held(t, nil, e.mp, "grep", "-r", "needle 999", "many", "-")
-	within(t, 60*time.Second, "grep's thousand opens", func() error {
+	testenv.Within(t, 60*time.Second, "grep's thousand opens", func() error {
 		files := map[string]bool{}
 		for _, r := range accesses(t, e.d) {
 			if r.Pid == uint32(grep.Process.Pid) {
@@ -166,6 +168,7 @@ func TestAccessRecordsNameWhoOpenedWhat(t *testing.T) {
 		}
 		return nil
 	})
+
 	if out := release(); !strings.Contains(out, "needle 999") {
 		t.Fatalf("grep found %q", out)
 	}
@@ -226,7 +229,7 @@ func TestAccessRecordsNameWhoOpenedWhat(t *testing.T) {
 // through the mount, and each open is git's.
 func TestAccessGitThroughTheMount(t *testing.T) {
 	t.Parallel()
-	requireRoot(t)
+	testenv.RequireRoot(t, needsRoot)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
@@ -298,7 +301,7 @@ func TestAccessSeenFromAnotherMountNamespace(t *testing.T) {
 		// As in a container, the daemon's mount point is not visible there.
 		fmt.Sprintf("mount --bind %s %s && umount -l %s && exec cat %s/.env -", e.mp, ws, e.mp, ws))
 	var denial *journal.Record
-	within(t, 60*time.Second, "the other namespace's denial", func() error {
+	testenv.Within(t, 60*time.Second, "the other namespace's denial", func() error {
 		j, err := journal.Open(e.d.journal)
 		if err != nil {
 			return err
@@ -313,6 +316,7 @@ func TestAccessSeenFromAnotherMountNamespace(t *testing.T) {
 		}
 		return fmt.Errorf("no denial yet (%v)", err)
 	})
+
 	release()
 	if want := filepath.Join(ws, ".env"); denial.Path != want || denial.RealPath != filepath.Join(e.root, ".env") || denial.Session != "agent-7" {
 		t.Fatalf("denial %+v, want path %s", denial, want)
@@ -348,7 +352,7 @@ func TestAccessStormNeverSilent(t *testing.T) {
 	self := uint32(os.Getpid())
 	var counted int64
 	var lost []string
-	within(t, 120*time.Second, "the storm's records", func() error {
+	testenv.Within(t, 120*time.Second, "the storm's records", func() error {
 		counted, lost = 0, nil
 		files := map[string]bool{}
 		for _, r := range accesses(t, e.d) {
@@ -365,6 +369,7 @@ func TestAccessStormNeverSilent(t *testing.T) {
 		}
 		return fmt.Errorf("%d of %d files recorded, nothing said lost", len(files), len(names))
 	})
+
 	if counted > n {
 		t.Fatalf("%d opens counted for %d made", counted, n)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/store/sqlitedb"
+	"github.com/fsguard/fsguard/internal/testenv"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +24,7 @@ import (
 // it is damaged.
 func TestFullDiskWritesNothing(t *testing.T) {
 	t.Parallel()
-	requireRoot(t)
+	testenv.RequireRoot(t, needsRoot)
 	f := newFixture(t)
 	jfs := filepath.Join(f.base, "jfs")
 	os.Mkdir(jfs, 0o755)
@@ -126,9 +127,10 @@ func TestRootFollowsItsPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(f.root, "new.txt"), "the new root\n", 0o644)
-	within(t, 10*time.Second, "the view follows the configured path", func() error {
+	testenv.Within(t, 10*time.Second, "the view follows the configured path", func() error {
 		return shows(filepath.Join(f.mp, "new.txt"), []byte("the new root\n"))
 	})
+
 	if _, err := os.Stat(filepath.Join(f.mp, "README.md")); err == nil {
 		t.Error("the renamed-away root is still served")
 	}
@@ -141,16 +143,17 @@ func TestRootFollowsItsPath(t *testing.T) {
 	}
 	// Made again: served again.
 	writeFile(t, filepath.Join(f.root, "back.txt"), "back\n", 0o644)
-	within(t, 10*time.Second, "a recreated root is served", func() error {
+	testenv.Within(t, 10*time.Second, "a recreated root is served", func() error {
 		return shows(filepath.Join(f.mp, "back.txt"), []byte("back\n"))
 	})
+
 }
 
 // TestJournalErrorsNameTheCause: a user who may not write the journal's
 // directory is told so, not "unable to open database file".
 func TestJournalErrorsNameTheCause(t *testing.T) {
 	t.Parallel()
-	requireRoot(t)
+	testenv.RequireRoot(t, needsRoot)
 	dir := openDir(t) // root's, 0755: others may enter, not write
 	_, errs, code, _ := runBinaryAs(t, &syscall.Credential{Uid: agentUID, Gid: agentGID}, dir,
 		[]string{"FSGUARD_JOURNAL=" + filepath.Join(dir, "j.db"), "FSGUARD_POLICY="}, "", "journal", "stats")

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // Freshness: what the backing tree holds now is what a reader through the
@@ -29,7 +31,7 @@ import (
 var watchBackends = []string{"fanotify", "inotify", "fanotify/daemon"}
 
 // freshMount mounts f's root with the given watch backend.
-func freshMount(t *testing.T, f *fixture, backend string, args ...string) *daemon {
+func freshMount(t testing.TB, f *fixture, backend string, args ...string) *daemon {
 	t.Helper()
 	backend, open, _ := strings.Cut(backend, "/")
 	if open == "" {
@@ -45,23 +47,6 @@ func freshMount(t *testing.T, f *fixture, backend string, args ...string) *daemo
 		t.Fatalf("watch %q in use, want %q: %s", d.ready["watch"], want, d.log.String())
 	}
 	return d
-}
-
-// within polls cond until it holds, and fails the test if it does not
-// within limit. It returns how long that took.
-func within(t *testing.T, limit time.Duration, what string, cond func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		err := cond()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not seen through the mount within %v: %v", what, limit, err)
-		}
-		time.Sleep(time.Millisecond) // a poll interval, not a synchronisation
-	}
 }
 
 // shows reports whether the file at p reads as want (nil want: absent,
@@ -166,25 +151,25 @@ func TestExternalChangesShow(t *testing.T) {
 			}{
 				{"edit in place, same size", func() { inPlace(t, real("README.md"), "# HELLO\nsee src/\n") },
 					map[string][]byte{"README.md": []byte("# HELLO\nsee src/\n")}},
-				{"truncate", func() { must(t, os.Truncate(real("README.md"), 0)) },
+				{"truncate", func() { testenv.Must(t, os.Truncate(real("README.md"), 0)) },
 					map[string][]byte{"README.md": {}}},
 				{"grow", func() { inPlace(t, real("README.md"), strings.Repeat("grown\n", 30000)) },
 					map[string][]byte{"README.md": []byte(strings.Repeat("grown\n", 30000))}},
 				{"create", func() { writeFile(t, real("src/new.go"), "package src\n", 0o644) },
 					map[string][]byte{"src/new.go": []byte("package src\n")}},
-				{"delete", func() { must(t, os.Remove(real("src/new.go"))) },
+				{"delete", func() { testenv.Must(t, os.Remove(real("src/new.go"))) },
 					map[string][]byte{"src/new.go": nil}},
-				{"rename", func() { must(t, os.Rename(real("src/main.go"), real("src/app.go"))) },
+				{"rename", func() { testenv.Must(t, os.Rename(real("src/main.go"), real("src/app.go"))) },
 					map[string][]byte{"src/main.go": nil, "src/app.go": []byte("package main\n\nfunc main() {}\n")}},
 				{"replace by rename", func() { replace(t, real("src/app.go"), "package app\n") },
 					map[string][]byte{"src/app.go": []byte("package app\n")}},
 				{"new directory", func() { writeFile(t, real("pkg/sub/x.go"), "package sub\n", 0o644) },
 					map[string][]byte{"pkg/sub/x.go": []byte("package sub\n")}},
-				{"directory rename", func() { must(t, os.Rename(real("pkg"), real("lib"))) },
+				{"directory rename", func() { testenv.Must(t, os.Rename(real("pkg"), real("lib"))) },
 					map[string][]byte{"pkg/sub/x.go": nil, "pkg": nil, "lib/sub/x.go": []byte("package sub\n")}},
 				{"edit in a renamed directory", func() { inPlace(t, real("lib/sub/x.go"), "package sux\n") },
 					map[string][]byte{"lib/sub/x.go": []byte("package sux\n")}},
-				{"directory delete", func() { must(t, os.RemoveAll(real("lib"))) },
+				{"directory delete", func() { testenv.Must(t, os.RemoveAll(real("lib"))) },
 					map[string][]byte{"lib/sub/x.go": nil, "lib": nil}},
 			}
 			for _, s := range steps {
@@ -193,7 +178,7 @@ func TestExternalChangesShow(t *testing.T) {
 				}
 				s.change()
 				for p, want := range s.check {
-					d := within(t, limit, s.name+": "+p, func() error {
+					d := testenv.Within(t, limit, s.name+": "+p, func() error {
 						if want == nil {
 							if _, err := os.Lstat(seen(p)); !errors.Is(err, fs.ErrNotExist) {
 								return fmt.Errorf("%s: %v, want ENOENT", p, err)
@@ -202,6 +187,7 @@ func TestExternalChangesShow(t *testing.T) {
 						}
 						return shows(seen(p), want)
 					})
+
 					t.Logf("%s: %s in %v", s.name, p, d)
 				}
 			}
@@ -223,24 +209,25 @@ func TestPolicyFollowsContent(t *testing.T) {
 				t.Fatalf("cat: %q", got)
 			}
 			inPlace(t, filepath.Join(f.root, "src", "main.go"), "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"+canary+"\n-----END OPENSSH PRIVATE KEY-----\n")
-			within(t, 5*time.Second, "a file turned into a key", func() error {
+			testenv.Within(t, 5*time.Second, "a file turned into a key", func() error {
 				b, err := os.ReadFile(p)
 				if bytes.Contains(b, []byte(canary)) {
 					t.Fatalf("the key's bytes were served: %q", b)
 				}
-				// Refused at READ (a cached name) or hidden at LOOKUP.
+
 				if !errors.Is(err, syscall.EACCES) && !errors.Is(err, syscall.ENOENT) {
 					return fmt.Errorf("read: %v, want EACCES or ENOENT", err)
 				}
 				return nil
 			})
+
 			env := filepath.Join(f.mp, "src", ".env")
 			os.ReadDir(filepath.Dir(env))
 			writeFile(t, filepath.Join(f.root, "src", ".env"), canary+"=1\n", 0o644)
 			writeFile(t, filepath.Join(f.root, "src", "visible.txt"), "ok\n", 0o644)
 			// Once a later change in the same directory shows, the .env's
 			// creation was seen too, and must be hidden.
-			within(t, 5*time.Second, "a file created after the .env", func() error { return shows(filepath.Join(f.mp, "src", "visible.txt"), []byte("ok\n")) })
+			testenv.Within(t, 5*time.Second, "a file created after the .env", func() error { return shows(filepath.Join(f.mp, "src", "visible.txt"), []byte("ok\n")) })
 			if err := shows(env, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -289,7 +276,7 @@ func TestGitCheckoutShows(t *testing.T) {
 			for i := range 1000 {
 				switch {
 				case i%10 == 0:
-					must(t, os.Remove(filepath.Join(repo, path(i))))
+					testenv.Must(t, os.Remove(filepath.Join(repo, path(i))))
 				default:
 					writeFile(t, filepath.Join(repo, path(i)), content("other", i), 0o644)
 				}
@@ -318,7 +305,7 @@ func TestGitCheckoutShows(t *testing.T) {
 			git("checkout", "-q", "other")
 			done := time.Since(start)
 			var wrong []string
-			took := within(t, 5*time.Second, "git checkout", func() error {
+			took := testenv.Within(t, 5*time.Second, "git checkout", func() error {
 				wrong = wrong[:0]
 				for i := range 1100 {
 					var want []byte
@@ -334,6 +321,7 @@ func TestGitCheckoutShows(t *testing.T) {
 				}
 				return nil
 			})
+
 			t.Logf("git checkout of 1,100 files took %v; the mount showed all of it %v after it finished", done, took)
 		})
 	}
@@ -354,9 +342,9 @@ func TestNoWatchFallsBackToShortTimeouts(t *testing.T) {
 	p := filepath.Join(f.mp, "README.md")
 	mustRun(t, "cat", p)
 	inPlace(t, filepath.Join(f.root, "README.md"), "# changed\n")
-	took := within(t, 10*time.Second, "edit without a watch", func() error { return shows(p, []byte("# changed\n")) })
+	took := testenv.Within(t, 10*time.Second, "edit without a watch", func() error { return shows(p, []byte("# changed\n")) })
 	writeFile(t, filepath.Join(f.root, "later.txt"), "later\n", 0o644)
-	took2 := within(t, 10*time.Second, "create without a watch", func() error { return shows(filepath.Join(f.mp, "later.txt"), []byte("later\n")) })
+	took2 := testenv.Within(t, 10*time.Second, "create without a watch", func() error { return shows(filepath.Join(f.mp, "later.txt"), []byte("later\n")) })
 	t.Logf("without a watch: an edit showed in %v, a new file in %v", took, took2)
 	if max(took, took2) > 1500*time.Millisecond {
 		t.Fatalf("changes took %v, %v to show; the fallback timeout is 1s", took, took2)
@@ -412,13 +400,13 @@ func TestStaleness(t *testing.T) {
 					writeFile(t, filepath.Join(dir, name), string(body), 0o644)
 					files[name], expect[name] = body, body
 				case 2: // delete
-					must(t, os.Remove(filepath.Join(dir, pick)))
+					testenv.Must(t, os.Remove(filepath.Join(dir, pick)))
 					delete(files, pick)
 					expect[pick] = nil
 				case 3: // rename
 					name := fmt.Sprintf("n%03d.txt", next)
 					next++
-					must(t, os.Rename(filepath.Join(dir, pick), filepath.Join(dir, name)))
+					testenv.Must(t, os.Rename(filepath.Join(dir, pick), filepath.Join(dir, name)))
 					files[name], expect[name], expect[pick] = files[pick], files[pick], nil
 					delete(files, pick)
 				case 4: // replace by rename, as editors and fsguard write do
@@ -462,7 +450,7 @@ func TestStaleness(t *testing.T) {
 
 // inPlace rewrites a file's content without replacing its inode, as a
 // build tool or `>` redirection does.
-func inPlace(t *testing.T, p, content string) {
+func inPlace(t testing.TB, p, content string) {
 	t.Helper()
 	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
@@ -471,22 +459,15 @@ func inPlace(t *testing.T, p, content string) {
 	if _, err := fh.WriteString(content); err != nil {
 		t.Fatal(err)
 	}
-	must(t, fh.Close())
+	testenv.Must(t, fh.Close())
 }
 
 // replace writes a new file and renames it over p, as editors do.
-func replace(t *testing.T, p, content string) {
+func replace(t testing.TB, p, content string) {
 	t.Helper()
 	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp")
 	writeFile(t, tmp, content, 0o644)
-	must(t, os.Rename(tmp, p))
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	testenv.Must(t, os.Rename(tmp, p))
 }
 
 // TestReplacedFileNeverMixes: a reader holding a file open while it is
@@ -509,7 +490,7 @@ func TestReplacedFileNeverMixes(t *testing.T) {
 			}
 			defer h.Close()
 			replace(t, filepath.Join(f.root, "doc.txt"), newText)
-			within(t, 10*time.Second, "the new version through a fresh open", func() error { return shows(p, []byte(newText)) })
+			testenv.Within(t, 10*time.Second, "the new version through a fresh open", func() error { return shows(p, []byte(newText)) })
 			buf := make([]byte, 4096)
 			n, err := h.ReadAt(buf, 0)
 			got := string(buf[:n])
@@ -539,15 +520,15 @@ func TestRenameNeverRevivesTheOldName(t *testing.T) {
 	for i := range 20 {
 		a, b := fmt.Sprintf("a%02d.txt", i), fmt.Sprintf("b%02d.txt", i)
 		var old syscall.Stat_t
-		must(t, syscall.Stat(filepath.Join(seen, a), &old)) // the kernel caches the name
-		must(t, os.Rename(filepath.Join(dir, a), filepath.Join(dir, b)))
+		testenv.Must(t, syscall.Stat(filepath.Join(seen, a), &old)) // the kernel caches the name
+		testenv.Must(t, os.Rename(filepath.Join(dir, a), filepath.Join(dir, b)))
 		_, before := os.ReadFile(filepath.Join(seen, a))
 		got, err := os.ReadFile(filepath.Join(seen, b))
 		if err != nil || string(got) != body(i) {
 			t.Fatalf("%s after the rename: %q %v", b, got, err)
 		}
 		var st syscall.Stat_t
-		must(t, syscall.Stat(filepath.Join(seen, b), &st))
+		testenv.Must(t, syscall.Stat(filepath.Join(seen, b), &st))
 		if st.Ino != old.Ino {
 			t.Fatalf("%s shows inode %d, the file had %d under %s: a rename keeps the number", b, st.Ino, old.Ino, a)
 		}
@@ -568,7 +549,7 @@ func TestHardLinksShowChangesTogether(t *testing.T) {
 			f := newFixture(t)
 			a, b := filepath.Join(f.root, "a.txt"), filepath.Join(f.root, "b.txt")
 			writeFile(t, a, "one\n", 0o644)
-			must(t, os.Link(a, b))
+			testenv.Must(t, os.Link(a, b))
 			freshMount(t, f, backend)
 			for _, p := range []string{"a.txt", "b.txt"} {
 				if got := mustRun(t, "cat", filepath.Join(f.mp, p)); got != "one\n" {
@@ -577,7 +558,7 @@ func TestHardLinksShowChangesTogether(t *testing.T) {
 			}
 			inPlace(t, a, "two, longer\n")
 			for _, p := range []string{"a.txt", "b.txt"} {
-				within(t, 5*time.Second, p+" after an edit of a.txt", func() error { return shows(filepath.Join(f.mp, p), []byte("two, longer\n")) })
+				testenv.Within(t, 5*time.Second, p+" after an edit of a.txt", func() error { return shows(filepath.Join(f.mp, p), []byte("two, longer\n")) })
 			}
 		})
 	}
@@ -607,9 +588,9 @@ func TestMovedDirectoryNothingCachedBelow(t *testing.T) {
 				if to == "outside" {
 					dest = filepath.Join(f.outside, "foo")
 				}
-				must(t, os.Rename(filepath.Join(f.root, "foo"), dest))
+				testenv.Must(t, os.Rename(filepath.Join(f.root, "foo"), dest))
 				writeFile(t, filepath.Join(dest, "sub", "z.txt"), canary+"\n", 0o644)
-				within(t, 10*time.Second, "the directory moved "+to, held.refuses("x.txt"))
+				testenv.Within(t, 10*time.Second, "the directory moved "+to, held.refuses("x.txt"))
 				held.refusesAll(t, "x.txt", "z.txt")
 			})
 		}
@@ -646,19 +627,19 @@ func TestRenamedDirectoryKeepsItsReaders(t *testing.T) {
 				t.Fatal(err)
 			}
 			held := holdDir(t, filepath.Join(f.mp, "foo", "sub"))
-			within(t, 10*time.Second, "the directory before the rename", held.shows("x.txt", "in sub\n", "x.txt"))
-			must(t, os.Rename(filepath.Join(f.root, "foo"), filepath.Join(f.root, "bar")))
-			within(t, 10*time.Second, "the renamed directory, through the held one", held.shows("x.txt", "in sub\n", "x.txt"))
+			testenv.Within(t, 10*time.Second, "the directory before the rename", held.shows("x.txt", "in sub\n", "x.txt"))
+			testenv.Must(t, os.Rename(filepath.Join(f.root, "foo"), filepath.Join(f.root, "bar")))
+			testenv.Within(t, 10*time.Second, "the renamed directory, through the held one", held.shows("x.txt", "in sub\n", "x.txt"))
 			writeFile(t, filepath.Join(f.root, "bar", "sub", "y.txt"), "new here\n", 0o644)
-			within(t, 10*time.Second, "a file made in the renamed directory", held.shows("y.txt", "new here\n", "x.txt", "y.txt"))
+			testenv.Within(t, 10*time.Second, "a file made in the renamed directory", held.shows("y.txt", "new here\n", "x.txt", "y.txt"))
 
 			dest := filepath.Join(f.root, "vault", "inner")
-			must(t, os.Rename(filepath.Join(f.root, "bar"), dest))
+			testenv.Must(t, os.Rename(filepath.Join(f.root, "bar"), dest))
 			// Nothing written in it since: only the move can make the
 			// kernel drop what it cached there.
-			within(t, 10*time.Second, "the directory moved into a denied subtree", held.refuses("x.txt"))
+			testenv.Within(t, 10*time.Second, "the directory moved into a denied subtree", held.refuses("x.txt"))
 			writeFile(t, filepath.Join(dest, "sub", "z.txt"), canary+"\n", 0o644)
-			within(t, 10*time.Second, "a file written there after the move", held.refuses("z.txt"))
+			testenv.Within(t, 10*time.Second, "a file written there after the move", held.refuses("z.txt"))
 			held.refusesAll(t, "x.txt", "y.txt", "z.txt")
 		})
 	}

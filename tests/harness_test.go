@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 var binary string
@@ -36,27 +38,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// requireFUSE skips where FUSE is truly absent, and fails instead when
-// FSGUARD_REQUIRE_FUSE=1 (CI), so a FUSE test can never skip silently there.
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	why := ""
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		why = "no /dev/fuse"
-	} else if os.Geteuid() != 0 {
-		if _, err := exec.LookPath("fusermount3"); err != nil {
-			why = "not root and no fusermount3"
-		}
-	}
-	if why == "" {
-		return
-	}
-	if os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
-		t.Fatalf("FUSE required (FSGUARD_REQUIRE_FUSE=1) but unavailable: %s", why)
-	}
-	t.Skipf("FUSE unavailable: %s", why)
 }
 
 // requireTool returns the path of a program a test drives (a shell,
@@ -110,7 +91,7 @@ func (l *logBuffer) String() string {
 }
 
 // waitFor blocks until the log contains s (n times), or the deadline.
-func (l *logBuffer) waitFor(t *testing.T, s string, n int, timeout time.Duration) {
+func (l *logBuffer) waitFor(t testing.TB, s string, n int, timeout time.Duration) {
 	t.Helper()
 	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
 	defer timer.Stop()
@@ -127,7 +108,7 @@ func (l *logBuffer) waitFor(t *testing.T, s string, n int, timeout time.Duration
 
 // daemon is a running `fsguard mount`.
 type daemon struct {
-	t     *testing.T
+	t     testing.TB
 	cmd   *exec.Cmd
 	mp    string
 	log   *logBuffer
@@ -139,16 +120,16 @@ type daemon struct {
 
 // startMount runs `fsguard mount` and returns once it printed its
 // readiness line, which it does only after the mount answers.
-func startMount(t *testing.T, mp string, args ...string) *daemon {
+func startMount(t testing.TB, mp string, args ...string) *daemon {
 	t.Helper()
 	return startMountEnv(t, mp, nil, args...)
 }
 
 // startMountEnv is startMount with more environment (later entries win:
 // FSGUARD_JOURNAL=... moves the journal).
-func startMountEnv(t *testing.T, mp string, env []string, args ...string) *daemon {
+func startMountEnv(t testing.TB, mp string, env []string, args ...string) *daemon {
 	t.Helper()
-	requireFUSE(t)
+	testenv.RequireFUSEOrFusermount(t)
 	d := &daemon{t: t, mp: mp, log: newLogBuffer(), done: make(chan struct{})}
 	d.cmd = exec.Command(binary, append(append([]string{"mount"}, args...), mp)...)
 	d.journal = filepath.Join(filepath.Dir(mp), "journal.db")
@@ -225,7 +206,7 @@ func mounted(mp string) bool {
 }
 
 // run runs a command with a timeout and returns its combined output.
-func run(t *testing.T, timeout time.Duration, name string, args ...string) (string, error) {
+func run(t testing.TB, timeout time.Duration, name string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -237,7 +218,7 @@ func run(t *testing.T, timeout time.Duration, name string, args ...string) (stri
 	return string(out), err
 }
 
-func mustRun(t *testing.T, name string, args ...string) string {
+func mustRun(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	out, err := run(t, 30*time.Second, name, args...)
 	if err != nil {
@@ -247,7 +228,7 @@ func mustRun(t *testing.T, name string, args ...string) string {
 }
 
 // openDir makes a directory others can traverse (t.TempDir is 0700).
-func openDir(t *testing.T) string {
+func openDir(t testing.TB) string {
 	t.Helper()
 	d := t.TempDir()
 	// t.TempDir's parent (one per test) is 0700 too.
@@ -259,7 +240,7 @@ func openDir(t *testing.T) string {
 	return d
 }
 
-func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+func writeFile(t testing.TB, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -270,7 +251,7 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	os.Chmod(path, mode)
 }
 
-func writePolicy(t *testing.T, path string, roots []string, extra string) {
+func writePolicy(t testing.TB, path string, roots []string, extra string) {
 	t.Helper()
 	var b strings.Builder
 	for _, r := range roots {
@@ -295,7 +276,7 @@ func runBinaryAs(t *testing.T, cred *syscall.Credential, dir string, env []strin
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		testenv.As(cmd, cred.Uid, cred.Gid, cred.Groups...)
 	}
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb

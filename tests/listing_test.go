@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestListingIsAskedOnceUntilItChanges: a directory listed once is listed
@@ -38,7 +40,7 @@ func TestListingIsAskedOnceUntilItChanges(t *testing.T) {
 	}
 	list := func() []string {
 		ents, err := os.ReadDir(mdir)
-		must(t, err)
+		testenv.Must(t, err)
 		var names []string
 		for _, e := range ents {
 			names = append(names, e.Name())
@@ -62,10 +64,10 @@ func TestListingIsAskedOnceUntilItChanges(t *testing.T) {
 
 	dir := filepath.Join(f.root, "quiet")
 	writeFile(t, filepath.Join(dir, "new.txt"), "new\n", 0o644)
-	must(t, os.Remove(filepath.Join(dir, "f00.txt")))
+	testenv.Must(t, os.Remove(filepath.Join(dir, "f00.txt")))
 	want = append(want[1:], "new.txt")
 	slices.Sort(want)
-	within(t, 10*time.Second, "a file added and one removed, in the listing", func() error {
+	testenv.Within(t, 10*time.Second, "a file added and one removed, in the listing", func() error {
 		if got := list(); !slices.Equal(got, want) {
 			return fmt.Errorf("listed %q", got)
 		}

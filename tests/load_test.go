@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestLoadWithSymlinkSwaps runs 16 concurrent `grep -r` over the mount
@@ -42,7 +44,7 @@ func TestLoadWithSymlinkSwaps(t *testing.T) {
 		writeFile(t, filepath.Join(root, "flip", fmt.Sprintf("g%02d.txt", i)), "inside flip\n", 0o644)
 		writeFile(t, filepath.Join(outside, fmt.Sprintf("g%02d.txt", i)), canary+"\n", 0o644)
 	}
-	must(t, os.Mkdir(filepath.Join(root, "live"), 0o755))
+	testenv.Must(t, os.Mkdir(filepath.Join(root, "live"), 0o755))
 	if err := os.Symlink(outside, filepath.Join(root, "spare")); err != nil {
 		t.Fatal(err)
 	}

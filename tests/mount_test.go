@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 const canary = "CANARY-must-never-be-read"
@@ -26,7 +28,7 @@ type fixture struct {
 	base, root, outside, mp, policy string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	base := openDir(t)
 	f := &fixture{base: base, root: filepath.Join(base, "root"), outside: filepath.Join(base, "outside"), mp: filepath.Join(base, "mnt"), policy: filepath.Join(base, "policy.toml")}
@@ -42,7 +44,7 @@ func newFixture(t *testing.T) *fixture {
 	writeFile(t, filepath.Join(f.root, ".env"), canary+"=1\n", 0o644)
 	writeFile(t, filepath.Join(f.root, "home", ".ssh", "config"), canary+"\n", 0o644)
 	writeFile(t, filepath.Join(f.root, "notes.txt"), "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"+canary+"\n-----END OPENSSH PRIVATE KEY-----\n", 0o644)
-	for link, target := range map[string]string{
+	testenv.Symlinks(t, f.root, map[string]string{
 		"abs-link":   filepath.Join(f.outside, "secret.txt"),
 		"rel-link":   "../outside/secret.txt",
 		"chain1":     "chain2",
@@ -51,14 +53,8 @@ func newFixture(t *testing.T) *fixture {
 		"good-link":  "src/main.go",
 		"dir-link":   "src",
 		"abs-inside": filepath.Join(f.root, "README.md"),
-	} {
-		if err := os.Symlink(target, filepath.Join(f.root, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := syscall.Mkfifo(filepath.Join(f.root, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	})
+	testenv.FIFO(t, filepath.Join(f.root, "fifo"))
 	l, err := net.Listen("unix", filepath.Join(f.root, "sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -271,11 +267,10 @@ func TestAllowOtherChecksCallerPermissions(t *testing.T) {
 	f := newFixture(t)
 	writeFile(t, filepath.Join(f.root, "private.txt"), canary+"\n", 0o600)
 	writeFile(t, filepath.Join(f.root, "public.txt"), "public\n", 0o644)
+	testenv.RequireRoot(t, needsRoot)
 	startMount(t, f.mp, "--allow-other", "--policy", f.policy)
 	as := func(path string) (string, error) {
-		cmd := exec.Command("cat", path)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		out, err := cmd.CombinedOutput()
+		out, err := testenv.As(exec.Command("cat", path), 65534, 65534).CombinedOutput()
 		return string(out), err
 	}
 	if out, err := as(filepath.Join(f.mp, "public.txt")); err != nil || out != "public\n" {
@@ -333,12 +328,12 @@ func TestReloadMidListingHidesNewlyDenied(t *testing.T) {
 		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%03d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
 	}
 	old := time.Now().Add(-time.Hour) // quiet: READDIRPLUS hands entries over
-	must(t, os.Chtimes(dir, old, old))
+	testenv.Must(t, os.Chtimes(dir, old, old))
 	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
 	d := startMount(t, f.mp, "--policy", f.policy)
 
 	fd, err := unix.Open(filepath.Join(f.mp, "quiet"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	must(t, err)
+	testenv.Must(t, err)
 	defer unix.Close(fd)
 	buf := make([]byte, 1024) // a few entries per call: the kernel asks page by page
 	if n, err := unix.Getdents(fd, buf); err != nil || n == 0 {
@@ -354,7 +349,7 @@ func TestReloadMidListingHidesNewlyDenied(t *testing.T) {
 		// (READDIRPLUS) rather than names alone.
 		os.Lstat(filepath.Join(f.mp, "quiet", fmt.Sprintf("missing-%d", i)))
 		n, err := unix.Getdents(fd, buf)
-		must(t, err)
+		testenv.Must(t, err)
 		if n == 0 {
 			break
 		}
@@ -461,12 +456,13 @@ func TestKilledMidWalkDies(t *testing.T) {
 	for round := range 5 {
 		d := startMount(t, f.mp, "--policy", f.policy)
 		var children []int
-		within(t, 30*time.Second, "the walk's lister child", func() error {
+		testenv.Within(t, 30*time.Second, "the walk's lister child", func() error {
 			if children = listerChildren(d.cmd.Process.Pid); len(children) == 0 {
 				return fmt.Errorf("none yet")
 			}
 			return nil
 		})
+
 		d.cmd.Process.Signal(syscall.SIGKILL)
 		select {
 		case <-d.done:
@@ -477,12 +473,13 @@ func TestKilledMidWalkDies(t *testing.T) {
 		}
 		syscall.Unmount(f.mp, syscall.MNT_DETACH)
 		for _, c := range children {
-			within(t, 30*time.Second, fmt.Sprintf("round %d: lister child %d gone", round, c), func() error {
+			testenv.Within(t, 30*time.Second, fmt.Sprintf("round %d: lister child %d gone", round, c), func() error {
 				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c)); err == nil && !strings.Contains(string(b), ") Z ") {
 					return fmt.Errorf("still running")
 				}
 				return nil
 			})
+
 		}
 	}
 }
@@ -522,9 +519,7 @@ func abortConnection(t *testing.T, mp string) {
 // mounts (roots' view): it shows what they cover.
 func TestMountedOverIsNeverServed(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root")
-	}
+	testenv.RequireRoot(t, "mounting needs root")
 	f := newFixture(t)
 	writeFile(t, filepath.Join(f.root, "covered", "hidden.txt"), canary+"\n", 0o644)
 	writeFile(t, filepath.Join(f.root, "file-covered.txt"), canary+"\n", 0o644)

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestPushedPagesFollowChanges: the small files a listing named are pushed
@@ -45,19 +47,21 @@ func TestPushedPagesFollowChanges(t *testing.T) {
 	// In place, same size, same inode: the pushed page must go.
 	p := filepath.Join(dir, "f07.txt")
 	fh, err := os.OpenFile(p, os.O_WRONLY, 0)
-	must(t, err)
+	testenv.Must(t, err)
 	_, err = fh.WriteAt([]byte(content(7, 2)), 0)
-	must(t, err)
+	testenv.Must(t, err)
 	fh.Close()
-	within(t, 10*time.Second, "an in-place change of a pushed file", func() error {
+	testenv.Within(t, 10*time.Second, "an in-place change of a pushed file", func() error {
 		return shows(filepath.Join(mdir, "f07.txt"), []byte(content(7, 2)))
 	})
+
 	// Replaced by a rename, as editors save.
 	writeFile(t, filepath.Join(dir, "f08.tmp"), content(8, 2), 0o644)
-	must(t, os.Rename(filepath.Join(dir, "f08.tmp"), filepath.Join(dir, "f08.txt")))
-	within(t, 10*time.Second, "a renamed-over pushed file", func() error {
+	testenv.Must(t, os.Rename(filepath.Join(dir, "f08.tmp"), filepath.Join(dir, "f08.txt")))
+	testenv.Within(t, 10*time.Second, "a renamed-over pushed file", func() error {
 		return shows(filepath.Join(mdir, "f08.txt"), []byte(content(8, 2)))
 	})
+
 	// Once seen, never the pushed version again.
 	for range 20 {
 		for i, v := range map[int]int{7: 2, 8: 2} {
@@ -93,7 +97,7 @@ func TestWarmWalkWarmsTheView(t *testing.T) { // not parallel: see TestPushedPag
 			}
 			old := time.Now().Add(-time.Hour)
 			for _, d := range []string{dir, filepath.Dir(dir), f.root} {
-				must(t, os.Chtimes(d, old, old))
+				testenv.Must(t, os.Chtimes(d, old, old))
 			}
 			writePolicy(t, f.policy, []string{f.root}, fmt.Sprintf("[mount]\nwarm = %v\n", warm))
 			sock := filepath.Join(f.base, "ctl.sock")
@@ -131,23 +135,23 @@ func TestWarmWalkWarmsTheView(t *testing.T) { // not parallel: see TestPushedPag
 // take pushed pages from under the tests that count READs; a top-level
 // test without t.Parallel runs before the parallel ones start.
 func TestForgottenViewIsWarmedAgain(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t, needsRoot)
 	f := newFixture(t)
 	old := time.Now().Add(-time.Hour)
 	for i := range 1500 { // more than the 1,024 forgotten nodes that start a walk
 		writeFile(t, filepath.Join(f.root, "tree", fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%04d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
 	}
 	for i := range 15 {
-		must(t, os.Chtimes(filepath.Join(f.root, "tree", fmt.Sprintf("d%02d", i)), old, old))
+		testenv.Must(t, os.Chtimes(filepath.Join(f.root, "tree", fmt.Sprintf("d%02d", i)), old, old))
 	}
-	must(t, os.Chtimes(filepath.Join(f.root, "tree"), old, old))
-	must(t, os.Chtimes(f.root, old, old))
+	testenv.Must(t, os.Chtimes(filepath.Join(f.root, "tree"), old, old))
+	testenv.Must(t, os.Chtimes(f.root, old, old))
 	sock := filepath.Join(f.base, "ctl.sock")
 	writePolicy(t, f.policy, []string{f.root}, fmt.Sprintf("[control]\nsocket = %q\n", sock))
 	d := startMount(t, f.mp, "--policy", f.policy)
 	d.log.waitFor(t, "warm walk done", 1, 60*time.Second)
 	// The kernel forgets: dentries and inodes go, and their pages with them.
-	must(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0))
+	testenv.Must(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("2"), 0))
 	d.log.waitFor(t, "warm walk done", 2, 60*time.Second)
 	reads := func() float64 { return counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] }
 	before := reads()
@@ -171,7 +175,7 @@ func TestForgottenViewIsWarmedAgain(t *testing.T) {
 //
 // Not parallel: dropping the page cache is machine-wide.
 func TestReclaimedPagesArePushedAgain(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t, needsRoot)
 	files := map[string]string{}
 	for i := range 40 {
 		files[fmt.Sprintf("f%02d.txt", i)] = fmt.Sprintf("file %d\n", i)
@@ -180,17 +184,18 @@ func TestReclaimedPagesArePushedAgain(t *testing.T) {
 	name := func(i int) (string, string) { return fmt.Sprintf("f%02d.txt", i), fmt.Sprintf("file %d\n", i) }
 	listAndRead(t, sock, mdir, 40, name)
 	// Clean pages only: the kernel keeps its names and inodes.
-	must(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0))
+	testenv.Must(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0))
 	// Listed again, the files are pushed at once, not parked until a
 	// read: all 40 are then read with no READ.
 	pushed := counters(scrape(t, sock))[`fsguard_prefetch_files_total{result="pushed"}`]
 	mustRun(t, "ls", mdir)
-	within(t, 60*time.Second, "40 files pushed after the listing again", func() error {
+	testenv.Within(t, 60*time.Second, "40 files pushed after the listing again", func() error {
 		if p := counters(scrape(t, sock))[`fsguard_prefetch_files_total{result="pushed"}`] - pushed; p < 40 {
 			return fmt.Errorf("%v pushed", p)
 		}
 		return nil
 	})
+
 	reads := counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`]
 	for i := range 40 {
 		n, want := name(i)
@@ -223,12 +228,13 @@ func listAndRead(t *testing.T, sock, dir string, n int, file func(i int) (name, 
 		}
 	}
 	cat(0)
-	within(t, 60*time.Second, fmt.Sprintf("%d pushed files after the first read", n-1), func() error {
+	testenv.Within(t, 60*time.Second, fmt.Sprintf("%d pushed files after the first read", n-1), func() error {
 		if p := pushedNow() - pushed; p < float64(n-1) {
 			return fmt.Errorf("%v pushed", p)
 		}
 		return nil
 	})
+
 	reads := func() float64 { return counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] }
 	before := reads()
 	for i := 1; i < n; i++ {
@@ -250,7 +256,7 @@ func quietMount(t *testing.T, f *fixture, files map[string]string) (string, stri
 		writeFile(t, filepath.Join(dir, name), content, 0o644)
 	}
 	old := time.Now().Add(-time.Hour)
-	must(t, os.Chtimes(dir, old, old))
+	testenv.Must(t, os.Chtimes(dir, old, old))
 	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
 	sock := filepath.Join(f.base, "ctl.sock")
 	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
@@ -293,12 +299,13 @@ func busyWith(t *testing.T, step func(i int)) (stop func()) {
 			asked.Add(1)
 		}
 	}()
-	within(t, 30*time.Second, "the agent's requests", func() error {
+	testenv.Within(t, 30*time.Second, "the agent's requests", func() error {
 		if asked.Load() < 10 {
 			return fmt.Errorf("%d requests", asked.Load())
 		}
 		return nil
 	})
+
 	return func() { close(done); <-stopped }
 }
 
@@ -326,30 +333,31 @@ func TestPushesAfterARestart(t *testing.T) { // not parallel: see TestPushedPage
 	// the page cache). The push, made for the version listed, must not
 	// put the key there.
 	held, err := os.Open(filepath.Join(mdir, "f05.txt"))
-	must(t, err)
+	testenv.Must(t, err)
 	defer held.Close()
 	writeFile(t, filepath.Join(dir, "f05.txt"), realKeys(t)["ec"], 0o644)
 	buf := make([]byte, 4096)
-	within(t, 10*time.Second, "the key refused through the open file", func() error {
-		// Once refused, the kernel holds the key's attributes: pages a
-		// push puts in now would be read as they are.
+	testenv.Within(t, 10*time.Second, "the key refused through the open file", func() error {
+
 		if n, err := held.ReadAt(buf, 0); err == nil || n > 0 {
 			return fmt.Errorf("read %q", buf[:n])
 		}
 		return nil
 	})
+
 	idle := keepBusy(t, f.mp)
 	defer idle()
 	pushed := func() float64 { return counters(scrape(t, sock))[`fsguard_prefetch_files_total{result="pushed"}`] }
 	if got := mustRun(t, "cat", filepath.Join(mdir, "f00.txt")); got != content(0) {
 		t.Fatalf("f00.txt: %q", got)
 	}
-	within(t, 60*time.Second, "38 files pushed while the agent is busy", func() error {
+	testenv.Within(t, 60*time.Second, "38 files pushed while the agent is busy", func() error {
 		if p := pushed(); p < 38 {
 			return fmt.Errorf("%v pushed", p)
 		}
 		return nil
 	})
+
 	reads := func() float64 { return counters(scrape(t, sock))[`fsguard_fuse_op_seconds_count{op="read"}`] }
 	before := reads()
 	for i := 1; i < 40; i++ {
@@ -424,7 +432,7 @@ func restarted(t *testing.T, f *fixture, dirs ...string) string {
 	old := time.Now().Add(-time.Hour)
 	var through []string
 	for _, d := range dirs {
-		must(t, os.Chtimes(filepath.Join(f.root, d), old, old))
+		testenv.Must(t, os.Chtimes(filepath.Join(f.root, d), old, old))
 		through = append(through, filepath.Join(f.mp, d))
 	}
 	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
@@ -442,12 +450,12 @@ func restarted(t *testing.T, f *fixture, dirs ...string) string {
 func accessWatch(t *testing.T, dirs ...string) func() map[string]bool {
 	t.Helper()
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
-	must(t, err)
+	testenv.Must(t, err)
 	t.Cleanup(func() { unix.Close(fd) })
 	names := map[int32]string{}
 	for _, d := range dirs {
 		wd, err := unix.InotifyAddWatch(fd, d, unix.IN_ACCESS)
-		must(t, err)
+		testenv.Must(t, err)
 		names[int32(wd)] = filepath.Base(d)
 	}
 	seen := map[string]bool{}

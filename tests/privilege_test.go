@@ -18,6 +18,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/door/control"
 	"github.com/fsguard/fsguard/internal/service/api"
+	"github.com/fsguard/fsguard/internal/testenv"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,18 +32,9 @@ const (
 	otherUID  = 1002
 )
 
-// requireRoot: a second user needs root to become; the FUSE tests that use
-// one run as root wherever FUSE runs (CI).
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("FSGUARD_REQUIRE_FUSE") == "1" {
-		t.Fatal("these tests need root (FSGUARD_REQUIRE_FUSE=1)")
-	}
-	t.Skip("needs root to run a second user")
-}
+// needsRoot is why a test with a second user needs root: to become it.
+// The FUSE tests that use one run as root wherever FUSE runs (CI).
+const needsRoot = "a second user needs root to become"
 
 // privEnv is a daemon serving a tree with files of several owners and
 // modes, and a way to run fsguard as another user against its socket.
@@ -53,7 +45,7 @@ type privEnv struct {
 
 func newPrivEnv(t *testing.T, control string) *privEnv {
 	t.Helper()
-	requireRoot(t)
+	testenv.RequireRoot(t, needsRoot)
 	base := openDir(t)
 	e := &privEnv{base: base, root: filepath.Join(base, "root"), mp: filepath.Join(base, "mnt"), sock: filepath.Join(base, "ctl.sock")}
 	for _, d := range []string{e.root, e.mp} {
@@ -437,17 +429,19 @@ func TestMountHonoursACLs(t *testing.T) {
 	}
 	// The ACL changes on the backing file: the mount follows.
 	writeACL(t, filepath.Join(e.root, "acl-shut.txt"), agentUID, 4, 4)
-	within(t, 30*time.Second, "the agent let in by the changed ACL", func() error {
+	testenv.Within(t, 30*time.Second, "the agent let in by the changed ACL", func() error {
 		if out, err := agentCat("acl-shut.txt"); err != nil {
 			return fmt.Errorf("%v %s", err, out)
 		}
 		return nil
 	})
+
 	shutACL(t, filepath.Join(e.root, "acl-shut.txt"), agentUID)
-	within(t, 30*time.Second, "the agent shut out again", func() error {
+	testenv.Within(t, 30*time.Second, "the agent shut out again", func() error {
 		if out, err := agentCat("acl-shut.txt"); err == nil {
 			return fmt.Errorf("read %q", out)
 		}
 		return nil
 	})
+
 }

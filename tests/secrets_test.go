@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fsguard/fsguard/internal/concept/charset"
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // realKeys makes one private key of each kind with the tools that make
@@ -473,32 +474,35 @@ func TestGitInViewIgnoresHiddenFiles(t *testing.T) {
 	// git's view too (once the watch reported it).
 	writeFile(t, filepath.Join(repo, "main.go"), "package main // changed\n", 0o644)
 	writeFile(t, filepath.Join(repo, "util.go"), realKeys(t)["ec"], 0o644)
-	within(t, 10*time.Second, "git status after the changes", func() error {
+	testenv.Within(t, 10*time.Second, "git status after the changes", func() error {
 		out, _ := gitIn(view, "status", "--porcelain")
 		if out != " M main.go\n" {
 			return fmt.Errorf("git status: %q, want only main.go modified", out)
 		}
 		return indexAgrees()
 	})
+
 	// git rewrites its index (a change only in .git: the view keeps what it
 	// decided of each tracked path), then the key in util.go goes again:
 	// the view shows it to git again, changed.
 	if out, err := gitIn(repo, "add", "main.go"); err != nil {
 		t.Fatalf("git add: %v %s", err, out)
 	}
-	within(t, 10*time.Second, "git status after the index was rewritten", func() error {
+	testenv.Within(t, 10*time.Second, "git status after the index was rewritten", func() error {
 		if out, _ := gitIn(view, "status", "--porcelain"); out != "M  main.go\n" {
 			return fmt.Errorf("git status: %q, want main.go staged", out)
 		}
 		return nil
 	})
+
 	writeFile(t, filepath.Join(repo, "util.go"), "package main\n\nfunc util() { println() }\n", 0o644)
-	within(t, 10*time.Second, "git status after the key went", func() error {
+	testenv.Within(t, 10*time.Second, "git status after the key went", func() error {
 		if out, _ := gitIn(view, "status", "--porcelain"); out != "M  main.go\n M util.go\n" {
 			return fmt.Errorf("git status: %q, want main.go staged and util.go modified", out)
 		}
 		return nil
 	})
+
 }
 
 // TestHistoryIsReported: a repository whose history holds a .env and a key
@@ -560,7 +564,7 @@ func TestOpenHandleReadmits(t *testing.T) {
 	}
 	key := realKeys(t)["ec"]
 	inPlace(t, filepath.Join(f.root, "src", "main.go"), key)
-	within(t, 10*time.Second, "the open handle refused", func() error {
+	testenv.Within(t, 10*time.Second, "the open handle refused", func() error {
 		n, err := h.ReadAt(buf, 0)
 		if strings.Contains(string(buf[:n]), material(key)) {
 			t.Fatalf("the open handle served the key")
@@ -570,6 +574,7 @@ func TestOpenHandleReadmits(t *testing.T) {
 		}
 		return nil
 	})
+
 }
 
 // leakyHistory makes a git repository at repo whose history holds a .env
@@ -638,14 +643,14 @@ func historyScanWaits(t *testing.T, busy func(t *testing.T, f *fixture) (stop fu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(stub) })
-	must(t, os.Chmod(stub, 0o777)) // git runs as the repository's owner
+	testenv.Must(t, os.Chmod(stub, 0o777)) // git runs as the repository's owner
 	calls, fifo, first := filepath.Join(stub, "calls"), filepath.Join(stub, "fifo"), filepath.Join(stub, "first")
-	must(t, unix.Mkfifo(fifo, 0o666))
-	must(t, os.Chmod(fifo, 0o666))
+	testenv.Must(t, unix.Mkfifo(fifo, 0o666))
+	testenv.Must(t, os.Chmod(fifo, 0o666))
 	writeFile(t, filepath.Join(stub, "git"), fmt.Sprintf("#!/bin/sh\necho \"$3\" >> %s\nif mkdir %s 2>/dev/null; then cat %s > /dev/null; fi\nexec %s \"$@\"\n", calls, first, fifo, realGit), 0o755)
 	d := startMountEnv(t, f.mp, []string{"PATH=" + stub + ":" + os.Getenv("PATH")}, "--policy", f.policy)
 	ran := func() string { b, _ := os.ReadFile(calls); return strings.TrimSpace(string(b)) }
-	within(t, 30*time.Second, "the scan's first git", func() error {
+	testenv.Within(t, 30*time.Second, "the scan's first git", func() error {
 		if ran() == "" {
 			return fmt.Errorf("no git run yet")
 		}

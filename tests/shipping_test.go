@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/store/journal"
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestRsyslogShipsEveryRecordOnce: the fleet pattern with a real log
@@ -77,24 +78,26 @@ input(type="imfile" File=%q Tag="fsguard" ruleset="ship")
 	}
 	add(100)
 	f := follow()
-	within(t, 60*time.Second, "the first records shipped", func() error {
+	testenv.Within(t, 60*time.Second, "the first records shipped", func() error {
 		if got := len(lines(shipped)); got < 30 {
 			return fmt.Errorf("%d shipped (rsyslog: %s)", got, rslog.String())
 		}
 		return nil
 	})
+
 	add(100)         // while the follower runs
 	f.Process.Kill() // mid-stream, SIGKILL
 	f.Wait()
 	add(100) // while nothing follows
 	follow() // resumes after the file's last record
 	add(100) // while the new follower runs
-	within(t, 60*time.Second, "all 400 records shipped", func() error {
+	testenv.Within(t, 60*time.Second, "all 400 records shipped", func() error {
 		if got := len(lines(shipped)); got < 400 {
 			return fmt.Errorf("%d of 400 shipped", got)
 		}
 		return nil
 	})
+
 	got := lines(shipped)
 	if len(got) != 400 {
 		t.Fatalf("%d records shipped for 400", len(got))

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // TestWriteStatusAfterLostConnection: a client that loses its connection
@@ -44,13 +46,14 @@ func TestWriteStatusAfterLostConnection(t *testing.T) {
 	}
 	fmt.Fprintf(c, "POST /v1/op HTTP/1.1\r\nHost: fsguard\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	c.Close()
-	within(t, 60*time.Second, "the lost write's status", func() error {
+	testenv.Within(t, 60*time.Second, "the lost write's status", func() error {
 		out, errs, code := root("", "status", "lost-1")
 		if code != 0 || !strings.Contains(out, "written") {
 			return fmt.Errorf("exit %d: %s%s", code, out, errs)
 		}
 		return nil
 	})
+
 	if b, _ := os.ReadFile(filepath.Join(e.root, "rootfile.txt")); string(b) != "written by a client that hung up\n" {
 		t.Fatalf("file holds %q", b)
 	}

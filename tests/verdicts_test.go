@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // verdictTree is a root of text files, one with a private key 1 MiB into
@@ -27,7 +29,7 @@ func newVerdictTree(t *testing.T) *verdictTree {
 	base := openDir(t)
 	v := &verdictTree{base: base, root: filepath.Join(base, "root"), mp: filepath.Join(base, "mnt"), sock: filepath.Join(base, "ctl.sock"),
 		saved: filepath.Join(base, "journal.db.verdicts"), key: realKeys(t)["rsa"]}
-	must(t, os.Mkdir(v.mp, 0o755))
+	testenv.Must(t, os.Mkdir(v.mp, 0o755))
 	for i := range 20 {
 		writeFile(t, filepath.Join(v.root, "src", fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("line %d\n", i), 0o644)
 	}
@@ -135,11 +137,11 @@ func TestSavedVerdictsAreNotTrustedBeyondTheirVersion(t *testing.T) {
 	// another version (its ctime moved), decided afresh.
 	later := filepath.Join(v.root, "later.txt")
 	var before unix.Stat_t
-	must(t, unix.Stat(later, &before))
-	must(t, os.WriteFile(later, []byte(v.key), 0o644))
-	must(t, os.Chtimes(later, time.Unix(before.Atim.Unix()), time.Unix(before.Mtim.Unix())))
+	testenv.Must(t, unix.Stat(later, &before))
+	testenv.Must(t, os.WriteFile(later, []byte(v.key), 0o644))
+	testenv.Must(t, os.Chtimes(later, time.Unix(before.Atim.Unix()), time.Unix(before.Mtim.Unix())))
 	var after unix.Stat_t
-	must(t, unix.Stat(later, &after))
+	testenv.Must(t, unix.Stat(later, &after))
 	if after.Size != before.Size || after.Ino != before.Ino || after.Mtim != before.Mtim {
 		t.Fatalf("later.txt: size %d→%d, inode %d→%d, mtime %v→%v", before.Size, after.Size, before.Ino, after.Ino, before.Mtim, after.Mtim)
 	}
@@ -157,21 +159,21 @@ func TestSavedVerdictsAreNotTrustedBeyondTheirVersion(t *testing.T) {
 		name, why string
 		spoil     func()
 	}{
-		{"owned by the agent", "owned by uid", func() { must(t, os.Chown(v.saved, agentUID, agentGID)) }},
-		{"writable by others", "writable by group or others", func() { must(t, os.Chmod(v.saved, 0o666)) }},
+		{"owned by the agent", "owned by uid", func() { testenv.Must(t, os.Chown(v.saved, agentUID, agentGID)) }},
+		{"writable by others", "writable by group or others", func() { testenv.Must(t, os.Chmod(v.saved, 0o666)) }},
 		{"a symbolic link", "too many levels of symbolic links", func() {
 			real := filepath.Join(v.base, "real.verdicts")
-			must(t, os.Rename(v.saved, real))
-			must(t, os.Symlink(real, v.saved))
+			testenv.Must(t, os.Rename(v.saved, real))
+			testenv.Must(t, os.Symlink(real, v.saved))
 		}},
 		{"one byte changed", "checksum mismatch", func() {
 			bad := append([]byte(nil), good...)
 			bad[len(bad)/2] ^= 1
-			must(t, os.WriteFile(v.saved, bad, 0o600))
+			testenv.Must(t, os.WriteFile(v.saved, bad, 0o600))
 		}},
 	} {
 		os.Remove(v.saved)
-		must(t, os.WriteFile(v.saved, good, 0o600))
+		testenv.Must(t, os.WriteFile(v.saved, good, 0o600))
 		c.spoil()
 		scans, _, log := v.run(t, "")
 		if scans == 0 || !strings.Contains(log, "saved verdicts not used") || !strings.Contains(log, c.why) {
