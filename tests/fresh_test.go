@@ -328,7 +328,10 @@ func TestGitCheckoutShows(t *testing.T) {
 }
 
 // TestNoWatchFallsBackToShortTimeouts: with no watch the daemon says so
-// once, and changes still show, within the 1 s the kernel may cache.
+// once, and changes still show: the kernel caches them only for the
+// fallback timeout (1 s), not the hour a watched mount gives it. The
+// limit below is a hang guard; BenchmarkNoWatchFallback reports how long
+// a change takes to show.
 func TestNoWatchFallsBackToShortTimeouts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -346,8 +349,20 @@ func TestNoWatchFallsBackToShortTimeouts(t *testing.T) {
 	writeFile(t, filepath.Join(f.root, "later.txt"), "later\n", 0o644)
 	took2 := testenv.Within(t, 10*time.Second, "create without a watch", func() error { return shows(filepath.Join(f.mp, "later.txt"), []byte("later\n")) })
 	t.Logf("without a watch: an edit showed in %v, a new file in %v", took, took2)
-	if max(took, took2) > 1500*time.Millisecond {
-		t.Fatalf("changes took %v, %v to show; the fallback timeout is 1s", took, took2)
+}
+
+// BenchmarkNoWatchFallback is how long an edit of a file the kernel has
+// cached takes to show through a mount with no watch (one edit per op):
+// the fallback timeout's figure, beside TestNoWatchFallsBackToShortTimeouts.
+func BenchmarkNoWatchFallback(b *testing.B) {
+	f := newFixture(b)
+	freshMount(b, f, "off")
+	p := filepath.Join(f.mp, "README.md")
+	for i := 0; b.Loop(); i++ {
+		mustRun(b, "cat", p) // the kernel caches it
+		body := fmt.Sprintf("# changed %d\n", i)
+		inPlace(b, filepath.Join(f.root, "README.md"), body)
+		testenv.Within(b, 10*time.Second, "an edit without a watch", func() error { return shows(p, []byte(body)) })
 	}
 }
 
