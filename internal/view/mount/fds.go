@@ -6,6 +6,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,13 +31,16 @@ type fds struct {
 // heldFD is one kept descriptor; refs counts the READs using it, so an
 // eviction never closes it under one.
 type heldFD struct {
-	n    *node
-	f    *roots.File
-	g    *roots.Guard
-	id   fileid.Identity
-	refs int
-	dead bool
-	elem *list.Element
+	n  *node
+	f  *roots.File
+	g  *roots.Guard
+	id fileid.Identity
+	// masks are the version's (see the gate): every reply from f is
+	// masked by them.
+	masks []sniff.Mask
+	refs  int
+	dead  bool
+	elem  *list.Element
 }
 
 // maxFDs bounds the kept descriptors (well under the daemon's limit).
@@ -66,9 +70,10 @@ func (c *fds) get(n *node, g *roots.Guard) *heldFD {
 	return h
 }
 
-// put keeps f, just admitted for n under g, and returns it held once.
-func (c *fds) put(n *node, g *roots.Guard, f *roots.File) *heldFD {
-	h := &heldFD{n: n, f: f, g: g, id: f.Identity(), refs: 1}
+// put keeps f, just admitted for n under g with masks, and returns it
+// held once.
+func (c *fds) put(n *node, g *roots.Guard, f *roots.File, masks []sniff.Mask) *heldFD {
+	h := &heldFD{n: n, f: f, g: g, id: f.Identity(), masks: masks, refs: 1}
 	c.mu.Lock()
 	if c.byNode == nil {
 		c.byNode = map[*node]*heldFD{}

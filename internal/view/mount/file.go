@@ -2,11 +2,11 @@ package mount
 
 import (
 	"context"
-	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"sync"
 	"syscall"
 
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -18,14 +18,15 @@ type handle struct {
 	f *roots.File
 	// recheck re-admits the file's version st when it changed since it
 	// was admitted (daemon open mode: a file that became a key under an
-	// open handle stops being served). Nil: never.
-	recheck func(st *unix.Stat_t) syscall.Errno
+	// open handle stops being served, one that now holds a credential is
+	// served masked). Nil: never.
+	recheck func(st *unix.Stat_t) (sniff.Result, syscall.Errno)
 	mu      sync.Mutex
-	// admitted is the version last admitted.
-	admitted fileid.Identity
+	// admitted is the version last admitted, with its masks.
+	admitted served
 	// passthrough lets the kernel read the backing file directly; the
 	// daemon then sees no READ at all for this file. Sniffing has already
-	// happened, at OPEN.
+	// happened, at OPEN; only the gate sets it (see view.passthrough).
 	passthrough bool
 	// synth, when set, is what the view shows instead of the file's bytes
 	// (a rewritten git index).
@@ -48,28 +49,6 @@ var (
 	_ fs.FileLseeker         = (*handle)(nil)
 )
 
-func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	if h.synth != nil {
-		return fuse.ReadResultData(sliceAt(h.synth, off, len(dest))), 0
-	}
-	if h.recheck != nil {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(h.f.Fd()), &st); err != nil {
-			return nil, fs.ToErrno(err)
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if now := fileid.Of(&st); now != h.admitted {
-			if errno := h.recheck(&st); errno != 0 {
-				return nil, errno
-			}
-			h.admitted = now
-		}
-	}
-	// ReadResultFd lets go-fuse splice from the backing file.
-	return fuse.ReadResultFd(h.f.Fd(), off, len(dest)), 0
-}
-
 func (h *handle) Release(context.Context) syscall.Errno {
 	h.f.Close()
 	return 0
@@ -83,8 +62,6 @@ func (h *handle) Getattr(_ context.Context, out *fuse.AttrOut) syscall.Errno {
 	fillAttr(&out.Attr, &st)
 	return 0
 }
-
-func (h *handle) PassthroughFd() (int, bool) { return int(h.f.Fd()), h.passthrough }
 
 // Lseek serves SEEK_DATA/SEEK_HOLE from the backing file.
 func (h *handle) Lseek(_ context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {

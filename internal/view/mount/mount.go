@@ -18,6 +18,7 @@ import (
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/history"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 	"github.com/fsguard/fsguard/internal/view/watch"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -35,10 +36,10 @@ type Config struct {
 	// own uid could not read on the host.
 	AllowOther bool
 	Audit      Auditor
-	// Admit decides whether a file version may be shown; the daemon
-	// shares it with the control socket, so both give one verdict. Nil:
-	// the mount's own.
-	Admit *admit.Decider
+	// Admit decides whether a file version may be shown, and with which
+	// masks; the daemon shares its admit.Decider with the control socket,
+	// so both give one verdict. Nil: the mount's own.
+	Admit Admitter
 	Debug bool
 	// Latency, when set, is told how long each served operation took.
 	Latency func(op string, d time.Duration)
@@ -58,6 +59,15 @@ type Config struct {
 	// ahead of the walker (see ahead): "used", "stale" (something changed:
 	// listed afresh) or "unused".
 	ListedAhead func(result string)
+}
+
+// Admitter is the admission the mount asks of every name and version it
+// shows (admit.Decider's methods of those names).
+type Admitter interface {
+	Decide(g *roots.Guard, f *roots.File) (sniff.Result, error)
+	Visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t) error
+	Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents []roots.DirEntry, skip func(rel string) bool, keep *admit.Keep) []roots.DirEntry
+	ShownEntry(g *roots.Guard, r *roots.Root, rel, name string) (roots.Entry, error)
 }
 
 // Server is a live mount.

@@ -2,7 +2,6 @@ package mount
 
 import (
 	"context"
-	"io"
 	"path"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -496,28 +496,29 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if n.v.kernelOpen {
 		return nil, 0, syscall.ENOSYS
 	}
-	f, errno := n.admit(ctx)
+	f, res, errno := n.admit(ctx)
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	h := &handle{f: f, passthrough: f.Stat.Size >= n.v.policy().Mount.PassthroughMinBytes}
-	h.admitted = f.Identity()
+	h := &handle{f: f, admitted: served{f.Identity(), res.Masks}}
+	h.passthrough = n.v.passthrough(h.admitted)
 	var who *fuse.Caller
 	if c := fuseCaller(ctx); c != nil {
 		cc := *c // go-fuse reuses request memory once the request is answered
 		who = &cc
 	}
-	h.recheck = func(st *unix.Stat_t) syscall.Errno {
+	h.recheck = func(st *unix.Stat_t) (sniff.Result, syscall.Errno) {
 		g, r, rel, shown, errno := n.resolve()
 		if errno != 0 {
-			return errno
+			return sniff.Result{}, errno
 		}
 		now := *h.f
 		now.Stat = *st
-		if _, err := n.v.admit.Decide(g, &now); err != nil {
-			return n.v.refuse(who, r, rel, shown, err)
+		res, err := n.v.admit.Decide(g, &now)
+		if err != nil {
+			return sniff.Result{}, n.v.refuse(who, r, rel, shown, err)
 		}
-		return 0
+		return res, 0
 	}
 	if n.index {
 		if g, r, rel, _, errno := n.resolve(); errno == 0 {
@@ -533,10 +534,10 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 
 // admit opens the node's file through the guard and refuses a content
 // class that the policy refuses.
-func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
+func (n *node) admit(ctx context.Context) (*roots.File, sniff.Result, syscall.Errno) {
 	g, r, rel, shown, errno := n.resolve()
 	if errno != 0 {
-		return nil, errno
+		return nil, sniff.Result{}, errno
 	}
 	f, err := g.OpenIn(r, rel, shown)
 	if err == nil && n.key.ino != 0 && (f.Stat.Ino != n.key.ino || uint64(f.Stat.Dev) != n.key.dev) {
@@ -549,77 +550,19 @@ func (n *node) admit(ctx context.Context) (*roots.File, syscall.Errno) {
 		if name, parent := n.Parent(); parent != nil {
 			go parent.NotifyEntry(name) // never from inside this request
 		}
-		return nil, syscall.ESTALE
+		return nil, sniff.Result{}, syscall.ESTALE
 	}
+	var res sniff.Result
 	if err == nil {
-		_, err = n.v.admit.Decide(g, f)
+		res, err = n.v.admit.Decide(g, f)
 	}
 	if err != nil {
 		if f != nil {
 			f.Close()
 		}
-		return nil, n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
+		return nil, sniff.Result{}, n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
 	}
-	return f, 0
-}
-
-// Read serves a READ. With a handle (daemon open mode) it reads the handle;
-// without one (kernel open mode) it admits the file afresh, so no byte
-// reaches the page cache that the current policy would not show.
-func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n.v.saw(ctx)
-	defer n.v.timed("read", time.Now())
-	if h, ok := fh.(*handle); ok {
-		return h.Read(ctx, dest, off)
-	}
-	if c := n.v.open.Load(); c != nil && !n.index {
-		g, _ := n.v.root(n.root)
-		if h := c.get(n, g); h != nil {
-			n.v.prefetch.readIn(n)
-			n.v.prefetch.readOf(n, h.id, off, len(dest))
-			n.tell(h.id)
-			return c.serve(h, dest, off)
-		}
-		f, errno := n.admit(ctx)
-		if errno != 0 {
-			// An answer without bytes (refused, gone, replaced) counts
-			// as another version: no push may serve an older one now.
-			n.tell(fileid.Identity{})
-			return nil, errno
-		}
-		n.tell(f.Identity())
-		// A walker reading a file of the directory reads its neighbours
-		// next: theirs are pushed while it reads this one.
-		n.v.prefetch.readIn(n)
-		if f.Stat.Nlink != 1 {
-			// Another name may be denied, or become so: decided afresh.
-			defer f.Close()
-			return readAt(f, dest, off)
-		}
-		n.v.prefetch.readOf(n, f.Identity(), off, len(dest))
-		return c.serve(c.put(n, g, f), dest, off)
-	}
-	f, errno := n.admit(ctx)
-	if errno != 0 {
-		return nil, errno
-	}
-	defer f.Close()
-	if n.index {
-		if g, r, rel, _, errno := n.resolve(); errno == 0 {
-			if data := n.v.gitIndex(g, r, rel, f); data != nil {
-				return fuse.ReadResultData(sliceAt(data, off, len(dest))), 0
-			}
-		}
-	}
-	return readAt(f, dest, off)
-}
-
-func readAt(f *roots.File, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	m, err := f.ReadAt(dest, off)
-	if err != nil && err != io.EOF {
-		return nil, fs.ToErrno(err)
-	}
-	return fuse.ReadResultData(dest[:m]), 0
+	return f, res, 0
 }
 
 // Flush answers ENOSYS, so the kernel stops sending FLUSH on every close:
@@ -843,7 +786,7 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		// directory again): the content read for the listing still goes
 		// in, if it is of the version the node stands for.
 		if c, ok := nodeOf(ch); ok && held && c.key.dev == k.id.Dev && c.key.ino == k.id.Ino && len(k.data) > 0 {
-			l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, k.id, k.data, l.changes))
+			l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, k.id, k.data))
 		}
 		return nil, syscall.EAGAIN
 	}
@@ -869,12 +812,12 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 			id := fileid.Of(st)
 			switch {
 			case held && k.id == id && len(k.data) > 0:
-				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, k.data, l.changes))
+				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, k.data))
 			case !held && l.first() && st.Size > 0 && st.Size <= maxPush:
 				// Its verdict was known (a restart kept it), so the
 				// listing read nothing: parked like the others, the push
 				// reads the file when a neighbour is read.
-				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, nil, l.changes))
+				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, nil))
 			default:
 				l.n.v.prefetch.offer(c, id, st.Size)
 			}

@@ -1,16 +1,12 @@
 package mount
 
 import (
-	"io"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
-	"github.com/fsguard/fsguard/internal/decide/roots"
 
 	"github.com/hanwen/go-fuse/v2/fs"
-	"golang.org/x/sys/unix"
 )
 
 // prefetch pushes the content of small admitted files into the kernel's
@@ -86,12 +82,8 @@ type pushJob struct {
 	in *fs.Inode
 	n  *node
 	id fileid.Identity
-	// data is the version's content when the listing read it (eager);
-	// g is the guard that admitted it, and changes the view's count of
-	// changes before the listing read it (see pushKept).
-	data    []byte
-	g       *roots.Guard
-	changes int64
+	// data is the version's content when the listing read it (eager).
+	data []byte
 	// refill: a refill's push (see refill.go). The kernel knew the inode
 	// when the job was made (it had been given the file's bytes), so the
 	// store does not wait for a reply naming it (an inode unknown now was
@@ -135,11 +127,10 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 }
 
 // keptJob is the push of data, version id of n's content as the listing
-// read and admitted it under the guard in force now, after the view had
-// counted changes.
-func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte, changes int64) pushJob {
+// read and admitted it (nil: read when pushed).
+func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte) pushJob {
 	n.held.Store(nil) // until this push is in
-	return pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data, g: p.v.guard.Load(), changes: changes}
+	return pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data}
 }
 
 // offerKept queues a push for the eager worker: one with the content the
@@ -179,62 +170,27 @@ func (p *prefetch) workEager() {
 	}
 }
 
-// pushKept stores content the listing read. The version must still be
-// the one admitted, under the same guard, at the node's name after the
-// store; one that moved meanwhile is invalidated again. (A check before
-// the store too made the pushes lose more races with the walker's READs,
-// for a change that the check after it catches anyway.) The kernel took
-// in the reply naming the inode before the push was offered, so it never
-// waits for it: an inode unknown now was forgotten since.
-//
-// What the check after the store guards against is an invalidation that
-// came first: the watch saw the file change after the listing read it and
-// dropped the kernel's pages before the store put the old bytes in. The
-// view counts each batch of changes before it invalidates anything (and a
-// reload, and a lost watch), so a count that has not moved since before
-// the listing read the file means no invalidation has begun since: a
-// change made at any time after that read is still to be applied, after
-// the store, and drops what it put in. Until then the pushed version is
-// served, as a page cached a moment before the change would be — unless
-// the kernel was told of another version already (a READ, which admits
-// the file as it is now, a GETATTR or LOOKUP, or another listing's push
-// may come before the watch does): a reader must never get an older
-// version after a newer one. So when the count has not moved and the
-// kernel was never told of another version of the file, before the store
-// or since, the file needs no stat (an fstatat for each file a cold
-// grep -r reads, a twentieth of the daemon's CPU in it); otherwise it is
-// stat'ed at its name.
-//
-// Never call it from a request's handler: the kernel may hold the page
-// lock of the very file a READ in flight fills, and the store would wait
-// on it for ever.
+// pushKept stores content the listing read, through the gate (see
+// view.push), which admits the version afresh and checks it around the
+// store. The kernel took in the reply naming the inode before the push was
+// offered, so it never waits for it: an inode unknown now was forgotten
+// since.
 func (p *prefetch) pushKept(j pushJob) {
 	defer keptDone(j.data) // the store copied it, and the job is done
-	only := j.n.toldOnly(j.id)
-	current := func() bool {
-		if only && j.n.toldOnly(j.id) && p.v.changes.Load() == j.changes && p.v.guard.Load() == j.g {
-			return true
-		}
-		// The very file, unchanged: the guard admitted this version at
-		// this name under this guard, so its verdict stands — unless the
-		// node may have moved since (see Server.follow): its name is
-		// another path then, perhaps a denied one.
-		var st unix.Stat_t
-		g, ok := j.n.statNow(&st)
-		return ok && g == j.g && fileid.Of(&st) == j.id && st.Nlink == 1 && p.v.moved.Load() <= j.changes
+	n, result := p.v.push(j.n, j.in, j.id, j.data, nil, false)
+	p.done(j, n, result)
+}
+
+// done accounts for the gate's answer to the push j: n bytes stored, and
+// the result to count.
+func (p *prefetch) done(j pushJob, n int, result string) {
+	switch result {
+	case "pushed":
+		p.pushed(j, n)
+	case "":
+	default:
+		p.count(result)
 	}
-	if errno := p.store(j.in, j.data, false); errno == syscall.ENOENT {
-		p.count("unknown")
-		return
-	} else if errno != 0 {
-		return // given up, counted
-	}
-	if !current() {
-		j.in.NotifyContent(0, 0)
-		p.count("changed")
-		return
-	}
-	p.pushed(j, len(j.data))
 }
 
 // readKnown says whether a listing reads, for its pushes, the files whose
@@ -272,38 +228,11 @@ func (p *prefetch) work() {
 	}
 }
 
-// push stores one file's bytes in the kernel's cache.
+// push reads one file and stores its bytes in the kernel's cache, through
+// the gate (see view.push).
 func (p *prefetch) push(j pushJob, buf []byte) {
-	g, r, rel, shown, errno := j.n.resolve()
-	if errno != 0 {
-		return
-	}
-	f, err := g.OpenIn(r, rel, shown)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if f.Identity() != j.id || f.Stat.Nlink != 1 {
-		return // another version than the one admitted, or links: on demand
-	}
-	if _, err := p.v.admit.Decide(g, f); err != nil {
-		return
-	}
-	n, err := io.ReadFull(io.NewSectionReader(f, 0, int64(len(buf))), buf)
-	if err != io.ErrUnexpectedEOF && err != io.EOF || int64(n) != f.Stat.Size {
-		return
-	}
-	j.n.tell(j.id) // before the store: see pushKept
-	if p.store(j.in, buf[:n], !j.refill) != 0 {
-		return
-	}
-	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil || fileid.Of(&st) != j.id {
-		j.in.NotifyContent(0, 0) // changed while pushed: not this version
-		p.count("changed")
-		return
-	}
-	p.pushed(j, n)
+	n, result := p.v.push(j.n, j.in, j.id, nil, buf, !j.refill)
+	p.done(j, n, result)
 }
 
 // pushed accounts for the push of j, n bytes, now in the kernel's cache.
@@ -311,24 +240,4 @@ func (p *prefetch) pushed(j pushJob, n int) {
 	p.bytes.Add(int64(n))
 	j.n.gaveWhole(j.id, time.Now(), j.refill)
 	p.count("pushed")
-}
-
-// store writes data into the kernel's cache of in. The READDIRPLUS reply
-// naming the inode may not be in the kernel yet (ENOENT): with wait, it
-// waits for it, longer on a busy machine (a 20 ms bound left files
-// unpushed under load), never more than maxWaitKnown; without, it returns
-// ENOENT at once. Any other failure is a push given up, counted.
-func (p *prefetch) store(in *fs.Inode, data []byte, wait bool) syscall.Errno {
-	for delay, waited := 100*time.Microsecond, time.Duration(0); ; delay = min(2*delay, 50*time.Millisecond) {
-		errno := in.WriteCache(0, data)
-		if errno == 0 || errno == syscall.ENOENT && !wait {
-			return errno
-		}
-		if errno != syscall.ENOENT || waited >= maxWaitKnown {
-			p.count("unknown")
-			return errno
-		}
-		time.Sleep(delay)
-		waited += delay
-	}
 }

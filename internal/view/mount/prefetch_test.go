@@ -100,7 +100,7 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 		// not reported the change yet. The mount showed the new version
 		// (a READ), so the old one must not come back either way.
 		for _, count := range []int64{before, s.v.changes.Load()} {
-			s.v.prefetch.pushKept(pushJob{in: in, n: n, id: was, data: []byte(v1), g: s.v.guard.Load(), changes: count})
+			s.v.prefetch.pushKept(pushJob{in: in, n: n, id: was, data: []byte(v1)})
 			got, _ := os.ReadFile(filepath.Join(mp, "d", name))
 			if string(got) == v1 || strings.Contains(string(got), "PRIVATE KEY") {
 				t.Errorf("%s: after the push of its old version (count %d, was %d) the mount serves %q", name, count, before, got)

@@ -1,8 +1,6 @@
 package mount
 
 import (
-	"syscall"
-
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -44,14 +42,4 @@ func (r *splicedRead) Done() {
 		r.done()
 		r.done = nil
 	}
-}
-
-// serve answers a READ of size bytes at off from the held descriptor h
-// and releases h when the reply is made.
-func (c *fds) serve(h *heldFD, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	if len(dest) < spliceMin {
-		defer c.release(h)
-		return readAt(h.f, dest, off)
-	}
-	return &splicedRead{fd: int(h.f.Fd()), off: off, size: len(dest), done: func() { c.release(h) }}, 0
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
-	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -26,7 +25,7 @@ import (
 type view struct {
 	guard atomic.Pointer[roots.Guard]
 	audit Auditor
-	admit *admit.Decider
+	admit Admitter
 	git   gitIndexes
 
 	// mountPoint is never resolved by the daemon: a root that contains it

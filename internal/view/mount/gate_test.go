@@ -1,0 +1,59 @@
+package mount
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsguard/fsguard/internal/testenv"
+)
+
+// TestOneGate holds the package to its one gate (gate.go): no other file
+// hands the kernel a file's bytes — no store into the page cache
+// (WriteCache), no READ reply made of bytes or of a descriptor
+// (fuse.ReadResultData, fuse.ReadResultFd, a splicedRead), no passthrough
+// descriptor (PassthroughFd), no READ handler. A warmer or handler added
+// elsewhere that did would skip the gate's admission and masks.
+func TestOneGate(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	testenv.Must(t, err)
+	forbidden := map[string]string{
+		"WriteCache":     "stores bytes in the page cache",
+		"ReadResultData": "replies to a READ with bytes",
+		"ReadResultFd":   "replies to a READ from a descriptor",
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || name == "gate.go" {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		testenv.Must(t, err)
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.SelectorExpr:
+				if why, ok := forbidden[x.Sel.Name]; ok {
+					t.Errorf("%s: %s %s outside the gate", fset.Position(x.Pos()), x.Sel.Name, why)
+				}
+			case *ast.CompositeLit:
+				if id, ok := x.Type.(*ast.Ident); ok && id.Name == "splicedRead" {
+					t.Errorf("%s: a splicedRead made outside the gate", fset.Position(x.Pos()))
+				}
+			case *ast.FuncDecl:
+				if x.Recv != nil && (x.Name.Name == "PassthroughFd" || x.Name.Name == "Read") {
+					t.Errorf("%s: %s defined outside the gate", fset.Position(x.Pos()), x.Name.Name)
+				}
+			}
+			return true
+		})
+	}
+	if checked < 10 {
+		t.Fatalf("only %d files checked: not run in the package's directory?", checked)
+	}
+}
