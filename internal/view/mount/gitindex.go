@@ -20,7 +20,8 @@ import (
 
 // A repository's index lists every tracked file. When the view hides some
 // (a denied .env, a file that holds a key), git in the view would report
-// them deleted, and a patch made from `git diff` would delete them. So the
+// them deleted, and a patch made from `git diff` would delete them; a file
+// served masked it would report modified. So the
 // view serves each <repo>/.git/index with skip-worktree set on the entries
 // it hides (package gitindex): git then leaves them alone. The rewritten
 // index is computed per version of the index file and of the view (any
@@ -263,8 +264,25 @@ func (v *view) hiddenTracked(g *roots.Guard, r *roots.Root, rel string, key inde
 
 // hidden reports whether the view hides rel beneath r: denied, refused by
 // content or links, leading outside, as a listing would. A missing file
-// is not hidden: git may say it was deleted, because it was.
+// is not hidden: git may say it was deleted, because it was. A file served
+// masked (see the gate) counts as hidden too: git in the view would find
+// its bytes differ from what it tracks, and report a change made of masks
+// alone, which a patch made from it would write back.
 func (v *view) hidden(g *roots.Guard, r *roots.Root, rel string) bool {
-	_, err := v.admit.ShownEntry(g, r, rel, rel)
-	return err != nil && refusal.CodeOf(err) != refusal.NotFound
+	e, err := v.admit.ShownEntry(g, r, rel, rel)
+	if err != nil {
+		return refusal.CodeOf(err) != refusal.NotFound
+	}
+	return e.Stat.Mode&unix.S_IFMT == unix.S_IFREG && v.masked(g, r, rel)
+}
+
+// masked reports whether the file at rel beneath r is served with masks.
+func (v *view) masked(g *roots.Guard, r *roots.Root, rel string) bool {
+	f, err := g.OpenIn(r, rel, rel)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	res, err := v.admit.Decide(g, f)
+	return err == nil && len(res.Masks) > 0
 }
