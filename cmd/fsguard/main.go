@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/service/session"
+	"github.com/fsguard/fsguard/internal/view/mount"
 )
 
 // The CLI's names for session's exit statuses (session.ExitStatuses is
@@ -47,6 +48,10 @@ func init() {
 }
 
 func main() {
+	if status, ok := mount.ListerMain(); ok {
+		// A child the mount started to list itself (see mount.ListerMain).
+		os.Exit(status)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -21,6 +21,15 @@ import (
 	"github.com/fsguard/fsguard/internal/view/mount"
 )
 
+// TestMain runs the test binary as a lister child when a mount started it
+// as one (see mount.ListerMain), or runs the tests.
+func TestMain(m *testing.M) {
+	if status, ok := mount.ListerMain(); ok {
+		os.Exit(status)
+	}
+	os.Exit(m.Run())
+}
+
 func loadPolicy(t *testing.T, dir, text string) *policy.Policy {
 	t.Helper()
 	p := filepath.Join(dir, "policy.toml")

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,8 +125,7 @@ func (a *ahead) queueDirs(root, rel, shown string, dirs []aheadDir) {
 		a.count("unused")
 	}
 	if !a.busy && len(a.queue) > 0 {
-		a.busy = true
-		go a.work()
+		a.busy = a.v.work.Go(a.work)
 	}
 }
 
@@ -146,10 +146,10 @@ func (a *ahead) drop(x *aheadList, result string) {
 	a.count(result)
 }
 
-func (a *ahead) work() {
+func (a *ahead) work(ctx context.Context) {
 	for {
 		a.mu.Lock()
-		if len(a.queue) == 0 {
+		if len(a.queue) == 0 || ctx.Err() != nil {
 			a.busy = false
 			a.mu.Unlock()
 			return

@@ -427,10 +427,19 @@ func TestPushAfterAMoveIntoDenied(t *testing.T) {
 // which waits for a reply only the stopped process would make.
 const mapReadEnv = "FSGUARD_TEST_MAPREAD"
 
-func init() {
-	if os.Getenv(mapReadEnv) == "1" {
-		os.Exit(mapRead())
+// TestMain runs the test binary as one of the children the tests start
+// (a lister, see ListerMain; a mapping child), or runs the tests.
+func TestMain(m *testing.M) {
+	if status, ok := ListerMain(); ok {
+		os.Exit(status)
 	}
+	switch {
+	case os.Getenv(mapReadEnv) == "1":
+		os.Exit(mapRead())
+	case os.Getenv(mapAllEnv) == "1":
+		os.Exit(mapAll())
+	}
+	os.Exit(m.Run())
 }
 
 func mapRead() int {

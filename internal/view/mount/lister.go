@@ -44,10 +44,17 @@ const (
 	listerDevEnv = "FSGUARD_INTERNAL_LISTER_DEV"
 )
 
-func init() {
-	if mp := os.Getenv(listerEnv); mp != "" {
-		os.Exit(runLister(mp, os.Getenv(listerDevEnv), os.Stdin, os.Stdout))
+// ListerMain runs this process as a lister child when it was started as
+// one (see startLister), and returns the status to exit with; ok is false
+// for any other process, which goes on as it would. A program that mounts
+// (cmd/fsguard, and the test binaries that mount in process) calls it
+// first thing in main: the child is the program itself again.
+func ListerMain() (status int, ok bool) {
+	mp := os.Getenv(listerEnv)
+	if mp == "" {
+		return 0, false
 	}
+	return runLister(mp, os.Getenv(listerDevEnv), os.Stdin, os.Stdout), true
 }
 
 // openTop opens the mount point mp for a request, if it is the mount

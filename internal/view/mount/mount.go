@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +82,7 @@ type Server struct {
 	onEvent   func(string)
 	stopRoots chan struct{}
 	stopOnce  sync.Once
+	closeOnce sync.Once // the guard, once unmounted
 
 	// reloadMu makes reloads (a signal, a root that moved) one at a time.
 	reloadMu sync.Mutex
@@ -138,7 +140,7 @@ func Mount(cfg Config) (*Server, error) {
 		cfg.Admit = admit.New(1 << 16)
 	}
 	v := &view{audit: cfg.Audit, admit: cfg.Admit, mountPoint: mp, devs: map[uint64]uint64{}, odd: map[idKey]uint64{}, nodes: map[uint64]*node{}, graves: map[uint64]grave{},
-		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency}
+		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency, work: newWorkers(mp)}
 	if v.audit == nil {
 		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	}
@@ -185,6 +187,7 @@ func Mount(cfg Config) (*Server, error) {
 	}
 	srv, err := serve(mp, s.root, opts, &v.replies)
 	if err != nil {
+		v.work.stop()
 		s.stopWatch()
 		g.Close()
 		return nil, fmt.Errorf("mount %s: %w", mp, err)
@@ -193,10 +196,8 @@ func Mount(cfg Config) (*Server, error) {
 	s.live.Store(true)
 	s.raiseReadahead()
 	s.stopRoots = make(chan struct{})
-	go s.watchRoots(s.stopRoots)
-	if pol.Mount.Warm && v.kernelOpen && v.watched() {
-		go s.keepWarm(s.stopRoots, pol.Mount.WarmMaxBytes)
-	} else {
+	v.work.Go(s.watchRoots)
+	if !pol.Mount.Warm || !v.kernelOpen || !v.watched() || !v.work.Go(func(ctx context.Context) { s.keepWarm(ctx, pol.Mount.WarmMaxBytes) }) {
 		s.walkDone(nil, nil, false)
 	}
 	return s, nil
@@ -276,15 +277,19 @@ func (s *Server) MountPoint() string { return s.mp }
 func (s *Server) Wait() { s.srv.Wait() }
 
 // Unmount unmounts; if the mount is busy it is detached (MNT_DETACH), so
-// that a signal always ends the mount.
+// that a signal always ends the mount. The mount's own goroutines end
+// first (it waits for them: see workers), and the roots it opened are
+// closed once the mount is gone.
 func (s *Server) Unmount() error {
-	s.stopWatch()
 	s.stopRootWatch()
+	s.v.work.stop()
+	s.stopWatch()
 	if err := s.srv.Unmount(); err != nil {
 		if derr := unix.Unmount(s.mp, unix.MNT_DETACH); derr != nil {
 			return fmt.Errorf("unmount %s: %v (detach: %v)", s.mp, err, derr)
 		}
 	}
+	s.closeOnce.Do(func() { s.v.guard.Load().Close() })
 	return nil
 }
 

@@ -548,7 +548,7 @@ func (n *node) admit(ctx context.Context) (*roots.File, sniff.Result, syscall.Er
 		// next open looks it up afresh.
 		f.Close()
 		if name, parent := n.Parent(); parent != nil {
-			go parent.NotifyEntry(name) // never from inside this request
+			n.v.work.Go(func(context.Context) { parent.NotifyEntry(name) }) // never from inside this request
 		}
 		return nil, sniff.Result{}, syscall.ESTALE
 	}

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
@@ -60,10 +61,10 @@ func (p *prefetch) start(v *view, budget int64, report func(string)) {
 	p.queue = make(chan pushJob, pushQueue)
 	p.eager = make(chan pushJob, pushQueue)
 	for range pushWorkers {
-		go p.work()
+		v.work.Go(p.work)
 	}
 	for range eagerWorkers {
-		go p.workEager()
+		v.work.Go(p.workEager)
 	}
 }
 
@@ -157,9 +158,15 @@ func (p *prefetch) offerKept(j pushJob) {
 	}
 }
 
-func (p *prefetch) workEager() {
+func (p *prefetch) workEager(ctx context.Context) {
 	buf := make([]byte, maxPush+1)
-	for j := range p.eager {
+	for {
+		var j pushJob
+		select {
+		case <-ctx.Done():
+			return
+		case j = <-p.eager:
+		}
 		if j.data == nil {
 			p.push(j, buf)
 		} else {
@@ -217,12 +224,20 @@ func (p *prefetch) readIn(n *node) {
 	}
 }
 
-func (p *prefetch) work() {
+func (p *prefetch) work(ctx context.Context) {
 	buf := make([]byte, maxPush+1)
-	for j := range p.queue {
+	for {
+		var j pushJob
+		select {
+		case <-ctx.Done():
+			return
+		case j = <-p.queue:
+		}
 		// Background work: while an agent's command is running, its
 		// requests go first (a push races the walker's own READ anyway).
-		p.v.active.quiet(nil, nil)
+		if !p.v.active.quiet(ctx.Done(), nil) {
+			return
+		}
 		p.push(j, buf)
 		p.queued.Add(-1)
 	}

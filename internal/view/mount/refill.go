@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -164,7 +165,9 @@ func (r *refill) foundIn(p *prefetch, dir *fs.Inode) {
 		r.queued = map[*fs.Inode]bool{}
 		r.queue(dir.Root()) // last: the rest of the tree
 		r.queue(dir)
-		go r.round(p)
+		if !p.v.work.Go(func(ctx context.Context) { r.round(ctx, p) }) {
+			r.running, r.dirs, r.queued = false, nil, nil
+		}
 	}
 }
 
@@ -180,7 +183,7 @@ func (r *refill) queue(dir *fs.Inode) {
 // subdirectories, that the kernel was given whole refillAfter or more
 // ago and no longer holds whole, until none is left or the budget is
 // spent.
-func (r *refill) round(p *prefetch) {
+func (r *refill) round(ctx context.Context, p *prefetch) {
 	// What the kernel still holds is asked of a child (see residency),
 	// which dies with this thread.
 	runtime.LockOSThread()
@@ -201,7 +204,7 @@ func (r *refill) round(p *prefetch) {
 	var taken int64
 	for {
 		r.mu.Lock()
-		if len(r.dirs) == 0 || taken >= p.budget {
+		if len(r.dirs) == 0 || taken >= p.budget || ctx.Err() != nil {
 			r.running, r.dirs, r.queued = false, nil, nil
 			r.mu.Unlock()
 			break

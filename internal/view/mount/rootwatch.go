@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"context"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,14 +18,14 @@ import (
 
 const rootCheckEvery = time.Second
 
-// watchRoots runs until stop is closed.
-func (s *Server) watchRoots(stop <-chan struct{}) {
+// watchRoots runs until ctx ends.
+func (s *Server) watchRoots(ctx context.Context) {
 	missing := map[string]bool{}
 	t := time.NewTicker(rootCheckEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}

@@ -75,6 +75,8 @@ type view struct {
 	forgotten atomic.Int64
 	// ahead lists the directories a walker will list next.
 	ahead ahead
+	// work runs the mount's own goroutines (see workers).
+	work *workers
 }
 
 type idKey struct {

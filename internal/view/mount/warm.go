@@ -269,7 +269,8 @@ const (
 
 // keepWarm walks the mount once right after mounting, and again whenever
 // the kernel has forgotten much of it while the agent was away.
-func (s *Server) keepWarm(stop <-chan struct{}, budget int64) {
+func (s *Server) keepWarm(ctx context.Context, budget int64) {
+	stop := ctx.Done()
 	// The child dies with this thread (Pdeathsig): it stays locked to
 	// it, and the child lives as long as the walks.
 	runtime.LockOSThread()
