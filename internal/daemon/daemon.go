@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -75,6 +76,11 @@ type Daemon struct {
 	mounted chan struct{}
 	bg      context.Context
 	stopBg  context.CancelFunc
+	// jobs are the background goroutines (see job); close waits for them
+	// before it closes what they use. closing: none starts any more.
+	jobMu   sync.Mutex
+	jobs    sync.WaitGroup
+	closing bool
 	// stopFiles ends the watch of the journal's files.
 	stopFiles, filesDone chan struct{}
 }
@@ -157,7 +163,7 @@ func Start(cfg Config) (*Daemon, error) {
 		Event: func(name string) {
 			d.Metrics.Events.Add(name, 1)
 			if name == "warm_walk_done" {
-				go d.saveWhenQuiet() // the walk decided most of the tree
+				d.job(d.saveWhenQuiet) // the walk decided most of the tree
 			}
 		},
 		Prefetched:  func(result string) { d.Metrics.Prefetched.Add(result, 1) },
@@ -207,13 +213,16 @@ func Start(cfg Config) (*Daemon, error) {
 		d.log.Info("metrics listener", "addr", ln.Addr().String())
 	}
 	if pol.Git.History == "warn" {
-		go func() {
+		d.job(func(ctx context.Context) {
 			// A warning, not a gate: it runs in the agent's pauses. Beside
 			// a first `find` on moby's 13k files it made the find 0.4 s
 			// (20%) slower.
-			reps, err := history.Scan(context.Background(), srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: srv.Repos})
+			reps, err := history.Scan(ctx, srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: srv.Repos})
+			if ctx.Err() != nil {
+				return // stopped: what it found so far is not the answer
+			}
 			d.reportHistory(reps, err)
-		}()
+		})
 	}
 	return d, nil
 }
@@ -242,6 +251,7 @@ func (d *Daemon) Stop() error {
 	if d.opens != nil {
 		d.opens.Drain() // its held descriptors would keep the mount busy
 	}
+	d.stopJobs() // they ask the mount (its guard, its pauses) until they end
 	if err := d.srv.Unmount(); err != nil {
 		return err
 	}
@@ -271,13 +281,13 @@ func (d *Daemon) loadVerdicts(pol *policy.Policy) {
 // 44,000 classes, 30 ms of encoding and a 2–3 MB write with an fsync,
 // 54–112 ms in all) made at once, beside the agent's first command after
 // the walk, slowed that command.
-func (d *Daemon) saveWhenQuiet() {
+func (d *Daemon) saveWhenQuiet(ctx context.Context) {
 	select {
 	case <-d.mounted:
-	case <-d.bg.Done():
+	case <-ctx.Done():
 		return
 	}
-	if d.srv.Quiet(d.bg) == nil {
+	if d.srv.Quiet(ctx) == nil {
 		d.saveVerdicts()
 	}
 }
@@ -316,8 +326,35 @@ func (d *Daemon) checkFiles() {
 	}
 }
 
-func (d *Daemon) close() {
+// job runs f on a background goroutine of the daemon's, under the
+// daemon's context; close ends that context and waits for every job
+// before it closes the journal and the rest, so no job appends to a closed
+// journal. Once close began, none starts.
+func (d *Daemon) job(f func(ctx context.Context)) {
+	d.jobMu.Lock()
+	defer d.jobMu.Unlock()
+	if d.closing {
+		return
+	}
+	d.jobs.Go(func() { pprof.Do(d.bg, pprof.Labels(JobLabel, d.cfg.MountPoint), f) })
+}
+
+// JobLabel is the profiler label on the daemon's background jobs; its
+// value is the daemon's mount point, as given.
+const JobLabel = "fsguard_daemon"
+
+// stopJobs ends the background jobs' context and waits for them; none
+// starts after.
+func (d *Daemon) stopJobs() {
+	d.jobMu.Lock()
+	d.closing = true
+	d.jobMu.Unlock()
 	d.stopBg()
+	d.jobs.Wait()
+}
+
+func (d *Daemon) close() {
+	d.stopJobs()
 	if d.stopFiles != nil {
 		close(d.stopFiles)
 		<-d.filesDone // before the journal closes
@@ -389,7 +426,7 @@ func (d *Daemon) hideHistory(pol *policy.Policy) {
 		return // Mount reports it
 	}
 	defer g.Close()
-	reps, err := history.Scan(context.Background(), g, history.Options{})
+	reps, err := history.Scan(d.bg, g, history.Options{})
 	for _, r := range reps {
 		pol.Deny.Paths = append(pol.Deny.Paths, filepath.Join(r.Root.Real, r.Repo, ".git"))
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -173,5 +174,40 @@ func TestRequiredJournalKeepsTheDaemonDown(t *testing.T) {
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err == nil || !strings.Contains(err.Error(), "required = true") {
 		t.Fatalf("Start with an unopenable required journal: %v", err)
+	}
+}
+
+// TestCloseWaitsForItsJobs: the daemon's background jobs (the git history
+// check, the save of verdicts) end before the journal closes: close ends
+// their context and waits for them, so a job that appends what it found
+// once its context ends still appends to an open journal, never after
+// Close. No job starts once close began.
+func TestCloseWaitsForItsJobs(t *testing.T) {
+	t.Parallel()
+	j, err := journal.Open(filepath.Join(t.TempDir(), "journal.db"))
+	testenv.Must(t, err)
+	d := &Daemon{journal: j, log: slog.New(slog.DiscardHandler)}
+	d.bg, d.stopBg = context.WithCancel(context.Background())
+	started, appended := make(chan struct{}), make(chan error, 1)
+	d.job(func(ctx context.Context) {
+		close(started)
+		<-ctx.Done()
+		appended <- j.Append(&journal.Record{Kind: journal.KindHistory, Path: "/r", Code: "HISTORY_EXPOSES", Detail: "found before the stop"})
+	})
+	<-started
+	d.close()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatalf("the job's append, made as its context ended: %v", err)
+		}
+	default:
+		t.Fatal("close returned while a job still ran")
+	}
+	ran := false
+	d.job(func(context.Context) { ran = true })
+	d.jobs.Wait()
+	if ran {
+		t.Fatal("a job started after close")
 	}
 }
