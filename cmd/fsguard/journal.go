@@ -21,9 +21,7 @@ import (
 	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
-func runJournal(args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprint(stderr, `usage: fsguard journal <query|tail|stats|verify|export> [flags]
+const journalUsage = `usage: fsguard journal <query|tail|stats|verify|export> [flags]
 
   query  [--session S] [--path GLOB] [--since T] [--until T] [--kind KIND] [--process NAME] [--format table|json]
                               KIND: observation, denial, access, eviction, intent, outcome, history
@@ -50,215 +48,277 @@ examples:
   fsguard journal query --kind access --process python3
   fsguard journal verify
   fsguard journal export --jsonl | gzip > journal.jsonl.gz
-`)
-	}
+`
+
+// journalSub is a journal subcommand: the flags it takes (another's is a
+// usage error, not silently ignored) and what it does with the open
+// journal.
+type journalSub struct {
+	takes string
+	run   func(c *journalCmd) int
+}
+
+var journalSubs = map[string]journalSub{
+	"query":  {"policy session path since until kind process after format", (*journalCmd).query},
+	"tail":   {"policy session path since until kind process after append-to format f follow n jsonl", (*journalCmd).tail},
+	"stats":  {"policy format", (*journalCmd).stats},
+	"verify": {"policy", (*journalCmd).verify},
+	"export": {"policy session path since until kind process after jsonl", (*journalCmd).export},
+}
+
+// journalCmd is one journal subcommand's flags (all subcommands share one
+// set; each takes some of them) and the journal it opened.
+type journalCmd struct {
+	fs                                                         *flag.FlagSet
+	policyFile, session, pathGlob, since, until, kind, process *string
+	format, appendTo                                           *string
+	follow, jsonl                                              *bool
+	after                                                      *int64
+	count                                                      *int
+	stdout, stderr                                             io.Writer
+	path                                                       string
+	j                                                          *journal.Journal
+}
+
+func runJournal(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		usage()
+		fmt.Fprint(stderr, journalUsage)
 		if len(args) == 0 {
 			return exitUsage
 		}
 		return 0
 	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("journal "+sub, flag.ContinueOnError)
-	fs.Usage = usage
-	policyFile := fs.String("policy", "", "policy file (for journal.path)")
-	session := fs.String("session", "", "only this session")
-	pathGlob := fs.String("path", "", "only paths matching this glob")
-	since := fs.String("since", "", "only records at or after T")
-	until := fs.String("until", "", "only records before T")
-	kind := fs.String("kind", "", "observation, listing, denial, access, eviction, intent, outcome or history")
-	process := fs.String("process", "", "only records of processes of this name (access, denial)")
-	format := fs.String("format", "table", "table or json")
-	follow := fs.Bool("f", false, "follow (tail)")
-	fs.BoolVar(follow, "follow", false, "follow (tail)")
-	after := fs.Int64("after", 0, "only records after this sequence number (a cursor)")
-	appendTo := fs.String("append-to", "", "tail: append JSON lines to this file, resuming after its last record (the file is the cursor)")
-	count := fs.Int("n", 20, "records to show (tail)")
-	jsonl := fs.Bool("jsonl", false, "JSON lines (export)")
-	if _, code, ok := parse(fs, args, stderr); !ok {
+	c, code := openJournal(args[0], args[1:], stdout, stderr)
+	if c == nil {
 		return code
 	}
-	// Each subcommand takes its own flags; another's is a usage error, not
-	// silently ignored.
-	takes := map[string]string{
-		"query":  "policy session path since until kind process after format",
-		"tail":   "policy session path since until kind process after append-to format f follow n jsonl",
-		"stats":  "policy format",
-		"verify": "policy",
-		"export": "policy session path since until kind process after jsonl",
-	}[sub]
+	defer c.j.Close()
+	return journalSubs[args[0]].run(c)
+}
+
+// openJournal parses a subcommand's flags, refuses an unknown subcommand
+// and another's flags, and opens the policy's journal.
+func openJournal(sub string, args []string, stdout, stderr io.Writer) (*journalCmd, int) {
+	fs := flag.NewFlagSet("journal "+sub, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(stderr, journalUsage) }
+	c := &journalCmd{fs: fs, stdout: stdout, stderr: stderr}
+	c.policyFile = fs.String("policy", "", "policy file (for journal.path)")
+	c.session = fs.String("session", "", "only this session")
+	c.pathGlob = fs.String("path", "", "only paths matching this glob")
+	c.since = fs.String("since", "", "only records at or after T")
+	c.until = fs.String("until", "", "only records before T")
+	c.kind = fs.String("kind", "", "observation, listing, denial, access, eviction, intent, outcome or history")
+	c.process = fs.String("process", "", "only records of processes of this name (access, denial)")
+	c.format = fs.String("format", "table", "table or json")
+	c.follow = fs.Bool("f", false, "follow (tail)")
+	fs.BoolVar(c.follow, "follow", false, "follow (tail)")
+	c.after = fs.Int64("after", 0, "only records after this sequence number (a cursor)")
+	c.appendTo = fs.String("append-to", "", "tail: append JSON lines to this file, resuming after its last record (the file is the cursor)")
+	c.count = fs.Int("n", 20, "records to show (tail)")
+	c.jsonl = fs.Bool("jsonl", false, "JSON lines (export)")
+	if _, code, ok := parse(fs, args, stderr); !ok {
+		return nil, code
+	}
+	s, known := journalSubs[sub]
+	if !known {
+		fmt.Fprintf(stderr, "Error: unknown journal command %q\n", sub)
+		fs.Usage()
+		return nil, exitUsage
+	}
 	var foreign string
 	fs.Visit(func(fl *flag.Flag) {
-		if takes != "" && !slices.Contains(strings.Fields(takes), fl.Name) && foreign == "" {
+		if !slices.Contains(strings.Fields(s.takes), fl.Name) && foreign == "" {
 			foreign = fl.Name
 		}
 	})
 	if foreign != "" {
-		fmt.Fprintf(stderr, "Error: journal %s does not take -%s (it takes: -%s)\n", sub, foreign, strings.ReplaceAll(takes, " ", ", -"))
-		return exitUsage
+		fmt.Fprintf(stderr, "Error: journal %s does not take -%s (it takes: -%s)\n", sub, foreign, strings.ReplaceAll(s.takes, " ", ", -"))
+		return nil, exitUsage
 	}
-	pol, ok := policyFor(*policyFile, stderr)
+	pol, ok := policyFor(*c.policyFile, stderr)
 	if !ok {
-		return exitUsage
+		return nil, exitUsage
 	}
-	path := journal.Locate(pol.Journal.Path)
+	c.path = journal.Locate(pol.Journal.Path)
 	if onTerminal(stderr) {
-		fmt.Fprintf(stderr, "# journal %s\n", path) // which file: there may be several
+		fmt.Fprintf(stderr, "# journal %s\n", c.path) // which file: there may be several
 	}
-	j, err := journal.Open(path)
+	j, err := journal.Open(c.path)
 	if err != nil {
-		return fail(stderr, err)
+		return nil, fail(stderr, err)
 	}
-	defer j.Close()
-	if sub == "verify" {
-		// A journal deleted, emptied or replaced is not a new, empty one.
-		if _, err := os.Stat(blobs.Beside(path)); err == nil {
-			held, err := blobs.OpenBeside(path, j.ID(), 1)
-			if err != nil {
-				return fail(stderr, err)
-			}
-			held.Close()
-		}
-	}
-	f := journal.Filter{Session: *session, Kind: *kind, Process: *process, AfterSeq: *after}
-	if *pathGlob != "" {
+	c.j = j
+	return c, 0
+}
+
+// filter is the records the flags select; false after a usage error.
+func (c *journalCmd) filter() (journal.Filter, bool) {
+	f := journal.Filter{Session: *c.session, Kind: *c.kind, Process: *c.process, AfterSeq: *c.after}
+	if *c.pathGlob != "" {
 		// The policy's globs: "*" within a segment, "**" across them; a
 		// pattern not starting with "/" matches at any depth ("*.go").
-		pat := *pathGlob
+		pat := *c.pathGlob
 		if !strings.HasPrefix(pat, "/") {
 			pat = "**/" + pat
 		}
 		g, err := policy.CompileGlob(pat)
 		if err != nil {
-			fmt.Fprintf(stderr, "Error: --path: %v\n", err)
-			return exitUsage
+			fmt.Fprintf(c.stderr, "Error: --path: %v\n", err)
+			return f, false
 		}
 		f.PathMatch = func(p string) bool { return g.MatchSplit(strings.Split(strings.Trim(p, "/"), "/")) }
 	}
 	for _, t := range []struct {
 		s   string
 		dst *time.Time
-	}{{*since, &f.Since}, {*until, &f.Until}} {
+	}{{*c.since, &f.Since}, {*c.until, &f.Until}} {
 		if t.s == "" {
 			continue
 		}
+		var err error
 		if *t.dst, err = parseTime(t.s); err != nil {
-			fmt.Fprintf(stderr, "Error: %v\n", err)
-			return exitUsage
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return f, false
 		}
 	}
-	switch sub {
-	case "query":
-		if err := streamRecords(stdout, j, f, *format); err != nil {
-			return fail(stderr, err)
-		}
-	case "tail":
-		last, err := j.LastSeq()
-		if err != nil {
-			return fail(stderr, err)
-		}
-		if !given(fs, "after") { // --after 0 is a cursor too: from the first record
-			f.AfterSeq = max(0, last-int64(*count))
-		}
-		tailFormat := "lines"
-		if *jsonl || *format == "json" {
-			tailFormat = "jsonl" // a stream of objects, one per line
-		}
-		if *appendTo != "" {
-			if given(fs, "after") {
-				fmt.Fprintln(stderr, "Error: --append-to resumes after the file's last record; it takes no --after")
-				return exitUsage
-			}
-			out, seq, err := appendTarget(*appendTo)
-			if err != nil {
-				return fail(stderr, err)
-			}
-			defer out.Close()
-			stdout, f.AfterSeq, tailFormat = out, seq, "jsonl"
-		}
-		for {
-			p := newPrinter(stdout, tailFormat)
-			err := j.Each(f, func(r *journal.Record) error {
-				f.AfterSeq = r.Seq
-				return p.record(r)
-			})
-			p.end()
-			if err != nil {
-				return fail(stderr, err)
-			}
-			if !*follow {
-				return 0
-			}
-			if waitOrInterrupt(250 * time.Millisecond) {
-				return 0
-			}
-		}
-	case "stats":
-		st, err := j.Stats()
-		if err != nil {
-			return fail(stderr, err)
-		}
-		if *format == "json" {
-			b, _ := json.MarshalIndent(st, "", "  ")
-			fmt.Fprintf(stdout, "%s\n", b)
-			return 0
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "journal\t%s\n", path)
-		fmt.Fprintf(tw, "records\t%d\nsessions\t%d\nreads\t%d\nwrites\t%d\nedits\t%d\nledger notices\t%d\ndiffs\t%d\nheld content evicted\t%d\ndenials\t%d\n",
-			st.Records, st.Sessions, st.Reads, st.Writes, st.Edits, st.LedgerNotices, st.Diffs, st.Evictions, st.Denials)
-		for code, n := range st.DenialsByCode {
-			fmt.Fprintf(tw, "  %s\t%d\n", code, n)
-		}
-		fmt.Fprintf(tw, "bytes delivered\t%d\nbytes saved by the ledger and diffs\t%d\n", st.BytesDelivered, st.BytesSaved)
-		tw.Flush()
-		if len(st.Accesses) > 0 || st.AccessLost > 0 {
-			fmt.Fprintln(stdout, "\nopened through the mount (access records: opens, not what a model saw):")
-			tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PROCESS\tPIDS\tFILES\tVERSIONS\tOPENS")
-			names := slices.Sorted(maps.Keys(st.Accesses))
-			for _, name := range names {
-				a := st.Accesses[name]
-				if name == "" {
-					name = "(exited before named)"
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", name, a.Pids, a.Files, a.Versions, a.Opens)
-			}
-			tw.Flush()
-			if st.AccessLost > 0 {
-				fmt.Fprintf(stdout, "%d records say opens were lost (query --kind access shows ACCESS_LOST)\n", st.AccessLost)
-			}
-		}
-	case "verify":
-		start := time.Now()
-		n, err := j.Verify(func(done, total int64) {
-			if total >= 100_000 && onTerminal(stderr) {
-				const width = 40
-				k := int(done * width / total)
-				fmt.Fprintf(stderr, "\rverifying [%s%s] %d/%d", strings.Repeat("#", k), strings.Repeat(".", width-k), done, total)
-				if done == total {
-					fmt.Fprintln(stderr)
-				}
-			}
-		})
-		if err != nil {
-			return fail(stderr, fmt.Errorf("journal verify failed at %v (after %d good records)", err, n))
-		}
-		fmt.Fprintf(stdout, "ok: %s: %d records, chain intact (%.0f ms)\n", path, n, float64(time.Since(start).Microseconds())/1000)
-	case "export":
-		if !*jsonl {
-			fmt.Fprintln(stderr, "Error: export needs --jsonl (the only export format)")
-			return exitUsage
-		}
-		if err := streamRecords(stdout, j, f, "jsonl"); err != nil {
-			return fail(stderr, err)
-		}
-	default:
-		fmt.Fprintf(stderr, "Error: unknown journal command %q\n", sub)
-		usage()
+	return f, true
+}
+
+func (c *journalCmd) query() int  { return c.stream(*c.format) }
+func (c *journalCmd) export() int { return c.stream("export") }
+
+// stream writes the records the flags select in format; "export" is JSON
+// lines, which export asks to be named (--jsonl).
+func (c *journalCmd) stream(format string) int {
+	f, ok := c.filter()
+	if !ok {
 		return exitUsage
 	}
+	if format == "export" {
+		if !*c.jsonl {
+			fmt.Fprintln(c.stderr, "Error: export needs --jsonl (the only export format)")
+			return exitUsage
+		}
+		format = "jsonl"
+	}
+	if err := streamRecords(c.stdout, c.j, f, format); err != nil {
+		return fail(c.stderr, err)
+	}
+	return 0
+}
+
+func (c *journalCmd) tail() int {
+	f, ok := c.filter()
+	if !ok {
+		return exitUsage
+	}
+	last, err := c.j.LastSeq()
+	if err != nil {
+		return fail(c.stderr, err)
+	}
+	if !given(c.fs, "after") { // --after 0 is a cursor too: from the first record
+		f.AfterSeq = max(0, last-int64(*c.count))
+	}
+	tailFormat := "lines"
+	if *c.jsonl || *c.format == "json" {
+		tailFormat = "jsonl" // a stream of objects, one per line
+	}
+	out := c.stdout
+	if *c.appendTo != "" {
+		if given(c.fs, "after") {
+			fmt.Fprintln(c.stderr, "Error: --append-to resumes after the file's last record; it takes no --after")
+			return exitUsage
+		}
+		file, seq, err := appendTarget(*c.appendTo)
+		if err != nil {
+			return fail(c.stderr, err)
+		}
+		defer file.Close()
+		out, f.AfterSeq, tailFormat = file, seq, "jsonl"
+	}
+	for {
+		p := newPrinter(out, tailFormat)
+		err := c.j.Each(f, func(r *journal.Record) error {
+			f.AfterSeq = r.Seq
+			return p.record(r)
+		})
+		p.end()
+		if err != nil {
+			return fail(c.stderr, err)
+		}
+		if !*c.follow || waitOrInterrupt(250*time.Millisecond) {
+			return 0
+		}
+	}
+}
+
+func (c *journalCmd) stats() int {
+	st, err := c.j.Stats()
+	if err != nil {
+		return fail(c.stderr, err)
+	}
+	if *c.format == "json" {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return 0
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "journal\t%s\n", c.path)
+	fmt.Fprintf(tw, "records\t%d\nsessions\t%d\nreads\t%d\nwrites\t%d\nedits\t%d\nledger notices\t%d\ndiffs\t%d\nheld content evicted\t%d\ndenials\t%d\n",
+		st.Records, st.Sessions, st.Reads, st.Writes, st.Edits, st.LedgerNotices, st.Diffs, st.Evictions, st.Denials)
+	for code, n := range st.DenialsByCode {
+		fmt.Fprintf(tw, "  %s\t%d\n", code, n)
+	}
+	fmt.Fprintf(tw, "bytes delivered\t%d\nbytes saved by the ledger and diffs\t%d\n", st.BytesDelivered, st.BytesSaved)
+	tw.Flush()
+	if len(st.Accesses) > 0 || st.AccessLost > 0 {
+		c.accessStats(st)
+	}
+	return 0
+}
+
+// accessStats prints, per process, what it opened through the mount.
+func (c *journalCmd) accessStats(st *journal.Stats) {
+	fmt.Fprintln(c.stdout, "\nopened through the mount (access records: opens, not what a model saw):")
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROCESS\tPIDS\tFILES\tVERSIONS\tOPENS")
+	for _, name := range slices.Sorted(maps.Keys(st.Accesses)) {
+		a := st.Accesses[name]
+		if name == "" {
+			name = "(exited before named)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", name, a.Pids, a.Files, a.Versions, a.Opens)
+	}
+	tw.Flush()
+	if st.AccessLost > 0 {
+		fmt.Fprintf(c.stdout, "%d records say opens were lost (query --kind access shows ACCESS_LOST)\n", st.AccessLost)
+	}
+}
+
+func (c *journalCmd) verify() int {
+	// A journal deleted, emptied or replaced is not a new, empty one.
+	if _, err := os.Stat(blobs.Beside(c.path)); err == nil {
+		held, err := blobs.OpenBeside(c.path, c.j.ID(), 1)
+		if err != nil {
+			return fail(c.stderr, err)
+		}
+		held.Close()
+	}
+	start := time.Now()
+	n, err := c.j.Verify(func(done, total int64) {
+		if total >= 100_000 && onTerminal(c.stderr) {
+			const width = 40
+			k := int(done * width / total)
+			fmt.Fprintf(c.stderr, "\rverifying [%s%s] %d/%d", strings.Repeat("#", k), strings.Repeat(".", width-k), done, total)
+			if done == total {
+				fmt.Fprintln(c.stderr)
+			}
+		}
+	})
+	if err != nil {
+		return fail(c.stderr, fmt.Errorf("journal verify failed at %v (after %d good records)", err, n))
+	}
+	fmt.Fprintf(c.stdout, "ok: %s: %d records, chain intact (%.0f ms)\n", c.path, n, float64(time.Since(start).Microseconds())/1000)
 	return 0
 }
 
