@@ -13,8 +13,8 @@ import (
 )
 
 // TestInputErrorsInFsguardsWords: arguments the input schema refuses are
-// answered "INVALID_INPUT: <argument>: <what to send>", never in the
-// SDK's schema-validator words, and the tool never runs.
+// answered "INVALID_INPUT: <argument>: <what to send>", checked by fsguard
+// itself (never in a schema validator's words), and the tool never runs.
 func TestInputErrorsInFsguardsWords(t *testing.T) {
 	t.Parallel()
 	ran := 0
@@ -46,6 +46,14 @@ func TestInputErrorsInFsguardsWords(t *testing.T) {
 		{"read", map[string]any{"path": "a", "colour": "red"}, "INVALID_INPUT: colour: is not an argument of this tool"},
 		{"edit", map[string]any{"path": "a", "replace": "two", "text": "x"}, "INVALID_INPUT: replace: is not in the expected form (an anchor N#hh or a range"},
 		{"edit", map[string]any{"path": "a", "old_string": "", "new_string": "x"}, "INVALID_INPUT: old_string: must not be empty"},
+		{"read", map[string]any{"path": "a", "offset": 1.5}, "INVALID_INPUT: offset: has the wrong type"},
+		{"read", map[string]any{"path": "a", "around": "5"}, "INVALID_INPUT: around: is not in the expected form (an anchor N#hh from a read with anchors: true)"},
+		{"read", map[string]any{"path": "a", "windows": []any{map[string]any{"start": 0, "end": 1}}}, "INVALID_INPUT: start: must be at least 1"},
+		{"read", map[string]any{"path": "a", "windows": []any{map[string]any{"start": 1}}}, "INVALID_INPUT: end: is required"},
+		{"read", map[string]any{"path": "a", "windows": make([]any, 17)}, "INVALID_INPUT: windows: must have at most 16 items"},
+		{"read", map[string]any{"path": "a", "full": "yes"}, "INVALID_INPUT: full: has the wrong type"},
+		{"write", map[string]any{"path": "a"}, "INVALID_INPUT: content: is required"},
+		{"forget", map[string]any{"all": true}, "INVALID_INPUT: all: is not an argument of this tool"},
 	} {
 		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
 		if err != nil {

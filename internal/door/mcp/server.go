@@ -1,4 +1,4 @@
-// Package mcpserver owns fsguard's Model Context Protocol front end: the
+// Package mcp owns fsguard's Model Context Protocol front end: the
 // tools read, check, write and edit over stdio (the official Go SDK), with the
 // session bound to the connection. Every tool call becomes the same
 // request the CLI makes, so results carry exactly the text of `fsguard
@@ -6,10 +6,10 @@
 package mcp
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -125,8 +125,11 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 	mark := func() error {
 		out := perform(api.Request{Op: "mark", Via: "mcp"}, nil)
 		var m struct{ Seq int64 }
-		if out.Exit != 0 || json.Unmarshal(out.Structured, &m) != nil {
-			return fmt.Errorf("%s", strings.TrimSpace(out.Stderr))
+		if out.Exit != 0 {
+			return errors.New(out.Message)
+		}
+		if err := json.Unmarshal(out.Structured, &m); err != nil {
+			return fmt.Errorf("the answer to mark has no sequence number: %v", err)
 		}
 		since.Store(m.Seq)
 		return nil
@@ -139,8 +142,7 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 		mark() // without a journal there is nothing held to start from
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "fsguard", Title: "fsguard", Version: version}, &mcp.ServerOptions{Instructions: instructions})
-	s.AddReceivingMiddleware(inputErrors)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "read",
 		Title:       "Read a file",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
@@ -159,24 +161,24 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 			"radius": positive(fmt.Sprintf("lines either side of around's line (default %d)", read.DefaultRadius)),
 			"block":  positive("a line number: the smallest block by indentation that encloses it (a function, a class, an if)"),
 		}, "path"),
-	}, func(_ context.Context, _ *mcp.CallToolRequest, a ReadArgs) (*mcp.CallToolResult, any, error) {
+	}, func(a ReadArgs) *mcp.CallToolResult {
 		req := api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full,
 			Windows: a.Windows, Around: a.Around, Radius: a.Radius, Block: a.Block, Again: "full: true", Session: sessionID, Via: "mcp", Since: since.Load()}
 		if bad := req.Read().Check(); bad != nil {
-			return result(session.RenderRead(a.Path, nil, bad.Refusal(argName), "")), nil, nil
+			return result(session.RenderRead(a.Path, nil, bad.Refusal(argName), ""))
 		}
-		return result(perform(req, nil)), nil, nil
+		return result(perform(req, nil))
 	})
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "check",
 		Title:       "Check a write",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 		Description: "Say whether this session may write the file: it must have read the current version.",
 		InputSchema: object(map[string]*jsonschema.Schema{"path": pathSchema()}, "path"),
-	}, func(_ context.Context, _ *mcp.CallToolRequest, a CheckArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "check", Path: a.Path, Session: sessionID, Via: "mcp", Since: since.Load()}, nil)), nil, nil
+	}, func(a CheckArgs) *mcp.CallToolResult {
+		return result(perform(api.Request{Op: "check", Path: a.Path, Session: sessionID, Via: "mcp", Since: since.Load()}, nil))
 	})
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "write",
 		Title:       "Write a file",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
@@ -185,13 +187,13 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 			"path":    pathSchema(),
 			"content": {Type: "string", Description: "the complete new content"},
 		}, "path", "content"),
-	}, func(_ context.Context, _ *mcp.CallToolRequest, a WriteArgs) (*mcp.CallToolResult, any, error) {
-		return result(perform(api.Request{Op: "write", Path: a.Path, Session: sessionID, Via: "mcp", Since: since.Load()}, strings.NewReader(a.Content))), nil, nil
+	}, func(a WriteArgs) *mcp.CallToolResult {
+		return result(perform(api.Request{Op: "write", Path: a.Path, Session: sessionID, Via: "mcp", Since: since.Load()}, strings.NewReader(a.Content)))
 	})
 	anchorSchema := func(desc string) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "string", Pattern: edit.AnchorPattern, Description: desc}
 	}
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "edit",
 		Title:       "Edit lines of a file",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
@@ -207,25 +209,25 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 			"old_string":   {Type: "string", MinLength: ptr(1), Description: "exact text to replace; must occur exactly once"},
 			"new_string":   {Type: "string", Description: "the text that replaces old_string"},
 		}, "path"),
-	}, func(_ context.Context, _ *mcp.CallToolRequest, a EditArgs) (*mcp.CallToolResult, any, error) {
+	}, func(a EditArgs) *mcp.CallToolResult {
 		ed, err := edit.Spec{Replace: a.Replace, InsertAfter: a.InsertAfter, Delete: a.Delete, Text: a.Text, Old: a.OldString, New: a.NewString}.Edit()
 		if err != nil {
-			return result(session.RenderEdit(nil, err)), nil, nil
+			return result(session.RenderEdit(nil, err))
 		}
-		return result(perform(api.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: sessionID, Via: "mcp", Since: since.Load()}, nil)), nil, nil
+		return result(perform(api.Request{Op: "edit", Path: a.Path, Edit: &ed, Session: sessionID, Via: "mcp", Since: since.Load()}, nil))
 	})
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "forget",
 		Title:       "Forget what this session was shown",
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 		Description: "Call after your context was compacted or cleared: this session then holds nothing, so reads send the lines again " +
 			"(never a notice that you already hold them), and a write or edit needs a fresh read first.",
 		InputSchema: object(map[string]*jsonschema.Schema{}),
-	}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	}, func(_ struct{}) *mcp.CallToolResult {
 		if err := mark(); err != nil {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "IO_ERROR: cannot forget: " + err.Error()}}}, nil, nil
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "IO_ERROR: cannot forget: " + err.Error()}}}
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Forgotten: this session holds nothing now. Reads send the lines again; read a file before you write or edit it."}}}, nil, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Forgotten: this session holds nothing now. Reads send the lines again; read a file before you write or edit it."}}}
 	})
 	return s
 }
@@ -234,10 +236,7 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 // on success; on refusal an error result "CODE: message".
 func result(out session.Output) *mcp.CallToolResult {
 	if out.Exit != 0 {
-		msg := out.Message
-		if msg == "" {
-			msg = strings.TrimSpace(strings.TrimPrefix(out.Stderr, "Error: "))
-		}
+		msg := out.Message // every refused or failed answer has one
 		if out.Code != "" {
 			msg = out.Code + ": " + msg
 		}
