@@ -69,8 +69,7 @@ flags:
 	if !ok {
 		return code
 	}
-	if *format != "text" && *format != "json" {
-		fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", *format)
+	if !validFormat(*format, stderr) {
 		return exitUsage
 	}
 	req := api.Request{Op: "read", Path: name, Session: *sessionID, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors, Around: *around}

@@ -82,9 +82,9 @@ func runPrecondition(cmd string, args []string, stdout, stderr io.Writer) int {
 
 // validFormat accepts --format text or json, and says so otherwise.
 func validFormat(f string, stderr io.Writer) bool {
-	if f == "text" || f == "json" {
-		return true
+	if err := api.CheckFormat(f); err != nil {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return false
 	}
-	fmt.Fprintf(stderr, "Error: --format must be text or json, got %q\n", f)
-	return false
+	return true
 }

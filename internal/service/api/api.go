@@ -57,6 +57,14 @@ func (r Request) Read() read.Request {
 		Windows: r.Windows, Around: r.Around, Radius: r.Radius, Block: r.Block}
 }
 
+// CheckFormat is the rule for an answer's format: text or json.
+func CheckFormat(format string) error {
+	if format != "text" && format != "json" {
+		return fmt.Errorf("--format must be text or json, got %q", format)
+	}
+	return nil
+}
+
 // MaxID bounds a request id: it is recorded with the write's intent.
 const MaxID = 128
 
@@ -79,8 +87,8 @@ func Do(svc *session.Service, req Request, content io.Reader) session.Output {
 		return usage("since must not be negative")
 	}
 	svc = svc.ForRequest(req.ID, req.Since)
-	if req.Op != "read" && req.Format != "" && req.Format != "text" && req.Format != "json" {
-		return usage(fmt.Sprintf("--format must be text or json, got %q", req.Format))
+	if err := CheckFormat(req.Format); err != nil && req.Op != "read" && req.Format != "" {
+		return usage(err.Error())
 	}
 	out := do(svc, req, content)
 	if req.Op != "read" && req.Format == "json" {
