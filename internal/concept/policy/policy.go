@@ -838,7 +838,7 @@ var SecretFamilies = []string{
 	"azure-account-key", "azure-ad-client-secret", "connection-string-password", "url-password", "jwt",
 	"postman-key", "heroku-key", "sentry-token", "supabase-token", "flyio-token", "alibaba-key-id",
 	"discord-webhook", "shippo-token", "square-token", "planetscale-token", "terraform-token", "notion-token",
-	"airtable-pat", "dropbox-token", "onepassword-token", "adobe-client-secret", "clojars-token",
+	"dropbox-token", "onepassword-token", "adobe-client-secret", "clojars-token",
 	"dynatrace-token", "easypost-key", "flutterwave-key", "frameio-token", "infracost-key", "openshift-token",
 	"prefect-token", "readme-key", "rubygems-key", "scalingo-token", "settlemint-token", "sourcegraph-token",
 	"artifactory-key", "perplexity-key", "groq-key", "defined-networking-key", "mapbox-secret-token",

@@ -302,7 +302,6 @@ var tokens = []tokenRule{
 			return fmt.Sprintf("%011d", r.Int64N(1e11)) + fromSegs(r, segs(exact(alnum, 35)))
 		}},
 	{name: "notion-token", prefixes: oneOf("secret_"), body: segs(exact(alnum, 43)), keep: -1, check: func(t []byte) bool { return hasDigit(t[7:]) && hasUpperLower(t[7:]) }},
-	{name: "airtable-pat", prefixes: oneOf("pat"), next: alnum, body: segs(exact(alnum, 14), lit("."), exact(hexl, 64)), keep: -1},
 	{name: "dropbox-token", prefixes: oneOf("sl."), next: cls("A-Za-z0-9_-"), body: segs(run(cls("A-Za-z0-9._-"), 130, 1500)), keep: -1, check: notDotEnd},
 	{name: "onepassword-token", prefixes: oneOf("ops_eyJ"), body: segs(run(b64eq, 100, 2000)), keep: 4},
 	{name: "adobe-client-secret", prefixes: oneOf("p8e-"), body: segs(exact(alnum, 32)), keep: -1},
@@ -485,7 +484,8 @@ func placeholderPassword(p []byte) bool {
 	l := strings.ToLower(string(p))
 	switch l {
 	case "password", "passwd", "pass", "pwd", "pw", "secret", "mypassword", "yourpassword", "your_password",
-		"your-password", "changeme", "change_me", "user", "username", "token", "null", "none", "nil", "true", "false":
+		"your-password", "changeme", "change_me", "user", "username", "token", "null", "none", "nil", "true", "false",
+		"opensesame", "open sesame": // RFC 7617's example
 		return true
 	}
 	if strings.Trim(l, l[:1]) == "" {
@@ -562,10 +562,22 @@ func weakURLPassword(user, pw []byte) bool {
 	return false
 }
 
+// schemeEnds are "://" after each byte a URL scheme may end with.
+func schemeEnds() []string {
+	var as []string
+	for _, c := range "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" {
+		as = append(as, string(c)+"://")
+	}
+	return as
+}
+
 // urlPassword is the password in scheme://user:password@host.
 var urlPassword = &rule{
-	name: "url-password", anchors: oneOf("://"), next: userinfo,
+	// Anchored with the scheme's last byte, so comments' "//" and
+	// YAML's "key:" are no lead.
+	name: "url-password", anchors: schemeEnds(),
 	find: func(c []byte, at, n int, out []span) []span {
+		at, n = at+1, n-1
 		s := at
 		for s > 0 && at-s < 32 && (alnum[c[s-1]] || c[s-1] == '+' || c[s-1] == '.' || c[s-1] == '-') {
 			s--
@@ -700,7 +712,7 @@ var genericRule = &rule{
 			return out
 		}
 		v := c[p:e]
-		if !hasDigit(v) || !bytes.ContainsFunc(v, func(r rune) bool { return isLetter(byte(r)) }) || entropy(v) < 3.5 || !plausible(v) {
+		if bytes.Contains(v, []byte("...")) || !hasDigit(v) || !bytes.ContainsFunc(v, func(r rune) bool { return isLetter(byte(r)) }) || entropy(v) < 3.5 || !plausible(v) {
 			return out
 		}
 		return append(out, span{s: p, e: e})

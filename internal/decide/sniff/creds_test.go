@@ -224,6 +224,8 @@ func TestNotCredentials(t *testing.T) {
 		"url: postgres://user:xxx@localhost/db",
 		"url: postgres://user:****@localhost/db",
 		"url: https://golang.org/doc/install",
+		"url: https://aladdin:opensesame@vcs-test.golang.org/git/repo",
+		"url: https://Aladdin:open%20sesame@example.net/",
 		"conn: Server=db;Database=app;User Id=app;Password=<password>;",
 		"conn: Server=db;Database=app;User Id=app;Password=${PASS};",
 		"DB_PASSWORD=hunter2hunter2",
