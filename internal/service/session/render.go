@@ -115,7 +115,7 @@ func errorOutput(err error) Output {
 func RenderRead(name string, res *ReadResult, err error, format string) Output {
 	if err != nil {
 		if format == "json" {
-			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitFail, Code: string(refusal.CodeOf(err)), Message: err.Error(), Structured: facts(name, nil, err)}
+			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitOf(refusal.CodeOf(err)), Code: string(refusal.CodeOf(err)), Message: err.Error(), Structured: facts(name, nil, err)}
 		}
 		out := errorOutput(err)
 		out.Structured = facts(name, nil, err)
