@@ -39,6 +39,10 @@ const (
 	// Exact-text edits (fsguard edit --old/--new).
 	EditNoMatch   Code = "FS_EDIT_NO_MATCH"
 	EditAmbiguous Code = "FS_EDIT_AMBIGUOUS"
+
+	// MaskedSpan: a write or edit would put a credential's mask (see
+	// sniff.Mask) where the file holds the credential, or a mask anywhere.
+	MaskedSpan Code = "FS_MASKED_SPAN"
 )
 
 // Error is a refusal: a code, the path as the caller named it, and a complete

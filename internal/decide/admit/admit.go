@@ -50,6 +50,8 @@ type Decider struct {
 	inflight map[key]*scan
 	// settle: see Save (a field so that tests need not wait for it).
 	settle time.Duration
+	// dets is the credential detector of the policy in force.
+	dets detectors
 }
 
 // remembered is a version's class, and when its content was read for it
@@ -183,7 +185,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		p.Sample = res
 		res, err := verdict(pol, f.Root, f.Rel, f.Name, res)
 		if err == nil && keep != nil && f.Stat.Size <= readWhole {
-			d.keepWhole(f, keep)
+			d.keepWhole(f, masked(keep, res))
 		}
 		return finish(res, err)
 	}
@@ -193,12 +195,20 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		return finish(sample, ioErr(f.Name, err))
 	}
 	p.Sample = sample
-	// A sample that is the whole file was searched for keys whole.
-	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) || whole {
+	// A sample that is the whole file was searched for keys and
+	// credentials whole.
+	creds := maskable(sample) && pol.Secrets.Masks()
+	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) && !creds || whole {
+		if whole {
+			if sample, err = d.findIn(pol, f.Name, sample, data); err != nil {
+				pool.Put(bp)
+				return finish(sample, err)
+			}
+		}
 		d.remember(k, sample, began)
 		res, err := verdict(pol, f.Root, f.Rel, f.Name, sample)
 		if err == nil && whole && keep != nil {
-			keep(data)
+			masked(keep, res)(data)
 		}
 		pool.Put(bp)
 		return finish(res, err)
@@ -208,7 +218,13 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 	sc, mine := d.claim(k)
 	go func() {
 		if mine {
-			sc.res, sc.err = d.scanKeys(f, sample, *bp)
+			sc.res = sample
+			if pol.Refuses(string(sniff.PrivateKey)) {
+				sc.res, sc.err = d.scanKeys(f, sample, *bp)
+			}
+			if sc.err == nil && sc.res.Class != sniff.PrivateKey {
+				sc.res, sc.err = d.scanFor(pol, f, sc.res, *bp)
+			}
 			if sc.err == nil {
 				d.remember(k, sc.res, began)
 			}
@@ -322,6 +338,9 @@ func verdict(pol *policy.Policy, r *roots.Root, rel, name string, res sniff.Resu
 	if res.Class == sniff.PrivateKey {
 		// Keys are allowed here: they are text.
 		res.Class, res.MIME = sniff.Text, "text/plain"
+	}
+	if len(res.Masks) > 0 && pol.SecretsShown(r.Path, r.Real, rel) {
+		res.Masks = nil // a fixture the operator admits as it is
 	}
 	return res, nil
 }

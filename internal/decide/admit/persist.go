@@ -77,15 +77,25 @@ func (d *Decider) Save(path string, pol *policy.Policy) (int, error) {
 		return 0, err
 	}
 	out := savedFile{Stamp: st}
-	index := map[sniff.Result]int{}
+	// A class without masks is a comparable value; a version with masks
+	// is not saved: its masks are its own, and a rescan finds them again.
+	type class struct {
+		Class   sniff.Class
+		MIME    string
+		BOM     int
+		Charset string
+		BadByte int
+	}
+	index := map[class]int{}
 	d.mu.Lock()
 	out.Classes = make([]saved, 0, len(d.cache))
 	for k, c := range d.cache {
-		if k.pol == pol && c.at-k.id.CtimeNs >= int64(d.settle) {
-			i, ok := index[c.res]
+		if k.pol == pol && c.at-k.id.CtimeNs >= int64(d.settle) && len(c.res.Masks) == 0 {
+			ck := class{c.res.Class, c.res.MIME, c.res.BOM, string(c.res.Charset), c.res.BadByte}
+			i, ok := index[ck]
 			if !ok {
 				i = len(out.Results)
-				index[c.res] = i
+				index[ck] = i
 				out.Results = append(out.Results, c.res)
 			}
 			out.Classes = append(out.Classes, saved{k.id, i, c.at})

@@ -1,5 +1,7 @@
 package sniff
 
+import "io"
+
 // A Mask is one credential found in a file's bytes: [Off, Off+Len) in the
 // file's own encoding. Served, those bytes are replaced by the family's
 // public prefix (the first Keep bytes, kept) and a fill of the same byte
@@ -72,4 +74,18 @@ func Masked(masks []Mask, off, n int64) bool {
 		}
 	}
 	return false
+}
+
+// MaskedReaderAt reads R with Masks applied: what every door serves of a
+// version with masks.
+type MaskedReaderAt struct {
+	R     io.ReaderAt
+	Masks []Mask
+}
+
+// ReadAt reads from R and masks what it read.
+func (m MaskedReaderAt) ReadAt(b []byte, off int64) (int, error) {
+	n, err := m.R.ReadAt(b, off)
+	ApplyMasks(m.Masks, b[:n], off)
+	return n, err
 }

@@ -71,6 +71,9 @@ type Envelope struct {
 	Notice string `json:"notice,omitempty"`
 	// Text is a notebook's cells as the text envelope shows them.
 	Text string `json:"text,omitempty"`
+	// Masked names the credentials masked in what was shown (family,
+	// line, column, length), never their values.
+	Masked []Masked `json:"masked,omitempty"`
 }
 
 // JSON renders a successful read.
@@ -83,6 +86,7 @@ func (r *Result) Envelope() Envelope {
 		Truncation: &r.Truncation, Continuation: r.Continuation,
 		Observation: &r.Observation, Notes: r.Notes, Footer: r.Footer, Image: r.Image, Diff: r.Diff,
 		Lines: make([]JSONLine, len(r.Lines)), Directory: r.Listing, Notebook: r.Notebook,
+		Masked: r.Masked,
 	}
 	if e.Notes == nil {
 		e.Notes = []string{}

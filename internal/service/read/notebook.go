@@ -15,6 +15,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 )
 
 // Notebook describes a Jupyter notebook read.
@@ -91,11 +92,19 @@ func (r *Reader) notebook(f *roots.File, req Request, p *windowPlan, admission *
 	if err != nil {
 		return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
 	}
-	if _, err := admission.Wait(); err != nil {
+	verdict, err := admission.Wait()
+	if err != nil {
 		return nil, err
 	}
 	if err := verify(f, int64(len(data))); err != nil {
 		return nil, err
+	}
+	sum := fileid.ContentID(sha256.Sum256(data)) // of the file, not of what is shown
+	var masked []Masked
+	if len(verdict.Masks) > 0 {
+		masked = notebookMasked(data, verdict.Masks)
+		sniff.ApplyMasks(verdict.Masks, data, 0)
+		p.notes = append(p.notes, maskNotes(masked)...)
 	}
 	var nb nbFile
 	if err := json.Unmarshal(data, &nb); err != nil || nb.NBFormat < 4 || !utf8.Valid(data) {
@@ -131,10 +140,10 @@ func (r *Reader) notebook(f *roots.File, req Request, p *windowPlan, admission *
 	body.WriteString("\n" + res.Footer + "\n")
 	res.Body = body.String()
 	st := f.Identity()
-	sum := fileid.ContentID(sha256.Sum256(data))
 	o := Observation{StatID: fileid.StatID(f.Real, st), ContentID: &sum, ViewID: fileid.Hash(res.Body), Range: res.Range, Identity: st, RealPath: f.Real}
 	o.ID = fileid.Hash(o.StatID, sum, o.ViewID)
 	res.Observation = o
+	res.Masked = masked
 	return res, nil
 }
 

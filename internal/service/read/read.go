@@ -129,6 +129,8 @@ type Result struct {
 	// Notebook is set for a notebook read: Body shows its cells, Range
 	// counts cells, and the observation is of the file's bytes.
 	Notebook *Notebook
+	// Masked are the credentials masked in the lines shown.
+	Masked []Masked
 }
 
 // Diff is a changed re-read's answer: a unified diff (file headers and
@@ -193,6 +195,7 @@ func (r *Reader) text(f *roots.File, class sniff.Result, req Request, p *windowP
 	var kept *bytes.Buffer
 	var parts []*Result
 	var first *lines.Result
+	var rawSum [32]byte
 	linesLeft, bytesLeft := int64(lim.MaxLines), lim.MaxBytes
 	for i, w := range p.windows {
 		if linesLeft <= 0 || bytesLeft <= 0 {
@@ -212,23 +215,34 @@ func (r *Reader) text(f *roots.File, class sniff.Result, req Request, p *windowP
 			kept = bytes.NewBuffer(make([]byte, 0, f.Stat.Size))
 			in = io.TeeReader(in, kept)
 		}
-		scan, err := lines.Scan(in, opts) // while admission scans for keys
+		scan, err := scanText(f, in, opts) // while admission scans for keys
 		if err != nil {
-			var de *charset.Error
-			if errors.As(err, &de) {
-				return nil, refusal.Cannot(refusal.Encoding, f.Name, de.Error()+"; fsguard shows UTF-8, and UTF-16 or UTF-32 with a byte order mark")
-			}
-			return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+			return nil, err
 		}
 		src.settle(scan)
 		if i == 0 {
-			if _, err := admission.Wait(); err != nil {
+			verdict, err := admission.Wait()
+			if err != nil {
 				return nil, err // nothing of the window is shown
+			}
+			rawSum = scan.Sum
+			if len(verdict.Masks) > 0 {
+				// Credentials: the window is scanned again, masked; the
+				// contentId stays the file's own (a write checks it).
+				src.masks = verdict.Masks
+				if scan, err = scanText(f, src.open(), opts); err != nil {
+					return nil, err
+				}
+				src.settle(scan)
+				if kept != nil {
+					sniff.ApplyMasks(verdict.Masks, kept.Bytes(), 0)
+				}
 			}
 			first = scan
 		} else if scan.Complete != first.Complete || scan.Sum != first.Sum {
 			return nil, refusal.Cannot(refusal.ChangedDuringRead, f.Name, "the file changed while it was being read; read it again")
 		}
+		scan.Sum = rawSum
 		if scan.BadUTF8At >= 0 {
 			return nil, refusal.Cannot(refusal.Encoding, f.Name, fmt.Sprintf("invalid UTF-8 at byte %d; fsguard shows UTF-8 text only", scan.BadUTF8At))
 		}
@@ -258,11 +272,30 @@ func (r *Reader) text(f *roots.File, class sniff.Result, req Request, p *windowP
 	if p.anchor != "" {
 		p.checkAnchor(parts[0])
 	}
+	if len(src.masks) > 0 {
+		if err := markMasked(src, parts, p); err != nil {
+			return nil, err
+		}
+	}
 	res := join(f, parts, p.notes)
 	if kept != nil && first.Complete && int64(kept.Len()) == first.Bytes {
 		res.Content = kept.Bytes()
 	}
+	res.Masked = collectMasked(parts)
 	return res, nil
+}
+
+// scanText is one pass of lines.Scan, its failures as refusals.
+func scanText(f *roots.File, in io.Reader, opts lines.Options) (*lines.Result, error) {
+	scan, err := lines.Scan(in, opts)
+	if err != nil {
+		var de *charset.Error
+		if errors.As(err, &de) {
+			return nil, refusal.Cannot(refusal.Encoding, f.Name, de.Error()+"; fsguard shows UTF-8, and UTF-16 or UTF-32 with a byte order mark")
+		}
+		return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+	}
+	return scan, nil
 }
 
 // classify starts the admission decision and refuses to render what is

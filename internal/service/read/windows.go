@@ -13,6 +13,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/lines"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 )
 
 // MaxWindows bounds the windows of one read.
@@ -302,10 +303,16 @@ type source struct {
 	f   *roots.File
 	enc charset.Encoding
 	cur *charset.Reader
+	// masks, once the verdict is known, are applied to every byte read.
+	masks []sniff.Mask
 }
 
 func (s *source) open() io.Reader {
-	s.cur = charset.NewReader(io.NewSectionReader(s.f, 0, 1<<62), s.enc)
+	var r io.ReaderAt = s.f
+	if len(s.masks) > 0 {
+		r = sniff.MaskedReaderAt{R: s.f, Masks: s.masks}
+	}
+	s.cur = charset.NewReader(io.NewSectionReader(r, 0, 1<<62), s.enc)
 	return s.cur
 }
 

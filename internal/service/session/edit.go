@@ -90,7 +90,8 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 	}
 	// An edit's answer shows lines of the file: the file must be one the
 	// policy lets this caller see, as for a read.
-	if _, err := s.admit().Decide(s.Guard, f); err != nil {
+	v, err := s.admit().Decide(s.Guard, f)
+	if err != nil {
 		return nil, err
 	}
 	raw, err := wholeText(f)
@@ -99,10 +100,14 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 	}
 	curID := fileid.ContentID(sha256.Sum256(raw))
 	enc := charset.Detect(raw)
-	data, err := charset.Decode(raw, enc)
+	// The edit is planned on the lines as they were shown (credentials
+	// masked: anchors and exact text name those), and the secrets are
+	// put back into its result (see restore).
+	m, err := maskedText(f.Name, raw, v.Masks)
 	if err != nil {
-		return nil, refusal.New(refusal.Encoding, f.Name, "cannot edit %q: %v", f.Name, err)
+		return nil, err
 	}
+	data := m.shown
 	bom, split := lines.Split(data)
 	cur := lines.Texts(split)
 	last, err := s.Journal.LastObservation(s.sess(session), f.Real)
@@ -123,6 +128,9 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 		}
 	}
 	p, err := edit.Make(f.Name, data, bom, split, b, curHeld, ed, s.Guard.Policy().Limits.MaxLineChars)
+	if err == nil {
+		p.Content, err = restore(f.Name, m.raw, m.shown, p.Content)
+	}
 	if err == nil && enc != charset.UTF8 {
 		// Edited as text, written back in the file's own encoding.
 		p.Content, err = charset.Encode(p.Content, enc)

@@ -208,12 +208,15 @@ func (s *Service) Write(name, cwd, session string, content io.Reader) (*WriteRes
 func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteResult, error) {
 	return s.replace(name, cwd, session, func(f *roots.File) (io.Reader, *edited, error) {
 		if f == nil {
-			return content, nil, nil // a new file needs no read
+			return unmasked(name, content), nil, nil // a new file needs no read
 		}
 		if err := s.checkFile(f, session); err != nil {
 			return nil, nil, err
 		}
-		return keepEncoding(f, content)
+		if v, err := s.admit().Decide(s.Guard, f); err == nil && len(v.Masks) > 0 {
+			return s.restoreWrite(f, v.Masks, content)
+		}
+		return keepEncoding(f, unmasked(f.Name, content))
 	})
 }
 
@@ -320,6 +323,10 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	if err == nil {
 		err = tmp.Sync()
 	}
+	var refused *refusal.Error
+	if errors.As(err, &refused) {
+		return nil, refused // the content itself was refused (a mask in it)
+	}
 	if err != nil {
 		return nil, writeErr(display, err)
 	}
@@ -410,7 +417,10 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		return res, fmt.Errorf("the file was written, but the journal could not record its outcome (%v): the intent recorded before it names the content; 'fsguard journal verify' reports it until resolved, and the next write will need a re-read", err)
 	}
 	if kept != nil {
-		s.keep(res.ContentID, real, kept.Bytes())
+		// What the session holds is what it would be shown: masked.
+		if shown, ok := s.admit().ShownBytes(s.Guard.Policy(), kept.Bytes()); ok {
+			s.keep(res.ContentID, real, shown)
+		}
 	}
 	return res, nil
 }

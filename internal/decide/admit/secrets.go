@@ -1,0 +1,141 @@
+package admit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
+)
+
+// Credentials in text are part of the verdict: a version's masks (see
+// sniff.Mask) are found by the same decision that admits it, once per
+// version, and remembered with its class, so every door serves the same
+// masked bytes. A version whose credentials cannot all be found within the
+// bounds is refused, never shown raw.
+
+// detectors holds one credential detector per policy (a reload brings a
+// new policy, and its rules with it).
+type detectors struct {
+	mu  sync.Mutex
+	pol *policy.Policy
+	det *sniff.Detector
+	err error
+}
+
+// detector is pol's credential detector, nil when the policy masks none.
+func (d *Decider) detector(pol *policy.Policy) (*sniff.Detector, error) {
+	if !pol.Secrets.Masks() {
+		return nil, nil
+	}
+	d.dets.mu.Lock()
+	defer d.dets.mu.Unlock()
+	if d.dets.pol != pol {
+		d.dets.det, d.dets.err = sniff.NewDetector(pol.Secrets)
+		d.dets.pol = pol
+	}
+	return d.dets.det, d.dets.err
+}
+
+// maskable reports whether a version of class res is looked into for
+// credentials: text in any encoding (the mount serves it as it is, so an
+// ISO-8859-1 config file is masked as a UTF-8 one). Binary formats are
+// served unchanged: a fill written into one would corrupt it.
+func maskable(res sniff.Result) bool {
+	return res.Class == sniff.Text || res.Class == sniff.Encoding
+}
+
+// findIn fills res.Masks from data, the whole file.
+func (d *Decider) findIn(pol *policy.Policy, name string, res sniff.Result, data []byte) (sniff.Result, error) {
+	if !maskable(res) {
+		return res, nil
+	}
+	det, err := d.detector(pol)
+	if det == nil || err != nil {
+		return res, credErr(name, err)
+	}
+	res.Masks = det.Find(data)
+	if len(res.Masks) > sniff.MaxMasks {
+		return res, credErr(name, sniff.ErrTooManyMasks)
+	}
+	return res, nil
+}
+
+// scanFor fills res.Masks from the whole of f, read through buf.
+func (d *Decider) scanFor(pol *policy.Policy, f *roots.File, res sniff.Result, buf []byte) (sniff.Result, error) {
+	if !maskable(res) {
+		return res, nil
+	}
+	det, err := d.detector(pol)
+	if det == nil || err != nil {
+		return res, credErr(f.Name, err)
+	}
+	masks, err := det.Scan(f, f.Stat.Size, buf)
+	if err != nil {
+		return res, credErr(f.Name, err)
+	}
+	res.Masks = masks
+	return res, nil
+}
+
+// credErr is a refusal for a version whose credentials could not all be
+// found: shown raw, one could reach the agent.
+func credErr(name string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sniff.ErrTooManyMasks):
+		return refusal.Cannot(refusal.Denied, name, fmt.Sprintf("it holds more than %d credentials, more than fsguard masks in one file; if they are test fixtures, the operator can list the file in [secrets] allow_globs", sniff.MaxMasks))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return refusal.Cannot(refusal.ChangedDuringRead, name, "the file changed while it was checked for credentials; read it again")
+	}
+	var re *refusal.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	return ioErr(name, err)
+}
+
+// masked gives keep the bytes a door may serve of data (the version's
+// whole content): a masked copy when the version has masks.
+func masked(keep func([]byte), res sniff.Result) func([]byte) {
+	if keep == nil || len(res.Masks) == 0 {
+		return keep
+	}
+	return func(data []byte) {
+		out := make([]byte, len(data))
+		copy(out, data)
+		sniff.ApplyMasks(res.Masks, out, 0)
+		keep(out)
+	}
+}
+
+// ShownBytes returns data, a whole version's bytes, as a door may show them
+// under pol: its credentials masked (a copy), or data itself when it holds
+// none; ok is false when they cannot all be found (then nothing of it may
+// be shown). For bytes that are not a file under the roots yet: what a
+// write keeps as the version its session holds.
+func (d *Decider) ShownBytes(pol *policy.Policy, data []byte) (out []byte, ok bool) {
+	det, err := d.detector(pol)
+	if err != nil {
+		return nil, false
+	}
+	if det == nil {
+		return data, true
+	}
+	masks := det.Find(data)
+	if len(masks) > sniff.MaxMasks {
+		return nil, false
+	}
+	if len(masks) == 0 {
+		return data, true
+	}
+	out = make([]byte, len(data))
+	copy(out, data)
+	sniff.ApplyMasks(masks, out, 0)
+	return out, true
+}
