@@ -107,7 +107,7 @@ func openJournal(sub string, args []string, stdout, stderr io.Writer) (*journalC
 	c.pathGlob = fs.String("path", "", "only paths matching this glob")
 	c.since = fs.String("since", "", "only records at or after T")
 	c.until = fs.String("until", "", "only records before T")
-	c.kind = fs.String("kind", "", "observation, listing, denial, access, eviction, intent, outcome or history")
+	c.kind = fs.String("kind", "", "observation, listing, denial, access, eviction, intent, outcome, history or mask")
 	c.process = fs.String("process", "", "only records of processes of this name (access, denial)")
 	c.format = fs.String("format", "table", "table or json")
 	c.follow = fs.Bool("f", false, "follow (tail)")

@@ -154,6 +154,9 @@ func Start(cfg Config) (*Daemon, error) {
 	// file version, whichever door asks, and the index of hard links.
 	dec := admit.New(1 << 16)
 	dec.Links = links.New()
+	if d.journal != nil {
+		dec.OnMasks = session.MaskAudit(d.journal, func(family string) { d.Metrics.Masked.Add(family, 1) })
+	}
 	d.dec, d.Metrics.Scans = dec, dec.Scans
 	d.loadVerdicts(pol)
 	srv, err := mount.Mount(mount.Config{

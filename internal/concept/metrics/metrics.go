@@ -149,6 +149,7 @@ type Set struct {
 	OpensLost     Counter
 	Prefetched    Counter
 	ListedAhead   Counter
+	Masked        Counter
 	FuseOps       Histogram
 	// HeldBytes, when set, is the held-content store's size, read at
 	// each scrape.
@@ -171,6 +172,7 @@ func New() *Set {
 		Opens:         Counter{Name: "fsguard_opens_total", Help: "Opens of files through the mount recorded as access records (aggregated per process and file version)."},
 		OpensLost:     Counter{Name: "fsguard_opens_lost_total", Help: "Times opens could not be recorded one by one: the kernel's event queue overflowed, or opens were dropped while the pending set was full.", Label: "reason"},
 		Prefetched:    Counter{Name: "fsguard_prefetch_files_total", Help: "Small files pushed into the kernel's page cache after a listing named them (pushed), not pushed because the queue was full (dropped) or the kernel did not know the file in time (unknown), invalidated because they changed while pushed (changed), or not pushed again by a refill because the kernel still held them whole (held).", Label: "result"},
+		Masked:        Counter{Name: "fsguard_masked_spans_total", Help: "Credentials found in file versions and shown masked through every door, by family (a version counted once, when decided).", Label: "family"},
 		ListedAhead:   Counter{Name: "fsguard_listed_ahead_total", Help: "Directories listed in the background before the walker that listed their parent asked: used by its listing, dropped because something in them changed (stale), or never asked for in time (unused).", Label: "result"},
 		FuseOps: Histogram{Name: "fsguard_fuse_op_seconds", Help: "Latency of FUSE operations served by the daemon.", Label: "op",
 			Buckets: []float64{10e-6, 50e-6, 100e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1}},
@@ -186,6 +188,7 @@ func (s *Set) Write(w io.Writer) {
 	s.History.write(w)
 	s.Events.write(w)
 	s.Writes.write(w)
+	s.Masked.write(w)
 	s.JournalErrors.write(w)
 	s.Opens.write(w)
 	s.OpensLost.write(w)

@@ -52,6 +52,10 @@ type Decider struct {
 	settle time.Duration
 	// dets is the credential detector of the policy in force.
 	dets detectors
+	// OnMasks, when set, is told of each version found to hold
+	// credentials, once per version decided (the audit's record of what
+	// was masked); f is open, at that version, while it runs.
+	OnMasks func(f *roots.File, masks []sniff.Mask)
 }
 
 // remembered is a version's class, and when its content was read for it
@@ -204,6 +208,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 				pool.Put(bp)
 				return finish(sample, err)
 			}
+			d.tell(f, sample)
 		}
 		d.remember(k, sample, began)
 		res, err := verdict(pol, f.Root, f.Rel, f.Name, sample)
@@ -224,6 +229,9 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 			}
 			if sc.err == nil && sc.res.Class != sniff.PrivateKey {
 				sc.res, sc.err = d.scanFor(pol, f, sc.res, *bp)
+				if sc.err == nil {
+					d.tell(f, sc.res)
+				}
 			}
 			if sc.err == nil {
 				d.remember(k, sc.res, began)

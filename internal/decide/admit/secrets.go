@@ -139,3 +139,10 @@ func (d *Decider) ShownBytes(pol *policy.Policy, data []byte) (out []byte, ok bo
 	sniff.ApplyMasks(masks, out, 0)
 	return out, true
 }
+
+// tell hands a version's masks, freshly found, to OnMasks.
+func (d *Decider) tell(f *roots.File, res sniff.Result) {
+	if d.OnMasks != nil && len(res.Masks) > 0 {
+		d.OnMasks(f, res.Masks)
+	}
+}

@@ -89,3 +89,75 @@ func (m MaskedReaderAt) ReadAt(b []byte, off int64) (int, error) {
 	ApplyMasks(m.Masks, b[:n], off)
 	return n, err
 }
+
+// Place is where a mask starts as the file's lines are shown: a 1-based
+// line, and a 1-based column in characters.
+type Place struct{ Line, Column int64 }
+
+// Locate finds where each mask starts in lines and columns, reading r (the
+// file's bytes; a mask's Unit and byte order say its encoding) up to the
+// last mask. Lines end as the scanner ends them: "\n", "\r\n", a bare
+// "\r"; columns count characters (UTF-8 sequences, or code units), and a
+// byte order mark at the start is not shown, so not counted.
+func Locate(r io.ReaderAt, masks []Mask) ([]Place, error) {
+	if len(masks) == 0 {
+		return nil, nil
+	}
+	unit := int64(max(masks[0].Unit, 1))
+	be := masks[0].BigEndian
+	out := make([]Place, 0, len(masks))
+	line, col := int64(1), int64(0)
+	prevCR := false
+	buf := make([]byte, 64<<10-(64<<10)%unit)
+	var off int64
+	next := 0
+	last := masks[len(masks)-1].Off
+	for off <= last && next < len(masks) {
+		n, err := r.ReadAt(buf, off)
+		n -= n % int(unit)
+		if n == 0 {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		for i := 0; i < n; i += int(unit) {
+			at := off + int64(i)
+			for next < len(masks) && masks[next].Off == at {
+				out = append(out, Place{Line: line, Column: col + 1})
+				next++
+			}
+			var c uint32
+			for k := int64(0); k < unit; k++ {
+				b := uint32(buf[i+int(k)])
+				if be {
+					c = c<<8 | b
+				} else {
+					c |= b << (8 * k)
+				}
+			}
+			switch {
+			case at == 0 && (unit == 1 && n >= 3 && buf[0] == 0xEF && buf[1] == 0xBB && buf[2] == 0xBF || unit > 1 && c == 0xFEFF):
+				// A byte order mark: not shown. (UTF-8's is three bytes:
+				// the next two are continuation bytes, not counted.)
+			case c == '\n':
+				if !prevCR {
+					line++
+				}
+				col = 0
+			case c == '\r':
+				line++
+				col = 0
+			case unit == 1 && c&0xC0 == 0x80:
+				// a UTF-8 continuation byte: part of the character counted
+			case unit == 2 && c >= 0xDC00 && c <= 0xDFFF:
+				// a low surrogate: part of the pair counted
+			default:
+				col++
+			}
+			prevCR = c == '\r'
+		}
+		off += int64(n)
+	}
+	return out, nil
+}

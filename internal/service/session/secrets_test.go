@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/service/edit"
+	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
 // githubToken makes a fresh token of GitHub's classic form: ghp_, 30
@@ -54,6 +55,15 @@ func TestSecretsMaskedAndKept(t *testing.T) {
 	}
 	if err := json.Unmarshal(res.JSON(), &env); err != nil || len(env.Masked) != 1 || env.Masked[0].Line != 4 || env.Masked[0].Column != 16 {
 		t.Fatalf("JSON masked %+v (%v)\n%s", env.Masked, err, res.JSON())
+	}
+
+	// The audit: one record of the masked version, its value never in it.
+	masks, err := e.svc.Journal.Query(journal.Filter{Kind: journal.KindMask})
+	if err != nil || len(masks) != 1 || !strings.HasPrefix(masks[0].Detail, "github-pat 4:16 len=40 value=") || strings.Contains(masks[0].Detail, tok[4:]) {
+		t.Fatalf("mask records %v: %+v", err, masks)
+	}
+	if st, err := os.Stat(e.svc.Journal.Path() + ".maskkey"); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("mask key: %v %v", st, err)
 	}
 
 	// Written back whole, as shown: the secret is restored.

@@ -117,7 +117,11 @@ func (s *Service) shown(host string) string {
 // admit returns the service's admission decider.
 func (s *Service) admit() *admit.Decider {
 	if s.Admit == nil {
-		return admit.New(1) // decides afresh: nothing to share
+		d := admit.New(1) // decides afresh: nothing to share
+		if s.Journal != nil {
+			d.OnMasks = MaskAudit(s.Journal, nil)
+		}
+		return d
 	}
 	return s.Admit
 }

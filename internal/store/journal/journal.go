@@ -60,6 +60,10 @@ const (
 	// TotalLines, ViewID the listing's hash). It observes no file: no
 	// write precondition counts it.
 	KindListing = "listing"
+	// KindMask: a version of RealPath holds credentials that every door
+	// shows masked. Detail lists each as "family line:column len=N
+	// value=H", H a keyed hash of its value (see MaskKey), never the value.
+	KindMask = "mask"
 )
 
 // Origins of an observation.
@@ -150,6 +154,11 @@ type Journal struct {
 	// files, when held (HoldFiles), notices the journal's files being
 	// deleted or replaced under a long-lived process.
 	files *ownFiles
+
+	// key is the mask key (MaskKey), read or made once.
+	keyOnce sync.Once
+	key     []byte
+	keyErr  error
 }
 
 // DamageError says the journal is damaged. It is never papered over: a
