@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -52,7 +51,7 @@ func TestUnmaskedRefusesCarriedMasks(t *testing.T) {
 	t.Parallel()
 	for text, refused := range map[string]bool{
 		"key = ghp_************************************\n":     true,
-		"conn = \"Server=x;Password=************;\"\n":          true,
+		"conn = \"Server=x;Password=************;\"\n":         true,
 		"/************************************************/\n": false,
 		"password: \"********\"\n":                             false,
 		" * ********** a rule\n":                               false,
@@ -73,5 +72,3 @@ func TestUnmaskedRefusesCarriedMasks(t *testing.T) {
 type oneByte struct{ r io.Reader }
 
 func (o *oneByte) Read(p []byte) (int, error) { return o.r.Read(p[:min(1, len(p))]) }
-
-var _ = bytes.Equal
