@@ -608,15 +608,17 @@ var urlPassword = &rule{
 }
 
 // jwt is a JSON Web Token: header and payload (base64url JSON objects,
-// "eyJ") and a signature. It is masked whole, keeping "eyJ".
+// "eyJ") and a signature. It is masked whole, keeping "eyJ". The three
+// parts' bounds (300, 3500, 700 bytes) keep the whole token within a
+// scan's look ahead.
 var jwt = &rule{
 	name: "jwt", anchors: oneOf("eyJ"), next: b64url,
 	find: func(c []byte, at, n int, out []span) []span {
 		if at > 0 && b64url[c[at-1]] {
 			return out
 		}
-		h := match(c, at, segs(run(b64url, 10, 800)))
-		e := match(c, at, segs(run(b64url, 10, 800), lit(".eyJ"), run(b64url, 7, 3000), lit("."), run(b64url, 0, 700)))
+		h := match(c, at, segs(run(b64url, 10, 300)))
+		e := match(c, at, segs(run(b64url, 10, 300), lit(".eyJ"), run(b64url, 7, 3500), lit("."), run(b64url, 0, 700)))
 		if h < 0 || e < 0 {
 			return out
 		}

@@ -2,6 +2,7 @@ package sniff
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -326,9 +327,13 @@ func TestConcurrentScans(t *testing.T) {
 		t.Fatalf("%d masks, %v", len(want), err)
 	}
 	var wg sync.WaitGroup
-	for range 8 {
+	for i := range 8 {
 		wg.Go(func() {
-			got, err := d.Scan(bytes.NewReader(b.Bytes()), int64(b.Len()), make([]byte, minChunk))
+			var buf []byte // half the scans make their own
+			if i%2 == 0 {
+				buf = make([]byte, minChunk)
+			}
+			got, err := d.Scan(bytes.NewReader(b.Bytes()), int64(b.Len()), buf)
 			if err != nil || !slices.Equal(got, want) {
 				t.Errorf("concurrent scan: %d masks, %v", len(got), err)
 			}
@@ -366,6 +371,56 @@ func TestNoFalsePositivesInGoSources(t *testing.T) {
 	for p, b := range goSource(t, "net/http", "encoding") {
 		for _, m := range d.Find(b) {
 			t.Errorf("%s: %s at %d: %q", p, m.Family, m.Off, b[m.Off:m.Off+int64(m.Len)])
+		}
+	}
+}
+
+// TestDisabledFamilies: a disabled family is masked neither by its own
+// rule nor by a neighbour's (an AWS key id finds the secret beside it).
+func TestDisabledFamilies(t *testing.T) {
+	t.Parallel()
+	var id, secret string
+	for _, s := range SampleCredentials(9) {
+		switch s.Family {
+		case "aws-access-key-id":
+			id = s.Value
+		case "aws-secret-key":
+			secret = s.Secret
+		}
+	}
+	text := []byte("[default]\naws_access_key_id = " + id + "\naws_secret_access_key = " + secret + "\n")
+	for _, c := range []struct {
+		disable []string
+		want    []string
+	}{
+		{nil, []string{"aws-access-key-id", "aws-secret-key"}},
+		{[]string{"aws-secret-key"}, []string{"aws-access-key-id"}},
+		{[]string{"aws-access-key-id"}, []string{"aws-secret-key"}},
+		{[]string{"aws-access-key-id", "aws-secret-key"}, nil},
+	} {
+		var got []string
+		for _, m := range detector(t, policy.Secrets{Disable: c.disable}).Find(text) {
+			got = append(got, m.Family)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("disable %v: %v, want %v", c.disable, got, c.want)
+		}
+	}
+}
+
+// TestLongJWT: a token as long as the look ahead allows is masked whole.
+func TestLongJWT(t *testing.T) {
+	t.Parallel()
+	d := defaultDetector(t)
+	claims := `{"sub":"` + strings.Repeat("Zx9", 850) + `"}`
+	hdr := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","typ":"JWT","kid":"k1"}`))
+	tok := hdr + "." + base64.RawURLEncoding.EncodeToString([]byte(claims)) + "." + strings.Repeat("Sg4_", 86)
+	file := append(filler(3*minChunk), "\nAuthorization: Bearer "+tok+"\n"...)
+	at := bytes.Index(file, []byte(tok))
+	for _, size := range []int{len(file), at + len(tok) + 1} {
+		ms, err := d.Scan(bytes.NewReader(file[:size]), int64(size), make([]byte, minChunk))
+		if err != nil || len(ms) != 1 || ms[0].Off != int64(at) || ms[0].Len != len(tok) {
+			t.Fatalf("%d-byte token: %+v, %v", len(tok), ms, err)
 		}
 	}
 }
