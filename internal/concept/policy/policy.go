@@ -842,6 +842,8 @@ var SecretFamilies = []string{
 	"dynatrace-token", "easypost-key", "flutterwave-key", "frameio-token", "infracost-key", "openshift-token",
 	"prefect-token", "readme-key", "rubygems-key", "scalingo-token", "settlemint-token", "sourcegraph-token",
 	"artifactory-key", "perplexity-key", "groq-key", "defined-networking-key", "mapbox-secret-token",
+	"google-oauth-secret", "google-oauth-token", "openrouter-key", "replicate-token", "nvidia-key", "pinecone-key",
+	"langsmith-key", "docker-swarm-token",
 }
 
 // GenericSecret is the family of secrets.generic's assignments.

@@ -322,7 +322,29 @@ var tokens = []tokenRule{
 	{name: "perplexity-key", prefixes: oneOf("pplx-"), body: segs(exact(alnum, 48)), keep: -1},
 	{name: "groq-key", prefixes: oneOf("gsk_"), body: segs(exact(alnum, 52)), keep: -1},
 	{name: "defined-networking-key", prefixes: oneOf("dnkey-"), body: segs(exact(cls("A-Za-z0-9=_"), 26), lit("-"), exact(cls("A-Za-z0-9=_"), 52)), keep: -1},
+	{name: "google-oauth-secret", prefixes: oneOf("GOCSPX-"), body: segs(exact(b64url, 28)), keep: -1},
+	{name: "google-oauth-token", prefixes: oneOf("ya29."), body: segs(run(b64url, 30, 2048)), keep: -1},
+	{name: "openrouter-key", prefixes: oneOf("sk-or-v1-"), body: segs(exact(hexl, 64)), keep: -1},
+	{name: "replicate-token", prefixes: oneOf("r8_"), next: alnum, body: segs(exact(alnum, 37)), keep: -1},
+	{name: "nvidia-key", prefixes: oneOf("nvapi-"), body: segs(exact(b64url, 64)), keep: -1},
+	{name: "pinecone-key", prefixes: oneOf("pcsk_"), body: segs(run(cls("A-Za-z0-9_"), 40, 120)), keep: -1},
+	{name: "langsmith-key", prefixes: oneOf("lsv2_pt_ lsv2_sk_"), body: segs(exact(hexl, 32), lit("_"), exact(hexl, 10)), keep: -1},
+	{name: "docker-swarm-token", prefixes: oneOf("SWMTKN-1-"), body: segs(exact(cls("a-z0-9"), 50), lit("-"), exact(cls("a-z0-9"), 25)), keep: -1,
+		check: notExample("3pu6hszjas19xyp7ghgosyx9k8atbfcr8p2is99znpy26u2lkl", "1h8aps2yszaiqmz2l3oc5392pgk8e49qhx2aj3nyv0ui0hez2a")},
 	{name: "mapbox-secret-token", prefixes: oneOf("sk.eyJ"), body: segs(run(b64url, 50, 400), lit("."), exact(b64url, 22)), keep: 3},
+}
+
+// notExample refuses the values a provider's documentation shows (Docker's
+// API reference shows its swarm's join tokens).
+func notExample(examples ...string) func([]byte) bool {
+	return func(t []byte) bool {
+		for _, e := range examples {
+			if bytes.Contains(t, []byte(e)) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // notDotEnd refuses a token that ends with its alphabet's '.' (a sentence's

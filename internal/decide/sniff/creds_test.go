@@ -235,6 +235,7 @@ func TestNotCredentials(t *testing.T) {
 		"jwt: eyJub3QiOiJhIGp3dCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc", // header without alg or typ
 		"path := filepath.Join(root, \"pathname\")\npattern := \"patterns\"\n",
 		"AKIAIOSFODNN7EXAMPLE",
+		`"JoinToken": "SWMTKN-1-3pu6hszjas19xyp7ghgosyx9k8atbfcr8p2is99znpy26u2lkl-7p73s1dx5in4tatdymyhg9hu2"`,
 	}
 	for _, c := range cases {
 		if ms := d.Find([]byte(c)); len(ms) != 0 {
