@@ -54,6 +54,7 @@ func ListerMain() (status int, ok bool) {
 	if mp == "" {
 		return 0, false
 	}
+	closeFuse()
 	return runLister(mp, os.Getenv(listerDevEnv), os.Stdin, os.Stdout), true
 }
 
@@ -220,6 +221,7 @@ func startLister(mp string) (*lister, error) {
 	if err != nil {
 		return nil, err
 	}
+	fuseCloseOnExec()
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = []string{listerEnv + "=" + mp, listerDevEnv + "=" + dev}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -311,3 +313,35 @@ func (l *lister) close() {
 	l.cmd.Process.Kill() // it may be in a listing; the mount answers it
 	l.cmd.Wait()
 }
+
+// A lister must never hold the daemon's /dev/fuse: a child caught in a
+// request to the mount when the daemon is killed is freed only when the
+// connection's last descriptor closes, and a descriptor the child held
+// itself would keep the connection, the request and the child alive for
+// ever (and every later access to the mount point hung with them). go-fuse
+// opens /dev/fuse (or receives it from fusermount) without O_CLOEXEC, so
+// the daemon marks it before each start, and the child closes any it got
+// anyway before it touches the mount.
+
+// fuseFds calls fn with each descriptor of this process open on /dev/fuse.
+func fuseFds(fn func(fd int)) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "/dev/fuse" {
+			fn(fd)
+		}
+	}
+}
+
+// fuseCloseOnExec marks the daemon's /dev/fuse descriptors close-on-exec.
+func fuseCloseOnExec() { fuseFds(unix.CloseOnExec) }
+
+// closeFuse closes any /dev/fuse descriptor a lister child inherited.
+func closeFuse() { fuseFds(func(fd int) { unix.Close(fd) }) }

@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/testenv"
 )
 
@@ -89,5 +91,51 @@ func listerOf(t *testing.T, top, dev string) func(req string, answers int) []str
 			got = append(got, strings.TrimSuffix(rec, "\x00"))
 		}
 		return got
+	}
+}
+
+// A lister child never holds /dev/fuse: if it did, a daemon killed while
+// the child waited on the mount would leave the connection open, the child
+// stuck, and the mount point hung for every later access.
+func TestListerHoldsNoFuseDescriptor(t *testing.T) {
+	testenv.RequireFUSE(t)
+	t.Parallel()
+	root := t.TempDir()
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("x\n"), 0o644))
+	mp := filepath.Join(t.TempDir(), "mnt")
+	testenv.Must(t, os.Mkdir(mp, 0o755))
+	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	testenv.Must(t, err)
+	s, err := Mount(Config{Policy: pol, MountPoint: mp})
+	testenv.Must(t, err)
+	t.Cleanup(func() { s.Unmount() })
+	held := 0
+	fuseFds(func(int) { held++ })
+	if held == 0 {
+		t.Skip("this mount holds no /dev/fuse descriptor of its own")
+	}
+	done := make(chan []string, 1)
+	go func() {
+		runtime.LockOSThread() // the child lives as long as this thread
+		defer runtime.UnlockOSThread()
+		l, err := startLister(mp)
+		if err != nil {
+			t.Error(err)
+			done <- nil
+			return
+		}
+		defer l.close()
+		var fuse []string
+		dir := fmt.Sprintf("/proc/%d/fd", l.cmd.Process.Pid)
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if target, _ := os.Readlink(filepath.Join(dir, e.Name())); target == "/dev/fuse" {
+				fuse = append(fuse, e.Name())
+			}
+		}
+		done <- fuse
+	}()
+	if fuse := <-done; len(fuse) != 0 {
+		t.Fatalf("the lister child holds /dev/fuse as fd %v", fuse)
 	}
 }
