@@ -237,7 +237,9 @@ func expand(a string, fold bool, next *class) [][]byte {
 
 func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
-// Find returns the credentials in b, a whole file's bytes.
+// Find returns the credentials in b, a whole file's bytes, sorted by Off
+// and not overlapping: all of them, so a caller refuses b when there are
+// more than MaxMasks (as Scan does).
 func (d *Detector) Find(b []byte) []Mask {
 	if len(d.rules) == 0 {
 		return nil
@@ -257,14 +259,18 @@ func (d *Detector) Find(b []byte) []Mask {
 // Scan returns the credentials in the first size bytes of r, sorted by Off
 // and not overlapping, reading it in chunks of len(buf) (at least
 // minChunk: a smaller buf is replaced). It holds nothing of the file but
-// the masks; past MaxMasks it stops with ErrTooManyMasks.
+// the masks; past MaxMasks it stops with ErrTooManyMasks, and a file
+// shorter than size (changed while scanned) is io.ErrUnexpectedEOF.
 func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
 	if len(d.rules) == 0 || size <= 0 {
 		return nil, nil
 	}
 	var head [4]byte
 	n, err := r.ReadAt(head[:min(size, 4)], 0)
-	if err != nil && !(errors.Is(err, io.EOF) && n > 0) {
+	if n < int(min(size, 4)) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err
 	}
 	unit, be := units(head[:n])
@@ -280,13 +286,14 @@ func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
 			break
 		}
 		n, err := r.ReadAt(buf[:want], start)
-		last := start+want >= size
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return nil, err
+		if n < int(want) {
+			// The file is shorter than size: it changed while scanned.
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
 			}
-			last = true
+			return nil, err
 		}
+		last := start+want >= size
 		c := buf[:n-n%unit]
 		if unit > 1 {
 			c = narrow(c, unit, be)
@@ -300,8 +307,8 @@ func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
 		}
 		out = d.chunk(c, lo, hi, start, unit, be, out)
 		if len(out) > 2*MaxMasks {
-			if out, _ = merge(out); len(out) > MaxMasks {
-				return nil, ErrTooManyMasks
+			if out, err = merge(out); err != nil {
+				return nil, err
 			}
 		}
 		if last {
@@ -309,8 +316,10 @@ func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
 		}
 		start += int64(hi-credBack) * int64(unit)
 	}
-	out, err = merge(out)
-	return out, err
+	if out, err = merge(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // units returns the code unit a file's first bytes announce by their BOM.
@@ -446,7 +455,8 @@ func hasAt(c []byte, i int, s string, fold bool) bool {
 }
 
 // merge sorts masks by Off and joins those that overlap (the first one's
-// family; its kept prefix never hides what the other masks).
+// family; its kept prefix never hides what the other masks). More than
+// MaxMasks are all returned, with ErrTooManyMasks.
 func merge(ms []Mask) ([]Mask, error) {
 	slices.SortFunc(ms, func(a, b Mask) int {
 		if a.Off != b.Off {
@@ -476,7 +486,7 @@ func merge(ms []Mask) ([]Mask, error) {
 		out = append(out, m)
 	}
 	if len(out) > MaxMasks {
-		return nil, ErrTooManyMasks
+		return out, ErrTooManyMasks
 	}
 	return out, nil
 }

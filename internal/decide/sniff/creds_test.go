@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -258,6 +259,9 @@ func TestTooManyMasks(t *testing.T) {
 	if !errors.Is(err, ErrTooManyMasks) {
 		t.Fatalf("Scan: %v, want ErrTooManyMasks", err)
 	}
+	if ms := d.Find(b.Bytes()); len(ms) != MaxMasks+1 {
+		t.Fatalf("Find: %d masks, want all %d (the caller refuses past MaxMasks)", len(ms), MaxMasks+1)
+	}
 	ms, err := d.Scan(bytes.NewReader(b.Bytes()[:b.Len()/2]), int64(b.Len()/2), nil)
 	if err != nil || len(ms) < MaxMasks/2-1 {
 		t.Fatalf("half: %d masks, %v", len(ms), err)
@@ -422,6 +426,20 @@ func TestLongJWT(t *testing.T) {
 		ms, err := d.Scan(bytes.NewReader(file[:size]), int64(size), make([]byte, minChunk))
 		if err != nil || len(ms) != 1 || ms[0].Off != int64(at) || ms[0].Len != len(tok) {
 			t.Fatalf("%d-byte token: %+v, %v", len(tok), ms, err)
+		}
+	}
+}
+
+// TestScanOfAShrunkFile: a file shorter than the size it was scanned for
+// changed while scanned, and is an error, not a scan of part of it.
+func TestScanOfAShrunkFile(t *testing.T) {
+	t.Parallel()
+	d := defaultDetector(t)
+	file := filler(3 * minChunk)
+	for _, size := range []int{2, 100, minChunk + 1, len(file) + 1} {
+		data := file[:min(size-1, len(file))]
+		if _, err := d.Scan(bytes.NewReader(data), int64(size), nil); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("%d bytes scanned as %d: %v", len(data), size, err)
 		}
 	}
 }
