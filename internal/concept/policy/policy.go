@@ -886,6 +886,10 @@ var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 // finish validates the section and compiles its rules; at puts a line
 // number on an error.
 func (s *Secrets) finish(at func(key, value string) string) error {
+	if s.Mask == nil {
+		t := true
+		s.Mask = &t
+	}
 	if len(s.Rules) > MaxSecretRules {
 		return fmt.Errorf("%ssecrets: %d rules, at most %d", at("name", ""), len(s.Rules), MaxSecretRules)
 	}

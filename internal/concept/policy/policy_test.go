@@ -224,7 +224,7 @@ func TestSecretsSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.Secrets.Masks() || d.Secrets.Generic || len(d.Secrets.Families()) != len(SecretFamilies) {
+	if d.Secrets.Mask == nil || !*d.Secrets.Mask || d.Secrets.Generic || len(d.Secrets.Families()) != len(SecretFamilies) {
 		t.Fatalf("default secrets: %+v, families %v", d.Secrets, d.Secrets.Families())
 	}
 	p, err := Parse([]byte(`[[root]]
