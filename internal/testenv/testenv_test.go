@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -140,5 +141,22 @@ func TestAs(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if As(cmd, 1, 1).SysProcAttr.Pdeathsig != syscall.SIGTERM {
 		t.Error("As dropped the command's other process attributes")
+	}
+}
+
+// TestOnlyTestsImportIt: no package of the module imports testenv
+// outside its _test.go files, so no binary carries it.
+func TestOnlyTestsImportIt(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "github.com/fsguard/fsguard/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const self = "github.com/fsguard/fsguard/internal/testenv"
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 0 && slices.Contains(fields[1:], self) {
+			t.Errorf("%s imports testenv outside its tests", fields[0])
+		}
 	}
 }
