@@ -257,7 +257,7 @@ func quietMount(t *testing.T, f *fixture, files map[string]string) (string, stri
 	}
 	old := time.Now().Add(-time.Hour)
 	testenv.Must(t, os.Chtimes(dir, old, old))
-	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm_walk = false\n")
 	sock := filepath.Join(f.base, "ctl.sock")
 	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
 	return filepath.Join(f.mp, "quiet"), sock
@@ -435,7 +435,7 @@ func restarted(t *testing.T, f *fixture, dirs ...string) string {
 		testenv.Must(t, os.Chtimes(filepath.Join(f.root, d), old, old))
 		through = append(through, filepath.Join(f.mp, d))
 	}
-	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm = false\n")
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm_walk = false\n")
 	sock := filepath.Join(f.base, "ctl.sock")
 	d := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
 	mustRun(t, "grep", append([]string{"-r", "-c", ""}, through...)...)

@@ -38,6 +38,10 @@ is journaled as an access record ([audit] opens = "record", the default):
 who (pid, process name, uid, cgroup), which file version, where the
 process saw it. See them with: fsguard journal query --kind access
 
+FSGUARD_WARM=0 in the environment turns the mount's warming engine off
+([mount] warm = false) whatever the policy file says, at start and at
+every reload: the page cache then fills only as the agent reads.
+
 examples:
   fsguard mount --policy /etc/fsguard/policy.toml /workspace
   fsguard mount --allow-other --policy policy.toml /srv/agent/workspace

@@ -211,3 +211,21 @@ func TestCloseWaitsForItsJobs(t *testing.T) {
 		t.Fatal("a job started after close")
 	}
 }
+
+// TestHistoryLooksWhereItWalks: of the directories the mount's warm walk
+// met or left unlisted, the history check is handed only those it looks
+// in itself: none inside node_modules, none inside a .git directory.
+func TestHistoryLooksWhereItWalks(t *testing.T) {
+	t.Parallel()
+	var ds []mount.Dir
+	for _, rel := range []string{".", "a/b", "node_modules/x", "a/node_modules", "a/b/.git/modules/m", "x/.git", "w"} {
+		ds = append(ds, mount.Dir{Rel: rel})
+	}
+	var got []string
+	for _, r := range lookedIn(ds) {
+		got = append(got, r.Rel)
+	}
+	if want := []string{".", "a/b", "w"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("handed %q, want %q", got, want)
+	}
+}

@@ -257,11 +257,17 @@ type Mount struct {
 	// "fanotify", "inotify", or "off" (no watch: names and attributes are
 	// then cached for at most 1 s, so changes show within that).
 	Watch string `toml:"watch"`
-	// Warm walks the mount right after mounting, as a tree walker would,
-	// so the kernel caches its names and the small files' bytes before
-	// the agent asks (with a watch only; see mount's warm walk);
-	// WarmMaxBytes bounds the bytes it pushes into the page cache.
-	Warm         bool  `toml:"warm"`
+	// Warm turns the mount's warming engine on: pushes of small files'
+	// bytes into the page cache after a listing names them, listings made
+	// ahead of a walker, refills of what the machine reclaimed, and the
+	// warm walk (with a watch only; see mount's gate and warm walk).
+	// False: the kernel's caches fill only as the agent reads.
+	Warm bool `toml:"warm"`
+	// WarmWalk (with Warm): the daemon walks the mount right after
+	// mounting, as a tree walker would, so the kernel caches its names and
+	// the small files' bytes before the agent asks; WarmMaxBytes bounds
+	// the bytes it pushes into the page cache.
+	WarmWalk     bool  `toml:"warm_walk"`
 	WarmMaxBytes int64 `toml:"warm_max_bytes"`
 }
 
@@ -360,6 +366,7 @@ func defaults() Policy {
 			PassthroughMinBytes: 64 * 1024,
 			Watch:               "auto",
 			Warm:                true,
+			WarmWalk:            true,
 			WarmMaxBytes:        256 << 20,
 		},
 	}
@@ -736,8 +743,8 @@ func (p *Policy) Summary() string {
 	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\nallow_globs = %s\n", tomlList(p.Sniff.Refuse), tomlList(allow))
 	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequired = %v\nrequire_whole_view = %v\nheld_max_bytes = %d\n", p.Journal.Path, p.Journal.Required, p.Journal.RequireWholeView, p.Journal.HeldMaxBytes)
 	m := p.Mount
-	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\nwatch = %q\nwarm = %v\nwarm_max_bytes = %d\n",
-		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes, m.Watch, m.Warm, m.WarmMaxBytes)
+	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\nwatch = %q\nwarm = %v\nwarm_walk = %v\nwarm_max_bytes = %d\n",
+		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes, m.Watch, m.Warm, m.WarmWalk, m.WarmMaxBytes)
 	c := p.Control
 	fmt.Fprintf(&b, "\n[control]\nsocket = %q\nallow_uids = %s\nallow_gids = %s\nmax_requests = %d\n", c.Socket, idList(c.AllowUids), idList(c.AllowGids), c.MaxRequests)
 	var wglobs []string

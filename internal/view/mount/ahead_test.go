@@ -32,6 +32,7 @@ import (
 // no old version read, no name missing or left over.
 func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	const key = testKey
@@ -153,6 +154,7 @@ func checkDir(t *testing.T, mp, root, rel string) {
 // holds its subdirectories' listings, and the work would be wasted.
 func TestListedAheadAgainOnlyAfterReclaim(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	quietDir(t, filepath.Join(root, "p"), func() {
@@ -272,6 +274,7 @@ func madeAhead(t *testing.T, s *Server, rel string) *aheadList {
 // may never come); the walker lists it itself, whole.
 func TestListedAheadNotTooBig(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	big := filepath.Join(root, "p", "big")
@@ -306,6 +309,7 @@ func TestListedAheadNotTooBig(t *testing.T) {
 // it keep all 6 MiB: 18 held).
 func TestListedAheadWithinItsBudget(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	const dirs, files = 3, 48 // of maxPush bytes each: 6 MiB a directory

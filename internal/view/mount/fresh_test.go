@@ -134,7 +134,7 @@ func TestReloadDuringALookup(t *testing.T) {
 			root := t.TempDir()
 			testenv.Must(t, os.WriteFile(filepath.Join(root, "x.txt"), []byte("soon denied\n"), 0o644))
 			s, mp := mountRoot(t, root, Config{})
-			denying, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "x.txt") + "\"]\n[mount]\nwarm = false\n"))
+			denying, err := parsePolicy([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "x.txt") + "\"]\n"))
 			testenv.Must(t, err)
 			reloaded := reloadInLookup(t, s, denying, at == "answered")
 			_, first := os.Stat(filepath.Join(mp, "x.txt"))
@@ -201,7 +201,7 @@ func TestReloadWithoutAWatch(t *testing.T) {
 	file := filepath.Join(root, "x.txt")
 	testenv.Must(t, os.WriteFile(file, []byte("one\n"), 0o644))
 	s, mp := mountRoot(t, root, Config{})
-	unwatched, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwatch = \"off\"\nwarm = false\n"))
+	unwatched, err := parsePolicy([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwatch = \"off\"\n"))
 	testenv.Must(t, err)
 	testenv.Must(t, s.Reload(unwatched))
 	if s.v.watched() {
@@ -302,7 +302,7 @@ func TestRepliesCachedForTheirTimeouts(t *testing.T) {
 		testenv.Must(t, os.WriteFile(file, []byte("text\n"), 0o644))
 		text += "[[root]]\npath = \"" + dir + "\"\n"
 	}
-	pol, err := policy.Parse([]byte(text + "[mount]\nwarm = false\n"))
+	pol, err := parsePolicy([]byte(text))
 	testenv.Must(t, err)
 	mp := filepath.Join(t.TempDir(), "mnt")
 	testenv.Must(t, os.Mkdir(mp, 0o755))
@@ -363,13 +363,13 @@ func TestPushAfterAMoveIntoDenied(t *testing.T) {
 	testenv.Must(t, os.Mkdir(filepath.Join(root, "e"), 0o755))
 	mp := filepath.Join(t.TempDir(), "mnt")
 	testenv.Must(t, os.Mkdir(mp, 0o755))
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "e", "d") + "\"]\n[mount]\nwarm = false\n"))
+	pol, err := parsePolicy([]byte("[[root]]\npath = \"" + root + "\"\n[deny]\npaths = [\"" + filepath.Join(root, "e", "d") + "\"]\n"))
 	testenv.Must(t, err)
 	s, err := Mount(Config{Policy: pol, MountPoint: mp})
 	testenv.Must(t, err)
 	t.Cleanup(func() { s.Unmount() })
 	if !s.v.prefetch.on() {
-		t.Skip("no watch here: nothing is pushed")
+		t.Skip("no watch here, or the warming engine is off: nothing is pushed")
 	}
 	for _, d := range []string{"e", "d/sub"} { // the kernel holds e, and the file
 		if _, err := os.ReadDir(filepath.Join(mp, d)); err != nil {

@@ -48,6 +48,7 @@ func TestKeptCopy(t *testing.T) {
 // place.
 func TestRecycledBuffersServeTheirOwnFile(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	const dirs, files, size = 48, 16, 32 << 10 // 24 MiB: past maxParkedBytes

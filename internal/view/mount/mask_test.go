@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
@@ -75,7 +74,7 @@ func mountMasking(t *testing.T, root, extra string) (*Server, string) {
 	t.Helper()
 	mp := filepath.Join(t.TempDir(), "mnt")
 	testenv.Must(t, os.Mkdir(mp, 0o755))
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\n" + extra))
+	pol, err := parsePolicy([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\n" + extra))
 	testenv.Must(t, err)
 	s, err := Mount(Config{Policy: pol, MountPoint: mp, Admit: maskingAdmit{admit.New(1 << 10)}})
 	testenv.Must(t, err)
@@ -117,7 +116,8 @@ func TestMaskedThroughEveryWay(t *testing.T) {
 			s, mp := mountMasking(t, root, "open = \""+mode+"\"\nwarm = true\n")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
 			defer cancel()
-			s.Repos(ctx) // the warm walk, and its pushes, are done
+			s.Warm()
+			s.Walked(ctx) // the warm walk, and its pushes, are done
 			if ctx.Err() != nil {
 				t.Fatal("the warm walk never ended")
 			}
@@ -195,7 +195,7 @@ func TestMaskedAfterTheChange(t *testing.T) {
 	dir := filepath.Join(root, "d")
 	clean := withToken(5000, 0, "")
 	quietDir(t, dir, func() { testenv.Must(t, os.WriteFile(filepath.Join(dir, "f.txt"), clean, 0o644)) })
-	s, mp := mountMasking(t, root, "warm = false\n")
+	s, mp := mountMasking(t, root, "")
 	if !s.v.watched() {
 		t.Skip("no watch here: a change shows only as the caches expire")
 	}
@@ -263,7 +263,7 @@ func TestGitSeesNoMasks(t *testing.T) {
 	gitIn(root, "init", "-q")
 	gitIn(root, "add", ".")
 	gitIn(root, "commit", "-q", "-m", "one")
-	_, mp := mountMasking(t, root, "warm = false\n")
+	_, mp := mountMasking(t, root, "")
 	got, err := os.ReadFile(filepath.Join(mp, "config.go"))
 	testenv.Must(t, err)
 	if tokenRule.Match(got) {

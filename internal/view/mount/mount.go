@@ -17,7 +17,6 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/mountinfo"
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/admit"
-	"github.com/fsguard/fsguard/internal/decide/history"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
 	"github.com/fsguard/fsguard/internal/view/watch"
@@ -93,13 +92,14 @@ type Server struct {
 	// nothing cached to invalidate, and the tree is still being set up.
 	live atomic.Bool
 
-	// walked is closed when the first warm walk ends, or at once when
+	// walked is closed when the first warm walk ends, or once Warm found
 	// there is none; repos, unlisted and walkedOK are set before (see
-	// Repos).
+	// Walked).
 	walked     chan struct{}
 	walkedOnce sync.Once
-	repos      []history.Repo
-	unlisted   []history.Repo
+	warmOnce   sync.Once
+	repos      []Dir
+	unlisted   []Dir
 	walkedOK   bool
 }
 
@@ -197,10 +197,20 @@ func Mount(cfg Config) (*Server, error) {
 	s.raiseReadahead()
 	s.stopRoots = make(chan struct{})
 	v.work.Go(s.watchRoots)
-	if !pol.Mount.Warm || !v.kernelOpen || !v.watched() || !v.work.Go(func(ctx context.Context) { s.keepWarm(ctx, pol.Mount.WarmMaxBytes) }) {
-		s.walkDone(nil, nil, false)
-	}
 	return s, nil
+}
+
+// Warm starts the warm walk (see keepWarm), when the policy in force has
+// the warming engine and its walk on and the mount can warm (a watch, in
+// kernel open mode); otherwise it records that there is none (Walked).
+// The daemon calls it once the mount is set up; later calls do nothing.
+func (s *Server) Warm() {
+	s.warmOnce.Do(func() {
+		m := s.v.policy().Mount
+		if !m.Warm || !m.WarmWalk || !s.v.prefetch.on() || !s.v.work.Go(func(ctx context.Context) { s.keepWarm(ctx, m.WarmMaxBytes) }) {
+			s.walkDone(nil, nil, false)
+		}
+	})
 }
 
 // serve mounts root on mp, as fs.Mount does, with the node bridge behind

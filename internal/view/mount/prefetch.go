@@ -68,10 +68,11 @@ func (p *prefetch) start(v *view, budget int64, report func(string)) {
 	}
 }
 
-// on reports whether pushes are made at all: only with a watch (which
-// drops what changes) and in kernel open mode (where the page cache is
-// what READs fill anyway).
-func (p *prefetch) on() bool { return p.v.kernelOpen && p.v.watched() }
+// on reports whether pushes are made at all: only with the warming engine
+// on in the policy in force, with a watch (which drops what changes) and
+// in kernel open mode (where the page cache is what READs fill anyway).
+// Listings made ahead and refills go with them.
+func (p *prefetch) on() bool { return p.v.kernelOpen && p.v.watched() && p.v.policy().Mount.Warm }
 
 func (p *prefetch) count(result string) {
 	if p.report != nil {

@@ -14,21 +14,43 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mountRoot mounts root, with the warm walk off, at a new directory,
+// parsePolicy is policy.Parse, with the warming engine off when the
+// environment says so (FSGUARD_WARM=0), as the daemon has it: CI runs the
+// package's tests a second time so.
+func parsePolicy(text []byte) (*policy.Policy, error) {
+	pol, err := policy.Parse(text)
+	if err == nil && warmOff() {
+		pol.Mount.Warm = false
+	}
+	return pol, err
+}
+
+// warmOff reports whether the tests run with the warming engine off.
+func warmOff() bool { return os.Getenv("FSGUARD_WARM") == "0" }
+
+// needWarm skips a test of the warming engine itself when it is off.
+func needWarm(t *testing.T) {
+	t.Helper()
+	if warmOff() {
+		t.Skip("the warming engine is off (FSGUARD_WARM=0)")
+	}
+}
+
+// mountRoot mounts root, with no warm walk (none is started), at a new directory,
 // and skips where the view has no watch: nothing is pushed or listed
 // ahead without one.
 func mountRoot(t *testing.T, root string, cfg Config) (*Server, string) {
 	t.Helper()
 	mp := filepath.Join(t.TempDir(), "mnt")
 	testenv.Must(t, os.Mkdir(mp, 0o755))
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	pol, err := parsePolicy([]byte("[[root]]\npath = \"" + root + "\"\n"))
 	testenv.Must(t, err)
 	cfg.Policy, cfg.MountPoint = pol, mp
 	s, err := Mount(cfg)
 	testenv.Must(t, err)
 	t.Cleanup(func() { s.Unmount() })
-	if !s.v.prefetch.on() {
-		t.Skip("no watch here: nothing is pushed or listed ahead")
+	if !s.v.watched() {
+		t.Skip("no watch here: nothing is pushed or listed ahead, nor kept fresh by events")
 	}
 	return s, mp
 }
@@ -56,6 +78,7 @@ func quietDir(t *testing.T, dir string, fill func()) {
 // new version.
 func TestKeptPushOfAnOldVersion(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")

@@ -27,6 +27,7 @@ import (
 // private key; the mount must serve the new text, and no key.
 func TestReclaimedPagesPushedAgain(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")
@@ -139,6 +140,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 // applied the changes; the mount must serve the new text and no key.
 func TestReclaimedTreePushedAhead(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	dirs := []string{"a", "a/b", "a/b/c", "z", "z/y"}
 	const files = 4
@@ -332,6 +334,7 @@ func (rt *reclaimTree) count(result string) int64 {
 // (f1 only its last page: not whole), f2 and f3 keep them.
 func TestRoundPushesOnlyWhatWentAway(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	dirs := []string{"a", "a/b", "z", "z/y"}
 	const files = 4
@@ -403,6 +406,7 @@ func TestRoundPushesOnlyWhatWentAway(t *testing.T) {
 // come since.
 func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")

@@ -5,12 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/fsguard/fsguard/internal/decide/history"
+	"github.com/fsguard/fsguard/internal/decide/roots"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -109,9 +108,10 @@ func (s *Server) Quiet(ctx context.Context) error {
 // mount (it yields to real requests), and stops at the byte budget, at
 // stop, or at the end of the tree. Symbolic links are not followed.
 //
-// It returns the git working trees it met and the directories it did not
-// list (see Repos); ok is false when it stopped before it could say.
-func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, unlisted []history.Repo, ok bool) {
+// It returns the directories that hold a .git directory it met and the
+// directories it did not list (see Walked); ok is false when it stopped
+// before it could say.
+func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, unlisted []Dir, ok bool) {
 	start, pushed := time.Now(), s.v.prefetch.bytes.Load()
 	queue := []string{s.mp}
 	dirs, files := 0, 0
@@ -136,7 +136,7 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, un
 		for _, e := range ents {
 			if e.dir {
 				if e.name == ".git" {
-					if r, ok := s.repoAt(d); ok {
+					if r, ok := s.backingOf(d); ok {
 						repos = append(repos, r)
 					}
 				}
@@ -146,9 +146,10 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, un
 			}
 		}
 	}
-	// Past the byte budget, what is left of the queue is the history
-	// check's to walk: at the budget's end the walk had often listed all
-	// but a few directories, and the check walked the whole tree again.
+	// Past the byte budget, what is left of the queue is for whoever needs
+	// the whole tree (the history check) to walk: at the budget's end the
+	// walk had often listed all but a few directories, and the check
+	// walked the whole tree again.
 	if unlisted, ok = s.unlistedOf(queue); !ok {
 		return nil, nil, false
 	}
@@ -171,35 +172,22 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, un
 	return repos, unlisted, true
 }
 
-// repoAt names the working tree at d, a directory of the mount that holds
-// a .git directory; one inside a directory the history check does not
-// look in (history.NotLookedIn) is not a tree of its.
-func (s *Server) repoAt(d string) (history.Repo, bool) {
-	r, ok := s.backingOf(d)
-	if !ok || !lookedIn(r.Rel) {
-		return history.Repo{}, false
-	}
-	return r, true
+// Dir is a directory of the mount as a root and a path beneath it ("."
+// for the root's own).
+type Dir struct {
+	Root *roots.Root
+	Rel  string
 }
 
-// lookedIn reports whether the history check looks in rel, a directory
-// beneath a root: none of its names is one it skips.
-func lookedIn(rel string) bool {
-	return !slices.ContainsFunc(strings.Split(rel, "/"), history.NotLookedIn)
-}
-
-// unlistedOf names the directories of the mount a walk did not list, for
-// the history check to walk, leaving out those it does not look in;
+// unlistedOf names the directories of the mount a walk did not list;
 // false if one is no root's (the top of a mount of several roots).
-func (s *Server) unlistedOf(dirs []string) (unlisted []history.Repo, ok bool) {
+func (s *Server) unlistedOf(dirs []string) (unlisted []Dir, ok bool) {
 	for _, d := range dirs {
 		r, in := s.backingOf(d)
 		if !in {
 			return nil, false
 		}
-		if lookedIn(r.Rel) {
-			unlisted = append(unlisted, r)
-		}
+		unlisted = append(unlisted, r)
 	}
 	return unlisted, true
 }
@@ -207,44 +195,44 @@ func (s *Server) unlistedOf(dirs []string) (unlisted []history.Repo, ok bool) {
 // backingOf names d, a directory of the mount, as a root and a path in
 // it ("." for the root's own); false for the top of a mount of several
 // roots, which is no root's.
-func (s *Server) backingOf(d string) (history.Repo, bool) {
+func (s *Server) backingOf(d string) (Dir, bool) {
 	rel, err := filepath.Rel(s.mp, d)
 	if err != nil {
-		return history.Repo{}, false
+		return Dir{}, false
 	}
 	g := s.v.guard.Load()
 	if _, several := s.root.(*top); !several {
-		return history.Repo{Root: g.Roots()[0], Rel: rel}, true
+		return Dir{Root: g.Roots()[0], Rel: rel}, true
 	}
 	// Several roots: the first name is the root's.
 	name, rest, _ := strings.Cut(rel, "/")
 	_, r := s.v.root(name)
 	if r == nil {
-		return history.Repo{}, false
+		return Dir{}, false
 	}
 	if rest == "" {
 		rest = "." // the root's own
 	}
-	return history.Repo{Root: r, Rel: rest}, true
+	return Dir{Root: r, Rel: rest}, true
 }
 
 // walkDone records the first walk's outcome and wakes Repos.
-func (s *Server) walkDone(repos, unlisted []history.Repo, ok bool) {
+func (s *Server) walkDone(repos, unlisted []Dir, ok bool) {
 	s.walkedOnce.Do(func() {
 		s.repos, s.unlisted, s.walkedOK = repos, unlisted, ok
 		close(s.walked)
 	})
 }
 
-// Repos waits for the first warm walk to end and returns the git working
-// trees it met, so the history check need not walk the tree again, and
-// the directories it did not list (it stopped at its byte budget), for
-// the check to walk. ok is false when there was no walk or it stopped
-// before it could say: the check walks the whole tree. A tree hidden
-// from the view is not met, and needs no warning: the agent cannot run
-// git on it. Once the mount is gone, or ctx is done, there is nothing to
-// warn about (none, ok).
-func (s *Server) Repos(ctx context.Context) (found, unlisted []history.Repo, ok bool) {
+// Walked waits for the first warm walk to end (see Warm) and returns the
+// directories it met that hold a .git directory (git working trees, so
+// the history check need not walk the tree again) and the directories it
+// did not list (it stopped at its byte budget), for the check to walk.
+// ok is false when there was no walk or it stopped before it could say:
+// the check walks the whole tree. A tree hidden from the view is not met,
+// and needs no warning: the agent cannot run git on it. Once the mount is
+// gone, or ctx is done, there is nothing to warn about (none, ok).
+func (s *Server) Walked(ctx context.Context) (found, unlisted []Dir, ok bool) {
 	select {
 	case <-s.walked:
 		return s.repos, s.unlisted, s.walkedOK

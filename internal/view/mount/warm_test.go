@@ -10,20 +10,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsguard/fsguard/internal/concept/policy"
-	"github.com/fsguard/fsguard/internal/decide/history"
 	"github.com/fsguard/fsguard/internal/testenv"
 )
 
-// TestWalkFindsTheRepos: the warm walk hands the git history check the
-// working trees of the view, so the check does not walk the tree again:
-// the root's own, nested ones, none inside node_modules (as the check's
-// own walk), none inside a .git directory, none whose .git is a file (a worktree's link) and none the
-// view hides; in a mount of several roots, each root's own too. Without a walk it says it saw nothing, and the check walks.
-// A walk stopped by its byte budget hands on the directories it did not
-// list: each tree is then either met or under one of them, never both.
+// TestWalkFindsTheRepos: the warm walk hands on (Walked) the directories
+// of the view that hold a .git directory, so the git history check does
+// not walk the tree again: the root's own, nested ones (the daemon leaves
+// out those the check does not look in: see daemon.lookedIn), none whose
+// .git is a file (a worktree's link) and none the view hides; in a mount
+// of several roots, each root's own too. Without a walk it says it saw
+// nothing, and the check walks. A walk stopped by its byte budget hands on
+// the directories it did not list: each tree is then either met or under
+// one of them, never both.
 func TestWalkFindsTheRepos(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
@@ -45,7 +46,7 @@ func TestWalkFindsTheRepos(t *testing.T) {
 			text += "[[root]]\npath = \"" + r + "\"\n"
 		}
 		text += "[deny]\npaths = [\"" + filepath.Join(root, "secret") + "\"]\n[mount]\nwarm = " + map[bool]string{true: "true", false: "false"}[warm] + "\n" + budget
-		pol, err := policy.Parse([]byte(text))
+		pol, err := parsePolicy([]byte(text))
 		testenv.Must(t, err)
 		s, err := Mount(Config{Policy: pol, MountPoint: mp})
 		testenv.Must(t, err)
@@ -53,13 +54,14 @@ func TestWalkFindsTheRepos(t *testing.T) {
 		if warm && !s.v.watched() {
 			t.Skip("no watch here: no warm walk")
 		}
+		s.Warm()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
 		defer cancel()
-		f, u, ok := s.Repos(ctx)
+		f, u, ok := s.Walked(ctx)
 		if ctx.Err() != nil {
-			t.Fatal("Repos did not return")
+			t.Fatal("Walked did not return")
 		}
-		names := func(rs []history.Repo) []string {
+		names := func(rs []Dir) []string {
 			var rels []string
 			for _, r := range rs {
 				rels = append(rels, filepath.Base(r.Root.Path)+":"+r.Rel)
@@ -69,11 +71,11 @@ func TestWalkFindsTheRepos(t *testing.T) {
 		}
 		return names(f), names(u), ok
 	}
-	trees := []string{"root:.", "root:a/b", "root:a/b/c"}
+	trees := []string{"root:.", "root:a/b", "root:a/b/.git/modules/m", "root:a/b/c", "root:node_modules/x"}
 	if got, u, ok := reposOf(true, ""); !ok || !slices.Equal(got, trees) || len(u) != 0 {
 		t.Errorf("after the walk: %q (ok %v, unlisted %q), want %q and none unlisted", got, ok, u, trees)
 	}
-	want := []string{"other:.", "other:x", "root:.", "root:a/b", "root:a/b/c"}
+	want := append([]string{"other:.", "other:x"}, trees...)
 	if got, u, ok := reposOf(true, "", other); !ok || !slices.Equal(got, want) || len(u) != 0 {
 		t.Errorf("two roots, after the walk: %q (ok %v, unlisted %q), want %q", got, ok, u, want)
 	}
@@ -90,15 +92,14 @@ func TestWalkFindsTheRepos(t *testing.T) {
 }
 
 // TestUnlistedOf: the directories a walk stopped by its budget left are
-// named as the history check walks them, without those it does not look
-// in.
+// named as a root and a path beneath it.
 func TestUnlistedOf(t *testing.T) {
 	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
 	mp := filepath.Join(t.TempDir(), "mnt")
 	testenv.Must(t, os.Mkdir(mp, 0o755))
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
+	pol, err := parsePolicy([]byte("[[root]]\npath = \"" + root + "\"\n"))
 	testenv.Must(t, err)
 	s, err := Mount(Config{Policy: pol, MountPoint: mp})
 	testenv.Must(t, err)
@@ -111,7 +112,7 @@ func TestUnlistedOf(t *testing.T) {
 		}
 		rels = append(rels, r.Rel)
 	}
-	if want := []string{".", "a/b", "w"}; !ok || !slices.Equal(rels, want) {
+	if want := []string{".", "a/b", "node_modules", "x/.git", "x/node_modules/y", "w"}; !ok || !slices.Equal(rels, want) {
 		t.Errorf("unlisted %q (ok %v), want %q", rels, ok, want)
 	}
 }
@@ -125,6 +126,7 @@ func TestUnlistedOf(t *testing.T) {
 // first), so the view must come before the walk's end.
 func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	for _, f := range []string{"a.go", "b/c.go", "b/d/e.go", "b/d/f/g.go"} {
@@ -148,7 +150,7 @@ func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
 	var once sync.Once // a later walk (after reclaim) says done again
 	mp := filepath.Join(t.TempDir(), "mnt")
 	testenv.Must(t, os.Mkdir(mp, 0o755))
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = true\n"))
+	pol, err := parsePolicy([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = true\n"))
 	testenv.Must(t, err)
 	s, err := Mount(Config{Policy: pol, MountPoint: mp, Event: func(name string) {
 		mu.Lock()
@@ -163,6 +165,7 @@ func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
 	if !s.v.watched() {
 		t.Skip("no watch here: no warm walk")
 	}
+	s.Warm()
 	select {
 	case <-done:
 	case <-time.After(time.Minute): // a hang guard

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/testenv"
 )
 
@@ -39,6 +38,7 @@ func labeled(t *testing.T, key, value string) (int, string) {
 // point as a profiler label): Unmount ends them and waits for them.
 func TestUnmountEndsItsGoroutines(t *testing.T) {
 	testenv.RequireFUSE(t)
+	needWarm(t)
 	t.Parallel()
 	root := t.TempDir()
 	for d := range 200 {
@@ -50,7 +50,7 @@ func TestUnmountEndsItsGoroutines(t *testing.T) {
 	}
 	mp := filepath.Join(t.TempDir(), "mnt")
 	testenv.Must(t, os.Mkdir(mp, 0o755))
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = true\n"))
+	pol, err := parsePolicy([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = true\n"))
 	testenv.Must(t, err)
 	s, err := Mount(Config{Policy: pol, MountPoint: mp})
 	testenv.Must(t, err)
@@ -63,6 +63,7 @@ func TestUnmountEndsItsGoroutines(t *testing.T) {
 	if !s.v.watched() {
 		t.Skip("no watch here: no warm walk")
 	}
+	s.Warm()
 	// The walk has begun: its lister child answers.
 	testenv.Eventually(t, "the warm walk starts", func() bool { return s.v.active.walker.Load() != 0 })
 	if n, _ := labeled(t, MountLabel, s.mp); n == 0 {
