@@ -63,7 +63,7 @@ example:
 	// not errors (the policy itself is fine).
 	warnings := []string{}
 	if g, err := roots.New(p); err == nil {
-		reps, err := history.Scan(context.Background(), g, history.Options{})
+		reps, err := history.Scan(context.Background(), g, history.Options{Credentials: history.CredentialsUnder(p)})
 		g.Close()
 		for _, r := range reps {
 			warnings = append(warnings, r.Summary())

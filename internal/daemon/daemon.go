@@ -224,7 +224,7 @@ func Start(cfg Config) (*Daemon, error) {
 			// A warning, not a gate: it runs in the agent's pauses. Beside
 			// a first `find` on moby's 13k files it made the find 0.4 s
 			// (20%) slower.
-			reps, err := history.Scan(ctx, srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: walkedRepos(srv)})
+			reps, err := history.Scan(ctx, srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: walkedRepos(srv), Credentials: history.CredentialsUnder(pol)})
 			if ctx.Err() != nil {
 				return // stopped: what it found so far is not the answer
 			}
@@ -470,7 +470,7 @@ func (d *Daemon) hideHistory(pol *policy.Policy) {
 		return // Mount reports it
 	}
 	defer g.Close()
-	reps, err := history.Scan(d.bg, g, history.Options{})
+	reps, err := history.Scan(d.bg, g, history.Options{Credentials: history.CredentialsUnder(pol)})
 	for _, r := range reps {
 		pol.Deny.Paths = append(pol.Deny.Paths, filepath.Join(r.Root.Real, r.Repo, ".git"))
 	}

@@ -1,6 +1,7 @@
 // Package history finds what a git repository's history holds that the
 // view hides: paths the deny list matches in any commit of any ref, and
-// private keys among its blobs. The mount filters files, not git objects:
+// private keys and credentials among its blobs (the view masks a
+// credential in a file; a git object holding it is served as it is). The mount filters files, not git objects:
 // `git show HEAD~1:.env` or `git log -p` through the mount prints whatever
 // the object database holds. This package reports it, so an operator can
 // rewrite history, or hide the repository's .git ([git] history = "hide").
@@ -25,6 +26,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
 )
@@ -63,6 +65,11 @@ type Options struct {
 	// which the scan walks itself. ok false: there was no such walk, and
 	// the scan walks the whole tree.
 	Repos func(context.Context) (found, unlisted []Repo, ok bool)
+	// Credentials, when set, finds the credentials a blob holds (the
+	// policy's detector, see sniff.Detector): the view shows them masked,
+	// but git objects are served as they are, so a blob holding one is
+	// reported as a blob holding a key is.
+	Credentials func(data []byte) []sniff.Mask
 }
 
 // pace is o.Quiet, or nothing to wait for.
@@ -203,27 +210,30 @@ func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o 
 	if budget <= 0 {
 		budget = 1 << 30
 	}
-	keys, incomplete, err := keyBlobs(ctx, o, dir, blobs, budget)
+	found, incomplete, err := secretBlobs(ctx, o, dir, blobs, budget)
 	if err != nil {
 		return rep, err
 	}
 	rep.Incomplete = incomplete
-	for _, oid := range keys {
-		p := paths[oid]
+	for _, b := range found {
+		p := paths[b.oid]
 		if seen[p] {
 			continue
 		}
 		seen[p] = true
-		c, _ := gitOutput(ctx, dir, "log", "--all", "--format=%H", "-1", "--find-object="+oid)
-		rep.Findings = append(rep.Findings, Finding{Path: p, Commit: strings.TrimSpace(c), Why: "private key"})
+		c, _ := gitOutput(ctx, dir, "log", "--all", "--format=%H", "-1", "--find-object="+b.oid)
+		rep.Findings = append(rep.Findings, Finding{Path: p, Commit: strings.TrimSpace(c), Why: b.why})
 	}
 	sort.Slice(rep.Findings, func(i, j int) bool { return rep.Findings[i].Path < rep.Findings[j].Path })
 	return rep, nil
 }
 
-// keyBlobs streams blobs through `git cat-file --batch` and returns those
-// holding a private key.
-func keyBlobs(ctx context.Context, o Options, dir *os.File, oids []string, budget int64) ([]string, bool, error) {
+// secret is a blob that holds what the view hides, and what it is.
+type secret struct{ oid, why string }
+
+// secretBlobs streams blobs through `git cat-file --batch` and returns those
+// holding a private key, or a credential when o.Credentials is set.
+func secretBlobs(ctx context.Context, o Options, dir *os.File, oids []string, budget int64) ([]secret, bool, error) {
 	if len(oids) == 0 {
 		return nil, false, nil
 	}
@@ -244,7 +254,7 @@ func keyBlobs(ctx context.Context, o Options, dir *os.File, oids []string, budge
 		in.Close()
 	}()
 	br := bufio.NewReaderSize(outPipe, 1<<20)
-	var found []string
+	var found []secret
 	var buf []byte
 	var read int64
 	incomplete := false
@@ -283,7 +293,11 @@ func keyBlobs(ctx context.Context, o Options, dir *os.File, oids []string, budge
 		}
 		read += size
 		if sniff.HasKey(data[:size]) {
-			found = append(found, f[0])
+			found = append(found, secret{f[0], "private key"})
+		} else if o.Credentials != nil {
+			if ms := o.Credentials(data[:size]); len(ms) > 0 {
+				found = append(found, secret{f[0], "credential (" + ms[0].Family + ")"})
+			}
 		}
 	}
 	io.Copy(io.Discard, br)
@@ -362,4 +376,17 @@ func (r Report) Summary() string {
 		s += " (the blob scan stopped at its byte budget)"
 	}
 	return s
+}
+
+// CredentialsUnder is the credential finder pol's [secrets] section asks
+// for (Options.Credentials), or nil when it masks none.
+func CredentialsUnder(pol *policy.Policy) func(data []byte) []sniff.Mask {
+	if !pol.Secrets.Masks() {
+		return nil
+	}
+	d, err := sniff.NewDetector(pol.Secrets)
+	if err != nil {
+		return nil // refused when the policy loaded: not reached
+	}
+	return d.Find
 }

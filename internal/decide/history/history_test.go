@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 	"github.com/fsguard/fsguard/internal/testenv"
 )
 
@@ -115,5 +117,52 @@ func TestScanStaysInTheRoot(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"inside"}) {
 		t.Errorf("repositories reported: %q, want only [inside] (swapped leads outside the root)", got)
+	}
+}
+
+// TestCredentialsInHistoryAreReported: the view masks a credential in a
+// file, but git objects are served as they are; a blob that holds one (in
+// the current commit or an older one) is reported with its family, and
+// only when the policy masks credentials.
+func TestCredentialsInHistoryAreReported(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	root := t.TempDir()
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	var tok string
+	for _, s := range sniff.SampleCredentials(1) {
+		if s.Family == "github-pat" {
+			tok = s.Value
+		}
+	}
+	testenv.WriteTree(t, root, map[string]string{"config.go": "package x\n\nconst token = \"" + tok + "\"\n", "main.go": "package x\n"})
+	git("add", ".")
+	git("commit", "-qm", "one")
+	for _, masks := range []bool{true, false} {
+		pol, err := policy.Parse([]byte(fmt.Sprintf("[[root]]\npath = %q\n[secrets]\nmask = %v\n", root, masks)))
+		testenv.Must(t, err)
+		g, err := roots.New(pol)
+		testenv.Must(t, err)
+		reps, err := Scan(context.Background(), g, Options{Credentials: CredentialsUnder(pol)})
+		g.Close()
+		testenv.Must(t, err)
+		var got []Finding
+		for _, r := range reps {
+			got = append(got, r.Findings...)
+		}
+		if masks && (len(got) != 1 || got[0].Path != "config.go" || got[0].Why != "credential (github-pat)" || got[0].Commit == "") {
+			t.Errorf("masking on: findings %+v, want config.go's github-pat", got)
+		}
+		if !masks && len(got) != 0 {
+			t.Errorf("masking off: findings %+v, want none", got)
+		}
 	}
 }
