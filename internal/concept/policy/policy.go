@@ -850,7 +850,7 @@ var SecretFamilies = []string{
 	"prefect-token", "readme-key", "rubygems-key", "scalingo-token", "settlemint-token", "sourcegraph-token",
 	"artifactory-key", "perplexity-key", "groq-key", "defined-networking-key", "mapbox-secret-token",
 	"google-oauth-secret", "google-oauth-token", "openrouter-key", "replicate-token", "nvidia-key", "pinecone-key",
-	"langsmith-key", "docker-swarm-token",
+	"langsmith-key", "docker-swarm-token", "discord-bot-token", "okta-token",
 }
 
 // GenericSecret is the family of secrets.generic's assignments.

@@ -358,7 +358,7 @@ var builtin = func() []*rule {
 		rs = append(rs, t.rule())
 	}
 	return append(rs, awsKeyID, awsSecret, telegram, twilioAuth, azureAccountKey, azureADSecret,
-		connPassword, urlPassword, jwt, slackWebhook, discordWebhook, terraform)
+		connPassword, urlPassword, jwt, slackWebhook, discordWebhook, terraform, vaultLegacy, discordBot, okta)
 }()
 
 // awsKeyID is an AWS access key id; the secret key beside it, within
@@ -409,6 +409,41 @@ func valueAfter(c []byte, p int) int {
 	}
 	return p
 }
+
+// named is a family whose value is told by the name before it: the name
+// (an anchor, in any letter case, and up to 16 more bytes of it), then
+// separators, then a value of body's shape.
+func named(family, names string, body []seg, check func([]byte) bool) *rule {
+	return &rule{name: family, fold: true, anchors: oneOf(names), find: func(c []byte, at, n int, out []span) []span {
+		p := at + n
+		for k := 0; k < 16 && within(c, p) && (alnum[c[p]] || c[p] == '_' || c[p] == '-'); k++ {
+			p++
+		}
+		p = valueAfter(c, p)
+		e := match(c, p, body)
+		if e < 0 || !plausible(c[p:e]) || check != nil && !check(c[p:e]) {
+			return out
+		}
+		return append(out, span{s: p, e: e})
+	}}
+}
+
+var (
+	// vaultLegacy is a Vault token of before 1.10 ("s." and 24 bytes),
+	// too short to tell from code without its name.
+	vaultLegacy = named("vault-token", "vault_token vault-token vaulttoken", segs(lit("s."), exact(alnum, 24)), func(v []byte) bool {
+		return hasUpperLower(v) && hasDigit(v)
+	})
+	// discordBot is a Discord bot token (the bot's id in base64, a
+	// timestamp, an HMAC), named as Discord's.
+	discordBot = named("discord-bot-token", "discord", segs(run(b64url, 24, 26), lit("."), exact(b64url, 6), lit("."), run(b64url, 27, 38)), func(v []byte) bool {
+		return bytes.IndexByte([]byte("MNO"), v[0]) >= 0
+	})
+	// okta is an Okta API token, named as Okta's.
+	okta = named("okta-token", "okta", segs(lit("00"), exact(b64url, 40)), func(v []byte) bool {
+		return hasUpperLower(v)
+	})
+)
 
 // awsSecret is an AWS secret access key after its name.
 var awsSecret = &rule{
@@ -874,6 +909,10 @@ func SampleCredentials(seed int64) []Sample {
 	add("slack-webhook", "https://hooks.slack.com/services/"+sw, sw)
 	dw := rnd(b64url, 68)
 	add("discord-webhook", fmt.Sprintf("https://discord.com/api/webhooks/%d/%s", 100000000000000000+r.Int64N(800000000000000000), dw), dw)
+	db := "M" + rnd(b64url, 25) + "." + rnd(b64url, 6) + "." + rnd(b64url, 38)
+	add("discord-bot-token", "DISCORD_BOT_TOKEN="+db, db)
+	ok := "00" + rnd(alnum, 40)
+	add("okta-token", "OKTA_API_TOKEN: "+ok, ok)
 	tf := rnd(alnum, 14) + ".atlasv1." + rnd(b64url, 67)
 	add("terraform-token", tf, tf)
 	return out

@@ -443,3 +443,21 @@ func TestScanOfAShrunkFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyVaultToken: a Vault token of the old form is masked after its
+// name, never on its own ("s." and 24 bytes is too common in code).
+func TestLegacyVaultToken(t *testing.T) {
+	t.Parallel()
+	d := defaultDetector(t)
+	tok := "s.Xk9mQ2vR7tLw4ZpB8nYc3HjD"
+	for text, want := range map[string]int{
+		"export VAULT_TOKEN=" + tok + "\n": 1,
+		`{"vault_token": "` + tok + `"}`:   1,
+		"x := " + tok + "\n":               0,
+	} {
+		ms := d.Find([]byte(text))
+		if len(ms) != want || want == 1 && string(text[ms[0].Off:ms[0].Off+int64(ms[0].Len)]) != tok {
+			t.Errorf("%q: %+v", text, ms)
+		}
+	}
+}
