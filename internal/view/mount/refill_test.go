@@ -211,7 +211,7 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 	// within the gap after the last round: no round (a cheap request must
 	// not have the daemon read the whole tree again and again).
 	setGap(time.Hour)
-	testenv.Eventually(t, "a/b's first file held, and the round over", func() bool { return node("a/b", 0).held.Load() != nil && roundOver() })
+	testenv.Eventually(t, "a/b's first file held, and the round over", func() bool { n := node("a/b", 0); return n != nil && n.held.Load() != nil && roundOver() })
 	reclaim()
 	for _, d := range []string{"a", "z"} {
 		if _, err := os.ReadFile(path(d, 2)); err != nil {
