@@ -851,6 +851,9 @@ var SecretFamilies = []string{
 	"artifactory-key", "perplexity-key", "groq-key", "defined-networking-key", "mapbox-secret-token",
 	"google-oauth-secret", "google-oauth-token", "openrouter-key", "replicate-token", "nvidia-key", "pinecone-key",
 	"langsmith-key", "docker-swarm-token", "discord-bot-token", "okta-token",
+	"onepassword-secret-key", "aws-bedrock-key", "clickhouse-key", "duffel-token", "facebook-page-token",
+	"harness-token", "octopus-key", "sendinblue-key", "typeform-token", "intra42-secret",
+	"cloudflare-origin-ca-key", "teams-webhook", "maxmind-license-key",
 }
 
 // GenericSecret is the family of secrets.generic's assignments.

@@ -474,7 +474,8 @@ func merge(ms []Mask) ([]Mask, error) {
 			pend := p.Off + int64(p.Len)
 			if m.Off < pend {
 				if m.Off < p.Off+int64(p.Keep) {
-					k := int(m.Off - p.Off)
+					// Shown: what both keep.
+					k := min(p.Keep, int(m.Off-p.Off)+m.Keep)
 					p.Keep = k - k%max(p.Unit, 1)
 				}
 				if e := m.Off + int64(m.Len); e > pend {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
@@ -253,9 +254,9 @@ var tokens = []tokenRule{
 	{name: "gitlab-pat", prefixes: oneOf("glpat-"), body: segs(run(cls("A-Za-z0-9_.-"), 20, 255)), keep: -1, check: notDotEnd},
 	{name: "gitlab-token", prefixes: oneOf("gldt- glptt- glrt- glcbt- glffct- glft- glimt- glagent- gloas- glsoat- GR1348941"), body: segs(run(cls("A-Za-z0-9_.-"), 20, 255)), keep: -1, check: notDotEnd},
 	{name: "google-api-key", prefixes: oneOf("AIza"), body: segs(exact(b64url, 35)), keep: -1},
-	{name: "slack-token", prefixes: oneOf("xoxb- xoxp- xoxa- xoxr- xoxs- xoxe- xoxe.xoxp-"), body: segs(run(cls("A-Za-z0-9-"), 10, 255)), keep: -1, check: hasDigit},
+	{name: "slack-token", prefixes: oneOf("xoxb- xoxp- xoxa- xoxr- xoxs- xoxo- xoxe- xoxe.xoxp- xoxe.xoxb-"), body: segs(run(cls("A-Za-z0-9-"), 10, 255)), keep: -1, check: hasDigit},
 	{name: "slack-app-token", prefixes: oneOf("xapp-"), body: segs(run(cls("A-Za-z0-9-"), 30, 255)), keep: -1, check: hasDigit},
-	{name: "stripe-key", prefixes: oneOf("sk_live_ sk_test_ rk_live_ rk_test_"), body: segs(run(alnum, 16, 255)), keep: -1},
+	{name: "stripe-key", prefixes: oneOf("sk_live_ sk_test_ sk_prod_ rk_live_ rk_test_ rk_prod_"), body: segs(run(alnum, 16, 255)), keep: -1},
 	{name: "stripe-webhook-secret", prefixes: oneOf("whsec_"), body: segs(run(alnum, 24, 128)), keep: -1},
 	{name: "openai-key", prefixes: oneOf("sk-proj- sk-svcacct- sk-admin-"), body: segs(run(b64url, 40, 255)), keep: -1},
 	{name: "openai-key", prefixes: oneOf("sk-"), next: alnum, body: segs(exact(alnum, 20), lit("T3BlbkFJ"), exact(alnum, 20)), keep: 3},
@@ -331,6 +332,24 @@ var tokens = []tokenRule{
 	{name: "langsmith-key", prefixes: oneOf("lsv2_pt_ lsv2_sk_"), body: segs(exact(hexl, 32), lit("_"), exact(hexl, 10)), keep: -1},
 	{name: "docker-swarm-token", prefixes: oneOf("SWMTKN-1-"), body: segs(exact(cls("a-z0-9"), 50), lit("-"), exact(cls("a-z0-9"), 25)), keep: -1,
 		check: notExample("3pu6hszjas19xyp7ghgosyx9k8atbfcr8p2is99znpy26u2lkl", "1h8aps2yszaiqmz2l3oc5392pgk8e49qhx2aj3nyv0ui0hez2a")},
+	{name: "onepassword-secret-key", prefixes: oneOf("A3-"), next: upperNum, body: segs(run(cls("A-Z0-9-"), 35, 36)), keep: -1, check: onePasswordKey,
+		gen: func(r *rand.Rand, _ string) string {
+			return strings.Join([]string{fromSegs(r, segs(exact(upperNum, 6))), fromSegs(r, segs(exact(upperNum, 11))), fromSegs(r, segs(exact(upperNum, 5))), fromSegs(r, segs(exact(upperNum, 5))), fromSegs(r, segs(exact(upperNum, 5)))}, "-")
+		}},
+	{name: "aws-access-key-id", prefixes: oneOf("A3T"), next: upperNum, body: segs(exact(upperNum, 17)), keep: -1},
+	{name: "aws-bedrock-key", prefixes: oneOf("ABSK"), body: segs(run(b64, 109, 269)), keep: -1},
+	{name: "aws-bedrock-key", prefixes: oneOf("bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t"), body: segs(run(b64eq, 20, 4000)), keep: 16},
+	{name: "clickhouse-key", prefixes: oneOf("4b1d"), body: segs(exact(alnum, 38)), keep: -1},
+	{name: "duffel-token", prefixes: oneOf("duffel_test_ duffel_live_"), body: segs(exact(cls("A-Za-z0-9_=-"), 43)), keep: -1},
+	{name: "facebook-page-token", prefixes: oneOf("EAAM EAAC"), body: segs(run(alnum, 100, 400)), keep: -1},
+	{name: "gitlab-token", prefixes: oneOf("_gitlab_session="), body: segs(exact(cls("0-9a-z"), 32)), keep: -1},
+	{name: "harness-token", prefixes: oneOf("pat. sat."), body: segs(exact(b64url, 22), lit("."), exact(alnum, 24), lit("."), exact(alnum, 20)), keep: -1},
+	{name: "octopus-key", prefixes: oneOf("API-"), body: segs(exact(upperNum, 26)), keep: -1},
+	{name: "sendinblue-key", prefixes: oneOf("xkeysib-"), body: segs(exact(hexl, 64), lit("-"), exact(alnum, 16)), keep: -1},
+	{name: "typeform-token", prefixes: oneOf("tfp_"), body: segs(exact(cls("A-Za-z0-9_.=-"), 59)), keep: -1},
+	{name: "intra42-secret", prefixes: oneOf("s-s4t2ud- s-s4t2af-"), body: segs(exact(hexa, 64)), keep: -1},
+	{name: "artifactory-key", prefixes: oneOf("cmVmd"), body: segs(exact(alnum, 59)), keep: -1},
+	{name: "cloudflare-origin-ca-key", prefixes: oneOf("v1.0-"), body: segs(exact(hexl, 24), lit("-"), exact(hexl, 146)), keep: -1},
 	{name: "mapbox-secret-token", prefixes: oneOf("sk.eyJ"), body: segs(run(b64url, 50, 400), lit("."), exact(b64url, 22)), keep: 3},
 }
 
@@ -347,6 +366,41 @@ func notExample(examples ...string) func([]byte) bool {
 	}
 }
 
+// onePasswordKey: a 1Password account's secret key, "A3-" and five or
+// six groups of upper-case letters and digits.
+func onePasswordKey(t []byte) bool {
+	var lens []int
+	for _, g := range bytes.Split(t[3:], []byte("-")) {
+		lens = append(lens, len(g))
+	}
+	return slices.Equal(lens, []int{6, 11, 5, 5, 5}) || slices.Equal(lens, []int{6, 6, 5, 5, 5, 5})
+}
+
+// teamsWebhook is a Microsoft Teams incoming webhook's path.
+var teamsWebhook = &rule{
+	name: "teams-webhook", anchors: oneOf("webhook.office.com/webhookb2/"),
+	find: func(c []byte, at, n int, out []span) []span {
+		e := match(c, at+n, segs(run(cls("A-Za-z0-9@/-"), 60, 300)))
+		if e < 0 || !plausible(c[at+n:e]) || !bytes.Contains(c[at+n:e], []byte("/IncomingWebhook/")) {
+			return out
+		}
+		return append(out, span{s: at + n, e: e})
+	},
+}
+
+// maxmind is a MaxMind license key: 6 bytes, '_', 29 bytes and "_mmk".
+var maxmind = &rule{
+	name: "maxmind-license-key", anchors: oneOf("_mmk"),
+	find: func(c []byte, at, n int, out []span) []span {
+		s := at - 36
+		if s < 0 || !boundary(c, s) || match(c, s, segs(exact(alnum, 6), lit("_"), exact(alnum, 29))) != at ||
+			within(c, at+n) && alnum[c[at+n]] || !plausible(c[s:at]) {
+			return out
+		}
+		return append(out, span{s: s, e: at + n})
+	},
+}
+
 // notDotEnd refuses a token that ends with its alphabet's '.' (a sentence's
 // full stop after a token is not part of it).
 func notDotEnd(t []byte) bool { return t[len(t)-1] != '.' }
@@ -358,7 +412,8 @@ var builtin = func() []*rule {
 		rs = append(rs, t.rule())
 	}
 	return append(rs, awsKeyID, awsSecret, telegram, twilioAuth, azureAccountKey, azureADSecret,
-		connPassword, urlPassword, jwt, slackWebhook, discordWebhook, terraform, vaultLegacy, discordBot, okta)
+		connPassword, urlPassword, jwt, slackWebhook, discordWebhook, terraform, vaultLegacy, discordBot, okta,
+		teamsWebhook, maxmind)
 }()
 
 // awsKeyID is an AWS access key id; the secret key beside it, within
@@ -850,7 +905,7 @@ type Sample struct {
 func SampleCredentials(seed int64) []Sample {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	var out []Sample
-	seen := map[string]bool{}
+	seen := map[string]bool{"aws-access-key-id": true} // made below, with its secret's neighbour
 	for _, t := range tokens {
 		if seen[t.name] {
 			continue
@@ -913,6 +968,12 @@ func SampleCredentials(seed int64) []Sample {
 	add("discord-bot-token", "DISCORD_BOT_TOKEN="+db, db)
 	ok := "00" + rnd(alnum, 40)
 	add("okta-token", "OKTA_API_TOKEN: "+ok, ok)
+	tw2 := fmt.Sprintf("%s-%s-%s-%s-%s@%s-%s-%s-%s-%s/IncomingWebhook/%s/%s-%s-%s-%s-%s",
+		rnd(hexl, 8), rnd(hexl, 4), rnd(hexl, 4), rnd(hexl, 4), rnd(hexl, 12), rnd(hexl, 8), rnd(hexl, 4), rnd(hexl, 4), rnd(hexl, 4), rnd(hexl, 12),
+		rnd(hexl, 32), rnd(hexl, 8), rnd(hexl, 4), rnd(hexl, 4), rnd(hexl, 4), rnd(hexl, 12))
+	add("teams-webhook", "https://acme.webhook.office.com/webhookb2/"+tw2, tw2)
+	mm := rnd(alnum, 6) + "_" + rnd(alnum, 29) + "_mmk"
+	add("maxmind-license-key", mm, mm)
 	tf := rnd(alnum, 14) + ".atlasv1." + rnd(b64url, 67)
 	add("terraform-token", tf, tf)
 	return out

@@ -461,3 +461,15 @@ func TestLegacyVaultToken(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlappingFamilies: one credential found by two rules (a Slack
+// refresh token holds a user token's prefix) is one mask, keeping what
+// both keep.
+func TestOverlappingFamilies(t *testing.T) {
+	t.Parallel()
+	tok := "xoxe.xoxp-1-Mi0yLTEyMzQ1Njc4OTAtOTg3NjU0MzIxMC1hYmNkZWY"
+	ms := defaultDetector(t).Find([]byte("SLACK_REFRESH=" + tok + "\n"))
+	if len(ms) != 1 || ms[0].Off != 14 || ms[0].Len != len(tok) || ms[0].Keep != len("xoxe.xoxp-") {
+		t.Fatalf("%+v", ms)
+	}
+}
