@@ -824,6 +824,7 @@ const (
 	MaxSecretRegex  = 1024
 	MaxSecretMatch  = 512
 	MaxSecretRules  = 64
+	MaxRuleAnchors  = 32
 	MaxSecretKeep   = 64
 )
 
@@ -933,6 +934,9 @@ func (s *Secrets) finish(at func(key, value string) string) error {
 		r.Re = re
 		if len(r.Anchors) == 0 {
 			return fmt.Errorf("%ssecrets.rule %q has no anchors: give at least one literal string of %d bytes or more that every match contains (the detector looks for the rule only around them)", where, r.Name, MinSecretAnchor)
+		}
+		if len(r.Anchors) > MaxRuleAnchors {
+			return fmt.Errorf("%ssecrets.rule %q has %d anchors, at most %d", where, r.Name, len(r.Anchors), MaxRuleAnchors)
 		}
 		for _, a := range r.Anchors {
 			if len(a) < MinSecretAnchor || len(a) > MaxSecretAnchor {

@@ -97,6 +97,12 @@ path = "` + dir + `"
 name = "acme-token"
 regex = '` + strings.Repeat("a", 1025) + `'
 anchors = ["aaa"]`, `regex is 1025 bytes, at most 1024`},
+		{"many anchors", `[[root]]
+path = "` + dir + `"
+[[secrets.rule]]
+name = "acme-token"
+regex = 'acme_x+'
+anchors = [` + strings.Repeat(`"acme_", `, 33) + `]`, `has 33 anchors, at most 32`},
 		{"builtin name", `[[root]]
 path = "` + dir + `"
 [[secrets.rule]]
