@@ -2,6 +2,13 @@
 // that carries one. Every "no" that fsguard says to an agent, an operator or
 // a shell tool is a *refusal.Error, so the code is machine-readable and the
 // message always says what to do next.
+//
+// A refusal is data: its code, the operation refused, the path, a reason
+// (one stable key per distinct cause) and the facts its message needs. The
+// words are rendered at the door that shows them (Render, from the one
+// table in render.go): the CLI and the control socket name options as
+// flags, MCP as tool arguments; the mount shows no words at all, only an
+// errno.
 package refusal
 
 import (
@@ -45,28 +52,95 @@ const (
 	MaskedSpan Code = "FS_MASKED_SPAN"
 )
 
-// Error is a refusal: a code, the path as the caller named it, and a complete
-// human message. Err, when set, is the underlying cause; it is kept for
-// logs and errors.Is but never shown to the agent, because a cause (say, a
-// backing path in an *fs.PathError) could reveal what the policy hides.
-//
-// The message is kept as a format and its arguments, with every file path
-// among them a Path, so a front end that shows paths in another view (the
-// control socket: the container's /workspace, not the host's /srv/project)
-// renders the same refusal in that view (In) — no search and replace in
-// finished text.
-type Error struct {
-	Code   Code
-	Path   string
-	Format string
-	Args   []any
-	Err    error
+// Op is the operation a refusal says no to, as its message names it
+// ("cannot read ...").
+type Op string
+
+// The operations.
+const (
+	OpRead   Op = "read"
+	OpWrite  Op = "write"
+	OpEdit   Op = "edit"
+	OpCheck  Op = "check"
+	OpModify Op = "modify" // a write or an edit, as a precondition says it
+	OpCreate Op = "create"
+)
+
+// Facts are what a refusal's message needs besides its path, as typed
+// values. Paths among them (Roots, Suggestions) are mapped with the
+// refusal's own path when it is shown in another view (In); every other
+// fact is shown as it is.
+type Facts struct {
+	// Limit is the bound the request met (bytes, credentials, windows).
+	Limit int64 `json:"limit,omitempty"`
+	// Line is a line (the first of a range, an offset, a byte position
+	// for Byte reasons), End the last line of a range.
+	Line int64 `json:"line,omitempty"`
+	End  int64 `json:"end,omitempty"`
+	// Total counts what the reason counts (lines, names, occurrences).
+	Total int64 `json:"total,omitempty"`
+	// Unit is what Total counts, where that varies: "line", "entry", "cell".
+	Unit  string `json:"unit,omitempty"`
+	MIME  string `json:"mime,omitempty"`
+	Class string `json:"class,omitempty"`
+	// Kind is a file's type ("directory", "FIFO", ...).
+	Kind string `json:"kind,omitempty"`
+	// Rule is the policy rule that decided.
+	Rule string `json:"rule,omitempty"`
+	// Arg names the request's option at fault (the read's window options,
+	// by their request names), Args all of them, Got the value as given.
+	Arg  string   `json:"arg,omitempty"`
+	Args []string `json:"args,omitempty"`
+	Got  string   `json:"got,omitempty"`
+	// Anchor and Now are an anchor as given and the line's anchor now.
+	Anchor string `json:"anchor,omitempty"`
+	Now    string `json:"now,omitempty"`
+	// Detail is the text of a cause that may be shown (an errno's, a
+	// decoding error's), never one that could name a hidden path.
+	Detail string `json:"detail,omitempty"`
+	// Roots are the allowed roots, Suggestions near names of a path
+	// that was not found.
+	Roots       []string `json:"roots,omitempty"`
+	Suggestions []string `json:"suggestions,omitempty"`
 }
 
-// Path is a file path inside a refusal's message.
+// Error is a refusal: a code, the operation, the path as the caller named
+// it, the reason and its facts. Err, when set, is the underlying cause; it
+// is kept for logs and errors.Is but never shown to the agent, because a
+// cause (say, a backing path in an *fs.PathError) could reveal what the
+// policy hides.
+//
+// Format and Args are the older form, a message written where the refusal
+// was made; it is used only when Reason is empty, and is on its way out:
+// new refusals are made with Of and rendered from the table.
+type Error struct {
+	Code   Code   `json:"code"`
+	Op     Op     `json:"op,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Reason Reason `json:"reason,omitempty"`
+	Facts
+	Err error `json:"-"`
+
+	Format string `json:"-"`
+	Args   []any  `json:"-"`
+}
+
+// Path is a file path inside a refusal's message (the older form).
 type Path string
 
-func (e *Error) Error() string { return fmt.Sprintf(e.Format, e.Args...) }
+// Of returns the refusal for reason, of op on path, with facts f. Its code
+// is the reason's (see the table).
+func Of(reason Reason, op Op, path string, f Facts) *Error {
+	return &Error{Code: reason.Code(), Op: op, Path: path, Reason: reason, Facts: f}
+}
+
+// Because returns e with err as its cause.
+func (e *Error) Because(err error) *Error {
+	e.Err = err
+	return e
+}
+
+func (e *Error) Error() string { return e.Render(CLI) }
 func (e *Error) Unwrap() error { return e.Err }
 
 // Message is the human message (the same as Error).
@@ -77,6 +151,8 @@ func (e *Error) Message() string { return e.Error() }
 func (e *Error) In(view func(string) string) *Error {
 	out := *e
 	out.Path = view(e.Path)
+	out.Roots = mapped(e.Roots, view)
+	out.Suggestions = mapped(e.Suggestions, view)
 	out.Args = make([]any, len(e.Args))
 	for i, a := range e.Args {
 		switch v := a.(type) {
@@ -91,6 +167,17 @@ func (e *Error) In(view func(string) string) *Error {
 		}
 	}
 	return &out
+}
+
+func mapped(ps []string, view func(string) string) []string {
+	if ps == nil {
+		return nil
+	}
+	m := make([]string, len(ps))
+	for i, p := range ps {
+		m[i] = view(p)
+	}
+	return m
 }
 
 // Paths is a list of paths in a message, shown as "a", "b".
@@ -119,8 +206,9 @@ func (ps Paths) mapped(view func(string) string) Paths {
 	return m
 }
 
-// New returns a refusal with a formatted message. An argument equal to path
-// is the refusal's own path, and is mapped with it (see In).
+// New returns a refusal with a formatted message (the older form; use Of).
+// An argument equal to path is the refusal's own path, and is mapped with
+// it (see In).
 func New(code Code, path, format string, args ...any) *Error {
 	for i, a := range args {
 		if s, ok := a.(string); ok && s == path && path != "" {
@@ -130,19 +218,20 @@ func New(code Code, path, format string, args ...any) *Error {
 	return &Error{Code: code, Path: path, Format: format, Args: args}
 }
 
-// Cannot returns the common form `cannot read "<path>": <why>`.
+// Cannot returns the common form `cannot read "<path>": <why>` (the older
+// form; use Of).
 func Cannot(code Code, path, why string) *Error {
 	return &Error{Code: code, Path: path, Format: "cannot read %q: %s", Args: []any{Path(path), why}}
 }
 
 // Cannotf is Cannot with a formatted why, whose Path arguments are mapped
-// like the refusal's own path.
+// like the refusal's own path (the older form; use Of).
 func Cannotf(code Code, path, format string, args ...any) *Error {
 	return &Error{Code: code, Path: path, Format: "cannot read %q: " + format, Args: append([]any{Path(path)}, args...)}
 }
 
 // Unobserved is FS_NOT_OBSERVED: the session has not seen (all of) what
-// it wants to change.
+// it wants to change (the older form; use Of).
 func Unobserved(path, why string) *Error {
 	return New(NotObserved, path, "cannot modify %q: %s — read the file, then retry", path, why)
 }
@@ -158,4 +247,13 @@ func CodeOf(err error) Code {
 		return ""
 	}
 	return IOError
+}
+
+// ReasonOf returns the reason of the refusal err carries, or "".
+func ReasonOf(err error) Reason {
+	var r *Error
+	if errors.As(err, &r) {
+		return r.Reason
+	}
+	return ""
 }

@@ -35,7 +35,7 @@ func (v *View) ToHost(name, cwd string) (string, error) {
 	abs = filepath.Clean(abs)
 	rel, ok := roots.Within(v.Prefix, abs)
 	if !ok {
-		return "", refusal.Cannot(refusal.OutsideAllowedRoots, abs, "outside the allowed roots ("+v.Prefix+"); read a file inside it")
+		return "", refusal.Of(refusal.OutsideMount, refusal.OpRead, abs, refusal.Facts{Detail: v.Prefix})
 	}
 	if rel == "." {
 		rel = ""
@@ -49,7 +49,7 @@ func (v *View) ToHost(name, cwd string) (string, error) {
 			return filepath.Join(r.Path, rest), nil
 		}
 	}
-	return "", refusal.Cannot(refusal.NotFound, abs, "not found; the top of the mount holds only the roots")
+	return "", refusal.Of(refusal.TopHoldsRoots, refusal.OpRead, abs, refusal.Facts{})
 }
 
 // ToView turns a host path back into the caller's view.

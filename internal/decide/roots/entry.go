@@ -73,10 +73,10 @@ func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) boo
 	}
 	pfd, viaLink, err := g.open(root, rel, unix.O_PATH|unix.O_NOFOLLOW)
 	if err == unix.EXDEV {
-		return e, nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
+		return e, nil, refusal.Of(refusal.LinkOnPathOutside, refusal.OpRead, display, refusal.Facts{})
 	}
 	if err != nil {
-		return e, nil, g.entryErr(err, root, rel, display)
+		return e, nil, g.openErr(err, root, rel, display)
 	}
 	defer unix.Close(pfd)
 	if viaLink {
@@ -168,21 +168,21 @@ func (g *Guard) linkEntry(pfd int, root *Root, rel, display string) (string, err
 		return "", ioErr(display, err)
 	}
 	if filepath.IsAbs(link) {
-		return "", refusal.Cannot(refusal.OutsideAllowedRoots, display, "an absolute symbolic link is not followed")
+		return "", refusal.Of(refusal.AbsoluteLink, refusal.OpRead, display, refusal.Facts{})
 	}
 	target := filepath.Join(filepath.Dir(rel), link)
 	if target == ".." || strings.HasPrefix(target, "../") {
-		return "", refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
+		return "", refusal.Of(refusal.LinkLeadsOutside, refusal.OpRead, display, refusal.Facts{})
 	}
 	if g.Denied(root, target) {
 		return "", deniedErr(display)
 	}
 	tfd, _, err := g.open(root, target, unix.O_PATH)
 	if err == unix.EXDEV {
-		return "", refusal.Cannot(refusal.OutsideAllowedRoots, display, "the symbolic link leads outside the root")
+		return "", refusal.Of(refusal.LinkLeadsOutside, refusal.OpRead, display, refusal.Facts{})
 	}
 	if err != nil {
-		return "", g.entryErr(err, root, target, display)
+		return "", g.openErr(err, root, target, display)
 	}
 	defer unix.Close(tfd)
 	if _, _, err := g.landed(tfd, root, display); err != nil {
@@ -231,9 +231,9 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		if err == unix.EXDEV {
-			return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
+			return nil, refusal.Of(refusal.LinkOnPathOutside, refusal.OpRead, display, refusal.Facts{})
 		}
-		return nil, g.entryErr(err, root, rel, display)
+		return nil, g.openErr(err, root, rel, display)
 	}
 	defer unix.Close(fd)
 	if viaLink {
@@ -332,9 +332,9 @@ func (g *Guard) ListDir(name, cwd string) (*Listing, error) {
 	pfd, viaLink, err := g.open(root, rel, unix.O_PATH|unix.O_DIRECTORY)
 	switch {
 	case err == unix.EXDEV:
-		return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the path leads outside the root (through a symbolic link or a mount point); list a directory inside it")
+		return nil, refusal.Of(refusal.DirLeadsOutside, refusal.OpRead, display, refusal.Facts{})
 	case err == unix.ENOTDIR:
-		return nil, refusal.Cannot(refusal.NotAFile, display, "not a directory")
+		return nil, refusal.Of(refusal.NotDirectory, refusal.OpRead, display, refusal.Facts{})
 	case err != nil:
 		return nil, g.openErr(err, root, rel, display)
 	}

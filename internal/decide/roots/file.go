@@ -202,7 +202,7 @@ func (g *Guard) OpenParent(root *Root, rel, display string) (*Dir, string, error
 func (g *Guard) OpenDir(root *Root, rel, display string) (*Dir, error) {
 	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err == unix.EXDEV {
-		return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "a symbolic link on the path leads outside the root")
+		return nil, refusal.Of(refusal.LinkOnPathOutside, refusal.OpRead, display, refusal.Facts{})
 	}
 	if err != nil {
 		return nil, g.openErr(err, root, rel, display)

@@ -238,8 +238,7 @@ func (g *Guard) WriteDenied(root *Root, rel, display string) error {
 	for _, base := range []string{root.Real, root.Path} {
 		if i := policy.MatchGlobs(g.pol.Write.DenyGlobs, rel, filepath.Join(base, rel), g.pol.Folds()); i >= 0 {
 			rule := g.pol.Write.DenyGlobs[i].String()
-			return refusal.New(refusal.WriteDenied, display,
-				"cannot write %q: the policy does not let the agent write here (rule %q in [write] deny_globs): files the host runs on its own are not the agent's to change; leave this change to a person", display, rule)
+			return refusal.Of(refusal.WriteDeniedRule, refusal.OpWrite, display, refusal.Facts{Rule: rule})
 		}
 	}
 	return nil
@@ -258,7 +257,7 @@ func (g *Guard) Locate(name, cwd string) (root *Root, rel, display string, err e
 	}
 	abs = filepath.Clean(abs)
 	if policy.Dangerous(abs) {
-		return nil, "", abs, refusal.Cannot(refusal.DangerousPath, abs, "/proc, /sys and /dev are never read through fsguard")
+		return nil, "", abs, refusal.Of(refusal.DangerousName, refusal.OpRead, abs, refusal.Facts{})
 	}
 	root, rel = g.rootOf(abs)
 	if root == nil {
@@ -297,24 +296,25 @@ func Within(base, abs string) (string, bool) {
 }
 
 func (g *Guard) outside(display string) error {
-	var names refusal.Paths
+	var names []string
 	for _, r := range g.roots {
-		names = append(names, refusal.Path(r.Path))
+		names = append(names, r.Path)
 	}
-	return refusal.Cannotf(refusal.OutsideAllowedRoots, display, "outside the allowed roots (%s); read a file inside one of them", names)
+	return refusal.Of(refusal.OutsideRoots, refusal.OpRead, display, refusal.Facts{Roots: names})
 }
 
 // ValidateName refuses names no file can have or no agent should send.
 func ValidateName(name string) error {
+	const maxName = 4096
 	switch {
 	case strings.TrimSpace(name) == "":
-		return refusal.New(refusal.InvalidInput, name, "invalid input: the path is empty; name a file to read")
+		return refusal.Of(refusal.EmptyPath, refusal.OpRead, name, refusal.Facts{})
 	case strings.ContainsRune(name, 0):
-		return refusal.New(refusal.InvalidInput, strings.ReplaceAll(name, "\x00", `\0`), "invalid input: the path contains a NUL byte; send the path without it")
+		return refusal.Of(refusal.NULInPath, refusal.OpRead, strings.ReplaceAll(name, "\x00", `\0`), refusal.Facts{})
 	case !validUTF8(name):
-		return refusal.New(refusal.InvalidInput, strings.ToValidUTF8(name, "\uFFFD"), "invalid input: the path is not valid UTF-8; send the name as UTF-8")
-	case len(name) > 4096:
-		return refusal.New(refusal.InvalidInput, name[:64]+"...", "invalid input: the path is longer than 4096 bytes")
+		return refusal.Of(refusal.BadUTF8Path, refusal.OpRead, strings.ToValidUTF8(name, "\uFFFD"), refusal.Facts{})
+	case len(name) > maxName:
+		return refusal.Of(refusal.LongPath, refusal.OpRead, name[:64]+"...", refusal.Facts{Limit: maxName})
 	}
 	return nil
 }
@@ -480,43 +480,31 @@ func (g *Guard) openAcross(root *Root, rel, display string, hops int) (*File, er
 			return nil, g.openErr(e, root, rel, display)
 		}
 		// EINVAL and the like: a link became something else mid-walk.
-		return nil, refusal.Cannot(refusal.ChangedDuringRead, display, "the path changed while it was being resolved; read it again")
+		return nil, refusal.Of(refusal.ChangedResolving, refusal.OpRead, display, refusal.Facts{})
 	}
 	if policy.Dangerous(target) {
-		return nil, refusal.Cannot(refusal.DangerousPath, display, "it leads into /proc, /sys or /dev, which are never read through fsguard")
+		return nil, refusal.Of(refusal.LeadsDangerous, refusal.OpRead, display, refusal.Facts{})
 	}
 	r2, rel2 := g.rootOf(target)
 	if r2 == nil || hops > 0 {
-		return nil, refusal.Cannot(refusal.OutsideAllowedRoots, display, "the path leads outside the allowed roots (through a symbolic link or a mount point); read a file inside them")
+		return nil, refusal.Of(refusal.LeadsOutside, refusal.OpRead, display, refusal.Facts{})
 	}
 	return g.openIn(r2, rel2, display, hops+1)
 }
 
-// entryErr is openErr for the mount's questions (Entry, List): a missing
-// name is only "not found". Suggestions list and score the parent
-// directory — milliseconds — and the mount shows no message to put them
-// in, while a compiler, a shell or Python's imports probe many missing
-// names.
-func (g *Guard) entryErr(err error, root *Root, rel, display string) error {
-	if err == unix.ENOENT || err == unix.ENOTDIR {
-		return refusal.Cannot(refusal.NotFound, display, "not found")
-	}
-	return g.openErr(err, root, rel, display)
-}
-
 func (g *Guard) openErr(err error, root *Root, rel, display string) error {
 	if err == errClosed {
-		return refusal.Cannot(refusal.ChangedDuringRead, display, "the policy was reloaded during the call; retry")
+		return refusal.Of(refusal.PolicyReloaded, refusal.OpRead, display, refusal.Facts{})
 	}
 	switch err {
 	case unix.ENOENT, unix.ENOTDIR:
-		return g.notFound(root, rel, display)
+		return notFound(root, rel, display)
 	case unix.ELOOP:
-		return refusal.Cannot(refusal.NotFound, display, "too many levels of symbolic links (a link loop); name the file itself")
+		return refusal.Of(refusal.LinkLoop, refusal.OpRead, display, refusal.Facts{})
 	case unix.EACCES, unix.EPERM:
-		return refusal.Cannot(refusal.PermissionDenied, display, "permission denied: fsguard acts with the caller's own rights, and this user may not open it; ask for access, or read another file")
+		return refusal.Of(refusal.NoPermission, refusal.OpRead, display, refusal.Facts{})
 	case unix.ENAMETOOLONG:
-		return refusal.Cannot(refusal.InvalidInput, display, "the path is too long")
+		return refusal.Of(refusal.NameTooLong, refusal.OpRead, display, refusal.Facts{})
 	case unix.ENXIO, unix.ENODEV, unix.EOPNOTSUPP:
 		return notAFile(display, "special file")
 	}
@@ -534,7 +522,7 @@ func unwrap(err error) error {
 }
 
 func deniedErr(display string) error {
-	return refusal.Cannot(refusal.Denied, display, "denied by policy; this path is not available to the agent")
+	return refusal.Of(refusal.DeniedName, refusal.OpRead, display, refusal.Facts{})
 }
 
 // ErrDirectory is the cause of a NOT_A_FILE refusal of a directory: a
@@ -542,23 +530,14 @@ func deniedErr(display string) error {
 var ErrDirectory = errors.New("a directory")
 
 func notAFile(display, kind string) error {
-	msg := "not a regular file (" + kind + ")"
 	if kind == "directory" {
-		msg += "; list it with ls, or read a file inside it"
-	} else {
-		msg += "; fsguard reads only regular files"
+		return refusal.Of(refusal.Directory, refusal.OpRead, display, refusal.Facts{}).Because(ErrDirectory)
 	}
-	e := refusal.Cannot(refusal.NotAFile, display, msg)
-	if kind == "directory" {
-		e.Err = ErrDirectory
-	}
-	return e
+	return refusal.Of(refusal.SpecialFile, refusal.OpRead, display, refusal.Facts{Kind: kind})
 }
 
 func ioErr(display string, err error) error {
-	e := refusal.Cannotf(refusal.IOError, display, "I/O error (%v); try again, and report it if it persists", unwrap(err))
-	e.Err = err
-	return e
+	return refusal.Of(refusal.IOFailed, refusal.OpRead, display, refusal.Facts{Detail: unwrap(err).Error()}).Because(err)
 }
 
 // KindOf names a file type for messages.

@@ -1,6 +1,7 @@
 package roots
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,20 +73,29 @@ func TestTempFilesAreNeverShown(t *testing.T) {
 	}
 }
 
-// TestEntryNeverSuggests: the mount's questions (Entry) answer a missing
-// name with a bare NOT_FOUND, without listing the directory for
-// suggestions; a named read (OpenIn) still suggests.
-func TestEntryNeverSuggests(t *testing.T) {
+// TestOnlySuggestSuggests: the resolver answers a missing name with a
+// bare NOT_FOUND, for the mount's questions (Entry) and a named open
+// (OpenIn) alike, without listing the directory; near names come only
+// from Suggest, which a door that shows the message calls.
+func TestOnlySuggestSuggests(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n"), 0o644)
 	g := guardFor(t, root)
 	r := g.Roots()[0]
-	if _, err := g.Entry(r, "main.g"); refusal.CodeOf(err) != refusal.NotFound || strings.Contains(err.Error(), "did you mean") {
+	_, err := g.Entry(r, "main.g")
+	if refusal.CodeOf(err) != refusal.NotFound || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("Entry: %v", err)
 	}
-	if _, err := g.OpenIn(r, "main.g", "main.g"); !strings.Contains(fmt.Sprint(err), "did you mean") {
-		t.Errorf("OpenIn: %v, want a suggestion", err)
+	_, err = g.OpenIn(r, "main.g", "/w/main.g")
+	if refusal.CodeOf(err) != refusal.NotFound || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("OpenIn: %v", err)
+	}
+	if got, want := fmt.Sprint(g.Suggest(err)), `cannot read "/w/main.g": not found; did you mean "/w/main.go"?`; got != want {
+		t.Errorf("Suggest:\n got %s\nwant %s", got, want)
+	}
+	if err := errors.New("x"); g.Suggest(err) != err {
+		t.Error("Suggest changed an error that is no refusal")
 	}
 }
 

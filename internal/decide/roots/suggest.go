@@ -1,6 +1,7 @@
 package roots
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,19 +17,48 @@ import (
 // maxSuggestions bounds the "did you mean" list; more is noise.
 const maxSuggestions = 3
 
-// notFound builds a NOT_FOUND refusal, with near names from the parent
-// directory when it exists. Only names that the policy admits are offered,
-// so a suggestion can never reveal a hidden entry.
-func (g *Guard) notFound(root *Root, rel, display string) error {
-	if names := g.suggest(root, rel); len(names) > 0 {
-		dir := filepath.Dir(display)
-		q := make(refusal.Alternatives, len(names))
-		for i, n := range names {
-			q[i] = refusal.Path(filepath.Join(dir, n))
-		}
-		return refusal.Cannotf(refusal.NotFound, display, "not found; did you mean %s?", q)
+// missing is the cause of a NOT_FOUND refusal of a name beneath a root:
+// where Suggest looks for near names.
+type missing struct {
+	root *Root
+	rel  string
+	err  error
+}
+
+func (m *missing) Error() string { return m.err.Error() }
+func (m *missing) Unwrap() error { return m.err }
+
+// notFound is the NOT_FOUND refusal of rel beneath root. It lists no
+// directory: near names cost a listing and a score of the parent — about
+// a millisecond — and only a door that shows the message asks for them
+// (Suggest), never the mount, whose shell tools, compilers and imports
+// probe many missing names and see only ENOENT.
+func notFound(root *Root, rel, display string) error {
+	return refusal.Of(refusal.NotFoundName, refusal.OpRead, display, refusal.Facts{}).
+		Because(&missing{root: root, rel: rel, err: unix.ENOENT})
+}
+
+// Suggest gives a not-found refusal the near names from its parent
+// directory, for a door that shows them, and returns err itself for any
+// other error. Only names that the policy admits are offered, so a
+// suggestion can never reveal a hidden entry.
+func (g *Guard) Suggest(err error) error {
+	var r *refusal.Error
+	var m *missing
+	if !errors.As(err, &r) || r.Reason != refusal.NotFoundName || !errors.As(r.Err, &m) || r.Suggestions != nil {
+		return err
 	}
-	return refusal.Cannot(refusal.NotFound, display, "not found; check the path (fsguard resolves it relative to the current directory)")
+	names := g.suggest(m.root, m.rel)
+	if len(names) == 0 {
+		return err
+	}
+	out := *r
+	dir := filepath.Dir(r.Path)
+	out.Suggestions = make([]string, len(names))
+	for i, n := range names {
+		out.Suggestions[i] = filepath.Join(dir, n)
+	}
+	return &out
 }
 
 type candidate struct {

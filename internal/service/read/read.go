@@ -155,6 +155,11 @@ type Reader struct {
 // Read performs one read: a directory's listing, an image's description,
 // a notebook's cells, or windows of a text file.
 func (r *Reader) Read(req Request) (*Result, error) {
+	res, err := r.read(req)
+	return res, r.Guard.Suggest(err) // a read shows its refusal: near names help
+}
+
+func (r *Reader) read(req Request) (*Result, error) {
 	lim := r.Guard.Policy().Limits
 	p, err := plan(&req, lim.MaxLines)
 	if err != nil {

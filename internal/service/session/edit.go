@@ -51,7 +51,7 @@ func (s *Service) Edit(name, cwd, session string, ed edit.Edit) (*EditResult, er
 		return bytes.NewReader(p.Content), &edited{held: p.Held, start: p.ShownStart, end: p.ShownEnd}, nil
 	})
 	if res == nil {
-		return nil, s.view.Err(err)
+		return nil, s.shownErr(err)
 	}
 	res.Path = s.shown(res.Path)
 	out.WriteResult = res

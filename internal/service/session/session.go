@@ -382,6 +382,12 @@ func (s *Service) unrecordable(path string, cause error) error {
 	return e
 }
 
+// shownErr is a check's, write's or edit's refusal as its caller is
+// shown it: a name not found with its near names, in the caller's view.
+func (s *Service) shownErr(err error) error {
+	return s.view.Err(s.Guard.Suggest(err))
+}
+
 func (s *Service) notRecorded() string {
 	why := "no journal is open"
 	if s.JournalErr != nil {

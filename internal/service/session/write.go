@@ -37,7 +37,7 @@ func stale(path string) error {
 func (s *Service) Check(name, cwd, session string) (*Freshness, error) {
 	f, err := s.check(name, cwd, session)
 	if err != nil {
-		return nil, s.view.Err(err)
+		return nil, s.shownErr(err)
 	}
 	f.Path = s.shown(f.Path)
 	return f, nil
@@ -202,7 +202,7 @@ func (s *Service) Write(name, cwd, session string, content io.Reader) (*WriteRes
 	if res != nil {
 		res.Path = s.shown(res.Path)
 	}
-	return res, s.view.Err(err)
+	return res, s.shownErr(err)
 }
 
 func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteResult, error) {

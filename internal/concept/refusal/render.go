@@ -1,0 +1,251 @@
+package refusal
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Door is a front end that shows refusals in words.
+type Door int
+
+// The doors. The mount is none of them: it answers with an errno alone.
+const (
+	// CLI is fsguard's command line: options are flags (--offset).
+	CLI Door = iota
+	// Socket is the control socket: the CLI's words, with paths in the
+	// caller's view (In is applied before it renders).
+	Socket
+	// MCP is the MCP server: options are tool arguments (offset).
+	MCP
+)
+
+// words are a door's names for what a refusal's advice tells the caller
+// to use.
+type words struct {
+	// opt names a request option (a read's window option, by its
+	// request name).
+	opt func(arg string) string
+	// anchorsRead is a read that shows anchors, with an article;
+	// withAnchors, the option as a read is asked "again ...".
+	anchorsRead, withAnchors string
+	// writeTool is the operation that creates a file.
+	writeTool string
+	// daemon is how a caller reads through the daemon.
+	daemon string
+}
+
+var cliWords = &words{
+	opt:         func(a string) string { return "--" + a },
+	anchorsRead: "an --anchors read",
+	withAnchors: "with --anchors",
+	writeTool:   "fsguard write",
+	daemon:      "the daemon (--socket)",
+}
+
+var doors = map[Door]*words{
+	CLI:    cliWords,
+	Socket: cliWords,
+	MCP: {
+		opt: func(a string) string {
+			if a == "window" {
+				return "windows"
+			}
+			return a
+		},
+		anchorsRead: "a read with anchors: true",
+		withAnchors: "with anchors: true",
+		writeTool:   "the write tool",
+		daemon:      "the daemon (fsguard mcp --socket)",
+	},
+}
+
+// Reason is a refusal's cause: one stable key per distinct cause, each
+// with its code and its words in the table.
+type Reason string
+
+// Code is the refusal code of a refusal for r.
+func (r Reason) Code() Code {
+	if row, ok := table[r]; ok {
+		return row.code
+	}
+	return IOError
+}
+
+// Render returns the refusal's message as door d shows it.
+func (e *Error) Render(d Door) string {
+	if e.Reason == "" {
+		return fmt.Sprintf(e.Format, e.Args...)
+	}
+	w, ok := doors[d]
+	if !ok {
+		w = cliWords
+	}
+	row, ok := table[e.Reason]
+	if !ok {
+		return e.cannot() + string(e.Reason)
+	}
+	return row.text(e, w)
+}
+
+// cannot is the common start of a message: `cannot read "<path>": `.
+func (e *Error) cannot() string {
+	op := e.Op
+	if op == "" {
+		op = OpRead
+	}
+	return fmt.Sprintf("cannot %s %q: ", op, e.Path)
+}
+
+// quoted shows paths as "a"<sep>"b".
+func quoted(ps []string, sep string) string {
+	q := make([]string, len(ps))
+	for i, p := range ps {
+		q[i] = fmt.Sprintf("%q", p)
+	}
+	return strings.Join(q, sep)
+}
+
+type row struct {
+	code Code
+	text func(e *Error, w *words) string
+}
+
+// why is a row whose message is the common start and a fixed cause.
+func why(code Code, s string) row {
+	return row{code, func(e *Error, _ *words) string { return e.cannot() + s }}
+}
+
+// whyf is a row whose cause is rendered from the refusal's facts.
+func whyf(code Code, f func(e *Error, w *words) string) row {
+	return row{code, func(e *Error, w *words) string { return e.cannot() + f(e, w) }}
+}
+
+// invalid is an INVALID_INPUT row whose message names no operation.
+func invalid(f func(e *Error, w *words) string) row {
+	return row{InvalidInput, func(e *Error, w *words) string { return "invalid input: " + f(e, w) }}
+}
+
+func fixed(s string) func(*Error, *words) string { return func(*Error, *words) string { return s } }
+
+// The reasons of the resolver (roots) and the caller's view.
+const (
+	// The path as sent.
+	EmptyPath   Reason = "empty-path"
+	NULInPath   Reason = "nul-in-path"
+	BadUTF8Path Reason = "bad-utf8-path"
+	LongPath    Reason = "long-path" // longer than Limit bytes
+	NameTooLong Reason = "name-too-long"
+
+	// Where it lies or leads.
+	DangerousName      Reason = "dangerous-path"
+	LeadsDangerous     Reason = "leads-dangerous"
+	OutsideRoots       Reason = "outside-roots"
+	OutsideMount       Reason = "outside-mount" // Detail: the mount as the caller sees it
+	LeadsOutside       Reason = "leads-outside"
+	LinkOnPathOutside  Reason = "link-on-path-outside"
+	AbsoluteLink       Reason = "absolute-link"
+	LinkLeadsOutside   Reason = "link-leads-outside"
+	DirLeadsOutside    Reason = "dir-leads-outside"
+	ChangedResolving   Reason = "changed-resolving"
+	PolicyReloaded     Reason = "policy-reloaded"
+	NotFoundName       Reason = "not-found" // Suggestions: near names
+	LinkLoop           Reason = "link-loop"
+	TopHoldsRoots      Reason = "top-holds-roots"
+	DeniedName         Reason = "denied-name"
+	WriteDeniedRule    Reason = "write-denied" // Rule: the [write] deny glob
+	NoPermission       Reason = "permission"
+	Directory          Reason = "directory"
+	SpecialFile        Reason = "special-file" // Kind: the file's type
+	NotDirectory       Reason = "not-a-directory"
+	IOFailed           Reason = "io-error" // Detail: the errno's text
+	IOFailedReading    Reason = "io-error-reading"
+	IOFailedRechecking Reason = "io-error-rechecking"
+)
+
+// The reasons of admission (admit): content, credentials, hard links.
+const (
+	DeniedKey          Reason = "denied-content-key"
+	DeniedContent      Reason = "denied-content" // Class, MIME
+	TooManyMasks       Reason = "too-many-masks" // Limit
+	ChangedChecking    Reason = "changed-checking"
+	LinksStrict        Reason = "denied-links-strict" // Total: names
+	LinksNeedDaemon    Reason = "denied-links-no-index"
+	LinkOutsideRoots   Reason = "denied-link-outside"
+	LinkDenied         Reason = "denied-link-name"
+	ChangedReading     Reason = "changed-reading"
+	ChangedReadingEdit Reason = "changed-reading-retry"
+)
+
+// table is the one table of refusals' words: every reason's code, message
+// and advice. The CLI's words are fsguard's stable messages.
+var table = map[Reason]row{
+	EmptyPath:   invalid(fixed("the path is empty; name a file to read")),
+	NULInPath:   invalid(fixed("the path contains a NUL byte; send the path without it")),
+	BadUTF8Path: invalid(fixed("the path is not valid UTF-8; send the name as UTF-8")),
+	LongPath: invalid(func(e *Error, _ *words) string {
+		return fmt.Sprintf("the path is longer than %d bytes", e.Limit)
+	}),
+	NameTooLong: why(InvalidInput, "the path is too long"),
+
+	DangerousName:  why(DangerousPath, "/proc, /sys and /dev are never read through fsguard"),
+	LeadsDangerous: why(DangerousPath, "it leads into /proc, /sys or /dev, which are never read through fsguard"),
+	OutsideRoots: whyf(OutsideAllowedRoots, func(e *Error, _ *words) string {
+		return "outside the allowed roots (" + quoted(e.Roots, ", ") + "); read a file inside one of them"
+	}),
+	OutsideMount: whyf(OutsideAllowedRoots, func(e *Error, _ *words) string {
+		return "outside the allowed roots (" + e.Detail + "); read a file inside it"
+	}),
+	LeadsOutside:      why(OutsideAllowedRoots, "the path leads outside the allowed roots (through a symbolic link or a mount point); read a file inside them"),
+	LinkOnPathOutside: why(OutsideAllowedRoots, "a symbolic link on the path leads outside the root"),
+	AbsoluteLink:      why(OutsideAllowedRoots, "an absolute symbolic link is not followed"),
+	LinkLeadsOutside:  why(OutsideAllowedRoots, "the symbolic link leads outside the root"),
+	DirLeadsOutside:   why(OutsideAllowedRoots, "the path leads outside the root (through a symbolic link or a mount point); list a directory inside it"),
+	ChangedResolving:  why(ChangedDuringRead, "the path changed while it was being resolved; read it again"),
+	PolicyReloaded:    why(ChangedDuringRead, "the policy was reloaded during the call; retry"),
+	NotFoundName: whyf(NotFound, func(e *Error, _ *words) string {
+		if len(e.Suggestions) > 0 {
+			return "not found; did you mean " + quoted(e.Suggestions, " or ") + "?"
+		}
+		return "not found; check the path (fsguard resolves it relative to the current directory)"
+	}),
+	LinkLoop:      why(NotFound, "too many levels of symbolic links (a link loop); name the file itself"),
+	TopHoldsRoots: why(NotFound, "not found; the top of the mount holds only the roots"),
+	DeniedName:    why(Denied, "denied by policy; this path is not available to the agent"),
+	WriteDeniedRule: whyf(WriteDenied, func(e *Error, _ *words) string {
+		return fmt.Sprintf("the policy does not let the agent write here (rule %q in [write] deny_globs): files the host runs on its own are not the agent's to change; leave this change to a person", e.Rule)
+	}),
+	NoPermission: why(PermissionDenied, "permission denied: fsguard acts with the caller's own rights, and this user may not open it; ask for access, or read another file"),
+	Directory:    why(NotAFile, "not a regular file (directory); list it with ls, or read a file inside it"),
+	SpecialFile: whyf(NotAFile, func(e *Error, _ *words) string {
+		return "not a regular file (" + e.Kind + "); fsguard reads only regular files"
+	}),
+	NotDirectory: why(NotAFile, "not a directory"),
+	IOFailed: whyf(IOError, func(e *Error, _ *words) string {
+		return "I/O error (" + e.Detail + "); try again, and report it if it persists"
+	}),
+	IOFailedReading: whyf(IOError, func(e *Error, _ *words) string {
+		return "I/O error while reading (" + e.Detail + "); try again"
+	}),
+	IOFailedRechecking: whyf(IOError, func(e *Error, _ *words) string {
+		return "I/O error (" + e.Detail + "); try again"
+	}),
+
+	DeniedKey: why(Denied, "the content is a private key, which the policy never shows"),
+	DeniedContent: whyf(Denied, func(e *Error, _ *words) string {
+		return fmt.Sprintf("the policy refuses %s content (%s)", e.Class, e.MIME)
+	}),
+	TooManyMasks: whyf(Denied, func(e *Error, _ *words) string {
+		return fmt.Sprintf("it holds more than %d credentials, more than fsguard masks in one file; if they are test fixtures, the operator can list the file in [secrets] allow_globs", e.Limit)
+	}),
+	ChangedChecking: why(ChangedDuringRead, "the file changed while it was checked for credentials; read it again"),
+	LinksStrict: whyf(Denied, func(e *Error, _ *words) string {
+		return fmt.Sprintf(`the file has %d names (hard links) and the policy shows no such file ([deny] hard_links = "strict"); read it under its only name, or set hard_links = "inside"`, e.Total)
+	}),
+	LinksNeedDaemon: whyf(Denied, func(e *Error, w *words) string {
+		return fmt.Sprintf(`the file has %d names (hard links), and only the fsguard daemon keeps the index that shows they are all inside the roots and allowed; read it through %s, or set [deny] hard_links = "allow" (e.g. for pnpm's node_modules, whose files are links into a store)`, e.Total, w.daemon)
+	}),
+	LinkOutsideRoots:   why(Denied, "another name (hard link) of this file lies outside the allowed roots; the policy shows it under none ([deny] hard_links)"),
+	LinkDenied:         why(Denied, "another name (hard link) of this file is denied by policy; the policy shows it under none ([deny] hard_links)"),
+	ChangedReading:     why(ChangedDuringRead, "the file changed while it was being read; read it again"),
+	ChangedReadingEdit: why(ChangedDuringRead, "the file changed while it was being read; retry"),
+}
