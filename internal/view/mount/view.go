@@ -272,28 +272,37 @@ func (v *view) root(name string) (*roots.Guard, *roots.Root) {
 // refuse turns a refusal into the errno a shell tool sees, and reports the
 // denials among them to the audit hook.
 func (v *view) refuse(caller *fuse.Caller, r *roots.Root, rel, path string, err error) syscall.Errno {
-	code := refusal.CodeOf(err)
-	errno := syscall.ENOENT
-	switch code {
+	errno, denial := errnoOf(err, v.policy().Mount.Denied == "eacces")
+	if denial {
+		d := newDenial(caller, path, refusal.CodeOf(err))
+		d.RealPath = filepath.Join(r.Real, rel)
+		v.audit.Denial(d)
+	}
+	return errno
+}
+
+// errnoOf is the one mapping of refusals to errnos: the mount shows no
+// message, only this. A denial (a policy's no, reported to the audit hook)
+// is ENOENT — the name is simply not there — or EACCES for a denied name
+// when the policy asks for it ([mount] denied = "eacces").
+func errnoOf(err error, deniedEACCES bool) (errno syscall.Errno, denial bool) {
+	switch refusal.CodeOf(err) {
 	case refusal.NotFound:
-		return syscall.ENOENT
+		return syscall.ENOENT, false
 	case refusal.Denied:
-		if v.policy().Mount.Denied == "eacces" {
-			errno = syscall.EACCES
+		if deniedEACCES {
+			return syscall.EACCES, true
 		}
+		return syscall.ENOENT, true
 	case refusal.OutsideAllowedRoots, refusal.DangerousPath, refusal.NotAFile:
 		// Escaping links and special files are simply not there.
+		return syscall.ENOENT, true
 	case refusal.PermissionDenied:
-		return syscall.EACCES
+		return syscall.EACCES, false
 	case refusal.ChangedDuringRead:
-		return syscall.ESTALE
+		return syscall.ESTALE, false
 	case refusal.InvalidInput:
-		return syscall.EINVAL
-	default:
-		return syscall.EIO
+		return syscall.EINVAL, false
 	}
-	d := newDenial(caller, path, code)
-	d.RealPath = filepath.Join(r.Real, rel)
-	v.audit.Denial(d)
-	return errno
+	return syscall.EIO, false
 }
