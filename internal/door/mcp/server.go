@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fsguard/fsguard/internal/concept/lines"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/service/api"
 	"github.com/fsguard/fsguard/internal/service/edit"
 	"github.com/fsguard/fsguard/internal/service/read"
@@ -233,10 +234,15 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 }
 
 // result turns a command's output into a tool result: stdout as the text
-// on success; on refusal an error result "CODE: message".
+// on success; on refusal an error result "CODE: message", the message in
+// the tools' words (options as arguments) when the refusal came as data.
 func result(out session.Output) *mcp.CallToolResult {
 	if out.Exit != 0 {
 		msg := out.Message // every refused or failed answer has one
+		if out.Refusal != nil {
+			msg = out.Refusal.Render(refusal.MCP)
+			out.Structured = withMessage(out.Structured, msg)
+		}
 		if out.Code != "" {
 			msg = out.Code + ": " + msg
 		}
@@ -250,6 +256,20 @@ func result(out session.Output) *mcp.CallToolResult {
 		content = append(content, &mcp.TextContent{Text: notes})
 	}
 	return &mcp.CallToolResult{Content: content, StructuredContent: structured(out)}
+}
+
+// withMessage is structured facts with their "message" said anew.
+func withMessage(facts json.RawMessage, msg string) json.RawMessage {
+	var m map[string]any
+	if json.Unmarshal(facts, &m) != nil || m == nil {
+		return facts
+	}
+	m["message"] = msg
+	b, err := json.Marshal(m)
+	if err != nil {
+		return facts
+	}
+	return b
 }
 
 // structured is an answer's facts for structuredContent, or nil.

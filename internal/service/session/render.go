@@ -22,6 +22,9 @@ type Output struct {
 	Code string `json:"code,omitempty"`
 	// Message is the refusal's message alone, without "Error: ".
 	Message string `json:"message,omitempty"`
+	// Refusal is the refusal itself, as data, for a front end that says it
+	// in its own words (MCP: Render(refusal.MCP)); Message is the CLI's.
+	Refusal *refusal.Error `json:"refusal,omitempty"`
 	// Image carries an image read's bytes for front ends that can show
 	// them (MCP); the text output only describes it.
 	Image *read.Image `json:"image,omitempty"`
@@ -108,14 +111,24 @@ func ExitOf(code refusal.Code) int {
 
 func errorOutput(err error) Output {
 	code := refusal.CodeOf(err)
-	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: ExitOf(code), Code: string(code), Message: err.Error()}
+	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: ExitOf(code), Code: string(code), Message: err.Error(), Refusal: asData(err)}
+}
+
+// asData is the refusal err carries when it is made of facts (see
+// refusal.Of), for a door that renders it in its own words.
+func asData(err error) *refusal.Error {
+	var r *refusal.Error
+	if errors.As(err, &r) && r.Reason != "" {
+		return r
+	}
+	return nil
 }
 
 // RenderRead renders a read's outcome in "text" or "json".
 func RenderRead(name string, res *ReadResult, err error, format string) Output {
 	if err != nil {
 		if format == "json" {
-			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitOf(refusal.CodeOf(err)), Code: string(refusal.CodeOf(err)), Message: err.Error(), Structured: facts(name, nil, err)}
+			return Output{Stdout: string(read.ErrorJSON(name, err, nil)), Exit: ExitOf(refusal.CodeOf(err)), Code: string(refusal.CodeOf(err)), Message: err.Error(), Refusal: asData(err), Structured: facts(name, nil, err)}
 		}
 		out := errorOutput(err)
 		out.Structured = facts(name, nil, err)
@@ -238,7 +251,7 @@ func RenderEdit(res *EditResult, err error) Output {
 	if err != nil {
 		e := errorOutput(err)
 		out.Stderr += e.Stderr
-		out.Exit, out.Code, out.Message = e.Exit, e.Code, e.Message
+		out.Exit, out.Code, out.Message, out.Refusal = e.Exit, e.Code, e.Message, e.Refusal
 		facts.Code, facts.Message = e.Code, e.Message
 	}
 	return withFacts(out, facts)
