@@ -17,7 +17,9 @@ import (
 // Mask). A family is recognised by its structure: a provider's prefix, then
 // the length and alphabet of what follows, and its checksum where the
 // provider publishes one; or, where the value alone is ambiguous (an AWS
-// secret key, a password), by the context around it.
+// secret key, a password), by the context around it. A value base64-encoded
+// whole (a Kubernetes Secret's data) is decoded and looked into with the
+// same rules, and masked whole.
 //
 // A scan looks only where an anchor (a family's prefix, or the name a
 // value follows) is: each anchor has a key, four of its bytes, and a scan
@@ -117,6 +119,21 @@ type hit struct {
 // rules already compiled, as policy.Parse leaves them). With masking off,
 // it finds nothing.
 func NewDetector(cfg policy.Secrets) (*Detector, error) {
+	d, err := newDetector(cfg)
+	if err != nil || len(d.rules) == 0 {
+		return d, err
+	}
+	// Credentials base64-encoded whole (a Kubernetes Secret's data) are
+	// found by decoding them and looking with the same rules.
+	inner, err := newDetector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.add(encodedRule(inner))
+	return d, nil
+}
+
+func newDetector(cfg policy.Secrets) (*Detector, error) {
 	d := &Detector{keys: map[uint32][]hit{}, on: map[string]bool{}}
 	if !cfg.Masks() {
 		return d, nil
@@ -125,7 +142,7 @@ func NewDetector(cfg policy.Secrets) (*Detector, error) {
 		d.on[f] = true
 	}
 	for _, r := range builtin {
-		if d.on[r.name] || r.name == "" {
+		if d.on[r.name] {
 			d.add(r)
 		}
 	}

@@ -786,6 +786,75 @@ var terraform = &rule{
 	},
 }
 
+// encodedAnchors are the starts of credentials base64-encoded from their
+// first byte, as a Kubernetes Secret's data holds them: each family's
+// prefix, a JWT's "eyJ", the schemes of URLs with passwords, AWS key ids
+// and credentials files; whole groups of three bytes, so the encoding of
+// a value that starts with them starts with the anchor.
+func encodedAnchors() []string {
+	starts := []string{"eyJ", "AKIA", "ASIA", "[default]", "aws_access_key_id", "aws_secret_access_key", "AWS_SECRET_ACCESS_KEY"}
+	for _, sch := range oneOf("https http postgres postgresql mysql mariadb mongodb mongodb+srv redis rediss amqp amqps ftp sftp smtp smtps ldap ldaps") {
+		starts = append(starts, sch+"://")
+	}
+	for _, t := range tokens {
+		starts = append(starts, t.prefixes...)
+	}
+	seen := map[string]bool{}
+	var as []string
+	for _, s := range starts {
+		if len(s) < 3 {
+			continue
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			a := enc.EncodeToString([]byte(s[:len(s)/3*3]))
+			if !seen[a] {
+				seen[a] = true
+				as = append(as, a)
+			}
+		}
+	}
+	return as
+}
+
+// encodedRule finds a base64 value (from the start of a run of base64)
+// that decodes to text holding a credential inner finds, and masks the
+// whole value as that credential's family.
+func encodedRule(inner *Detector) *rule {
+	return &rule{anchors: encodedAnchors(), find: func(c []byte, at, n int, out []span) []span {
+		if at > 0 && (b64eq[c[at-1]] || b64url[c[at-1]]) {
+			return out
+		}
+		e := at
+		for e < len(c) && e-at < maxEncoded && (b64[c[e]] || b64url[c[e]]) {
+			e++
+		}
+		if e-at == maxEncoded || e-at < 16 {
+			return out
+		}
+		v := c[at:e]
+		if len(v)%4 == 1 { // not a whole last byte
+			v = v[:len(v)-1]
+		}
+		s := strings.NewReplacer("-", "+", "_", "/").Replace(string(v))
+		dec, err := base64.RawStdEncoding.DecodeString(s)
+		if err != nil {
+			return out
+		}
+		ms := inner.Find(dec)
+		if len(ms) == 0 {
+			return out
+		}
+		for e < len(c) && e-at < maxEncoded+2 && c[e] == '=' {
+			e++
+		}
+		return append(out, span{s: at, e: e, family: ms[0].Family})
+	}}
+}
+
+// maxEncoded bounds the base64 values decoded: a scan's look ahead, less
+// its padding.
+const maxEncoded = credAhead - 8
+
 // genericRule finds `name = value` assignments whose name says secret and
 // whose value looks random (secrets.generic).
 var genericRule = &rule{
