@@ -80,7 +80,7 @@ flags:
 	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
 	for _, r := range srv.Guard().Roots() {
 		if !r.OneOpen() && !r.CrossMounts() {
-			log.Info("root neither on a nodev mount nor given a nodev view: each file a cold listing shows costs two more system calls (README: \"One open per file\")", "root", r.Path)
+			log.Info("root neither on a nodev mount nor given a nodev view: each file a cold listing shows costs two more system calls (docs/mount.md: \"One open per file\")", "root", r.Path)
 		}
 	}
 	if err := sdNotify(fmt.Sprintf("READY=1\nMAINPID=%d\nSTATUS=serving %s", os.Getpid(), srv.MountPoint())); err != nil {

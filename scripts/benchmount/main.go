@@ -41,7 +41,7 @@ var (
 	cold   = flag.Bool("cold", false, "measure the first command on a fresh mount, each run")
 	tree   = flag.String("tree", "", "a real tree to walk instead of the generated one (e.g. a moby checkout)")
 	base   = flag.String("base", "", "another fsguard binary (an older build) measured in the same run, as column \"base\"")
-	nodev  = flag.Bool("nodev", false, "give the tree a nodev bind mount of itself for the run, removed at the end (README: \"One open per file\": builds before the roots' views opened a file once only on a nodev mount)")
+	nodev  = flag.Bool("nodev", false, "give the tree a nodev bind mount of itself for the run, removed at the end (docs/mount.md: \"One open per file\": builds before the roots' views opened a file once only on a nodev mount)")
 	kept   = flag.Bool("kept", false, "cold: fsguard starts with the verdicts an earlier run saved (a restart on a tree seen before), not as on a first mount ever")
 	floor  = flag.Bool("floor", false, "also measure scripts/fusefloor, an in-memory copy of the tree served with no admission and no backing file: what FUSE's requests alone cost here")
 	splice = flag.Bool("splice", false, "with -floor: the floor answers READs by splice from the backing files (fusefloor -splice), as fsguard does, instead of from memory")
