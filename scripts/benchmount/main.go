@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -385,12 +386,14 @@ func startWarm(cmd *exec.Cmd, ready string) (*exec.Cmd, <-chan struct{}) {
 	must(err)
 	must(cmd.Start())
 	warmed := make(chan struct{})
+	// A walk again (the kernel forgot part of the view) says done again.
+	var once sync.Once
 	go func() { // the log, on stderr: passed on, and watched for the walk's end
 		sc := bufio.NewScanner(logs)
 		for sc.Scan() {
 			fmt.Fprintln(os.Stderr, sc.Text())
 			if strings.Contains(sc.Text(), `"msg":"warm walk done"`) {
-				close(warmed)
+				once.Do(func() { close(warmed) })
 			}
 		}
 	}()
