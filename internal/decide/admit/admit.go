@@ -12,7 +12,6 @@
 package admit
 
 import (
-	"fmt"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -312,7 +311,7 @@ func (d *Decider) keepWhole(f *roots.File, keep func([]byte)) {
 }
 
 func ioErr(name string, err error) error {
-	return refusal.Cannot(refusal.IOError, name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+	return refusal.Of(refusal.IOFailedReading, refusal.OpRead, name, refusal.Facts{Detail: err.Error()})
 }
 
 // cached returns a version's class if it is already decided.
@@ -339,9 +338,9 @@ func (d *Decider) remember(k key, res sniff.Result, at int64) {
 func verdict(pol *policy.Policy, r *roots.Root, rel, name string, res sniff.Result) (sniff.Result, error) {
 	if pol.Refuses(string(res.Class)) && !pol.Allowed(r.Path, r.Real, rel) {
 		if res.Class == sniff.PrivateKey {
-			return res, refusal.Cannot(refusal.Denied, name, "the content is a private key, which the policy never shows")
+			return res, refusal.Of(refusal.DeniedKey, refusal.OpRead, name, refusal.Facts{})
 		}
-		return res, refusal.Cannot(refusal.Denied, name, fmt.Sprintf("the policy refuses %s content (%s)", res.Class, res.MIME))
+		return res, refusal.Of(refusal.DeniedContent, refusal.OpRead, name, refusal.Facts{Class: string(res.Class), MIME: res.MIME})
 	}
 	if res.Class == sniff.PrivateKey {
 		// Keys are allowed here: they are text.

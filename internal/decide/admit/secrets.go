@@ -2,7 +2,6 @@ package admit
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 
@@ -89,9 +88,9 @@ func credErr(name string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, sniff.ErrTooManyMasks):
-		return refusal.Cannot(refusal.Denied, name, fmt.Sprintf("it holds more than %d credentials, more than fsguard masks in one file; if they are test fixtures, the operator can list the file in [secrets] allow_globs", sniff.MaxMasks))
+		return refusal.Of(refusal.TooManyMasks, refusal.OpRead, name, refusal.Facts{Limit: sniff.MaxMasks})
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return refusal.Cannot(refusal.ChangedDuringRead, name, "the file changed while it was checked for credentials; read it again")
+		return refusal.Of(refusal.ChangedChecking, refusal.OpRead, name, refusal.Facts{})
 	}
 	var re *refusal.Error
 	if errors.As(err, &re) {
