@@ -77,7 +77,7 @@ flags:
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if bad := readFlags(&req, windows, map[read.Arg]string{read.ArgOffset: *offset, read.ArgLimit: *limit, read.ArgRadius: *radius, read.ArgBlock: *block}, set); bad != nil {
 		// A bad flag value is a usage error, as everywhere.
-		emit(stdout, stderr, session.RenderRead(name, nil, bad.Refusal(func(a read.Arg) string { return "--" + string(a) }), *format))
+		emit(stdout, stderr, session.RenderRead(name, nil, bad.Refusal(), *format))
 		return exitUsage
 	}
 	return perform(req, nil, *policyFile, *socket, stdout, stderr)

@@ -88,10 +88,12 @@ type Facts struct {
 	// Rule is the policy rule that decided.
 	Rule string `json:"rule,omitempty"`
 	// Arg names the request's option at fault (the read's window options,
-	// by their request names), Args all of them, Got the value as given.
-	Arg  string   `json:"arg,omitempty"`
-	Args []string `json:"args,omitempty"`
-	Got  string   `json:"got,omitempty"`
+	// by their request names), Options all of them, Got the value as given.
+	Arg     string   `json:"arg,omitempty"`
+	Options []string `json:"options,omitempty"`
+	Got     string   `json:"got,omitempty"`
+	// At is a byte offset (or a column, counted in bytes from 1).
+	At int64 `json:"at,omitempty"`
 	// Anchor and Now are an anchor as given and the line's anchor now.
 	Anchor string `json:"anchor,omitempty"`
 	Now    string `json:"now,omitempty"`

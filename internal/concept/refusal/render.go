@@ -176,6 +176,33 @@ const (
 	ChangedReadingEdit Reason = "changed-reading-retry"
 )
 
+// The reasons of a read (read): its window options, the file's text.
+const (
+	NotPositive    Reason = "not-positive"        // Arg, Got
+	BadWindow      Reason = "bad-window"          // Arg, Got
+	TooManyWindows Reason = "too-many-windows"    // Got, Limit
+	NotAnchorArg   Reason = "not-anchor-arg"      // Arg, Got
+	NoLineArg      Reason = "no-line-arg"         // Arg, Got
+	Conflict       Reason = "conflicting-options" // Options
+	Alone          Reason = "option-alone"        // Args: the option, the one it goes with
+	OutOfRange     Reason = "out-of-range"        // Arg (what names the line), Line, Total, Unit
+	BeyondScan     Reason = "beyond-scan"         // Line, Limit
+	BlockTooLarge  Reason = "block-too-large"     // Limit
+	BinaryFile     Reason = "binary"              // MIME
+	NotUTF8        Reason = "not-utf8"            // MIME
+	BadUTF8        Reason = "bad-utf8"            // At, MIME if known
+	Undecodable    Reason = "undecodable"         // Detail: the decoder's words
+	IOFailedRaw    Reason = "io-error-raw"        // Detail
+)
+
+// modeOptions are a read's options that each ask for windows in their own
+// way, by their request names: a read takes one of them.
+var modeOptions = []string{"offset", "window", "around", "block"}
+
+// units are what an out-of-range refusal counts, one and many; lines are
+// always said "lines".
+var units = map[string][2]string{"": {"lines", "lines"}, "line": {"lines", "lines"}, "entry": {"entry", "entries"}, "cell": {"cell", "cells"}}
+
 // table is the one table of refusals' words: every reason's code, message
 // and advice. The CLI's words are fsguard's stable messages.
 var table = map[Reason]row{
@@ -248,4 +275,64 @@ var table = map[Reason]row{
 	LinkDenied:         why(Denied, "another name (hard link) of this file is denied by policy; the policy shows it under none ([deny] hard_links)"),
 	ChangedReading:     why(ChangedDuringRead, "the file changed while it was being read; read it again"),
 	ChangedReadingEdit: why(ChangedDuringRead, "the file changed while it was being read; retry"),
+
+	NotPositive: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%s must be a positive integer, got %q", w.opt(e.Arg), e.Got)
+	}),
+	BadWindow: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%s %q: give START:END line numbers, 1 <= START <= END (e.g. %s 10:40)", w.opt(e.Arg), e.Got, w.opt(e.Arg))
+	}),
+	TooManyWindows: invalid(func(e *Error, _ *words) string {
+		return fmt.Sprintf("%s windows; at most %d in one read", e.Got, e.Limit)
+	}),
+	NotAnchorArg: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%s %q is not an anchor; use N#hh as %s shows it (e.g. 12#a3)", w.opt(e.Arg), e.Got, w.anchorsRead)
+	}),
+	NoLineArg: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%s %q names no line", w.opt(e.Arg), e.Got)
+	}),
+	Conflict: invalid(func(e *Error, w *words) string {
+		given, all := make([]string, len(e.Options)), make([]string, len(modeOptions))
+		for i, a := range e.Options {
+			given[i] = w.opt(a)
+		}
+		for i, a := range modeOptions {
+			all[i] = w.opt(a)
+		}
+		return fmt.Sprintf("%s ask for windows in different ways; give one of %s and %s",
+			strings.Join(given, " and "), strings.Join(all[:len(all)-1], ", "), all[len(all)-1])
+	}),
+	Alone: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%s goes with %s N#hh", w.opt(e.Options[0]), w.opt(e.Options[1]))
+	}),
+	OutOfRange: {OffsetOutOfRange, func(e *Error, _ *words) string {
+		u, n := units[e.Unit], e.Total
+		unit := u[1]
+		if n == 1 {
+			unit = u[0]
+		}
+		return fmt.Sprintf("%s %d is out of range for %q (%d %s)", e.Arg, e.Line, e.Path, n, unit)
+	}},
+	BeyondScan: whyf(TooLarge, func(e *Error, _ *words) string {
+		return fmt.Sprintf("line %d lies beyond the first %d bytes, which is as far as fsguard scans (max_scan_bytes)", e.Line, e.Limit)
+	}),
+	BlockTooLarge: whyf(TooLarge, func(e *Error, _ *words) string {
+		return fmt.Sprintf("block needs the whole file, and it is larger than max_scan_bytes (%d); read a window with offset and limit", e.Limit)
+	}),
+	BinaryFile: whyf(Binary, func(e *Error, _ *words) string {
+		return "binary file (" + e.MIME + "); fsguard shows text files only"
+	}),
+	NotUTF8: whyf(Encoding, func(e *Error, _ *words) string {
+		return "not UTF-8 (" + e.MIME + "); fsguard shows UTF-8 text only"
+	}),
+	BadUTF8: whyf(Encoding, func(e *Error, _ *words) string {
+		if e.MIME != "" {
+			return fmt.Sprintf("invalid UTF-8 at byte %d (%s); fsguard shows UTF-8 text only", e.At, e.MIME)
+		}
+		return fmt.Sprintf("invalid UTF-8 at byte %d; fsguard shows UTF-8 text only", e.At)
+	}),
+	Undecodable: whyf(Encoding, func(e *Error, _ *words) string {
+		return e.Detail + "; fsguard shows UTF-8, and UTF-16 or UTF-32 with a byte order mark"
+	}),
+	IOFailedRaw: whyf(IOError, func(e *Error, _ *words) string { return e.Detail }),
 }

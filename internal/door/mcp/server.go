@@ -67,14 +67,6 @@ type EditArgs struct {
 	NewString   *string `json:"new_string,omitempty"`
 }
 
-// argName is the read tool's name for a window option: its argument.
-func argName(a read.Arg) string {
-	if a == read.ArgWindow {
-		return "windows"
-	}
-	return string(a)
-}
-
 // pathSchema: a non-blank path without NUL.
 func pathSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", MinLength: ptr(1), Pattern: `^[^\x00]*[^\s\x00][^\x00]*$`,
@@ -166,7 +158,7 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 		req := api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full,
 			Windows: a.Windows, Around: a.Around, Radius: a.Radius, Block: a.Block, Again: "full: true", Session: sessionID, Via: "mcp", Since: since.Load()}
 		if bad := req.Read().Check(); bad != nil {
-			return result(session.RenderRead(a.Path, nil, bad.Refusal(argName), ""))
+			return result(session.RenderRead(a.Path, nil, bad.Refusal(), ""))
 		}
 		return result(perform(req, nil))
 	})

@@ -47,7 +47,7 @@ func (r *Reader) list(req Request) (*Result, error) {
 	total := int64(len(ents))
 	lim := r.Guard.Policy().Limits
 	if req.Offset > total && total > 0 {
-		return nil, refusal.New(refusal.OffsetOutOfRange, l.Name, "offset %d is out of range for %q (%d %s)", req.Offset, l.Name, total, plural(total, "entry", "entries"))
+		return nil, refusal.Of(refusal.OutOfRange, refusal.OpRead, l.Name, refusal.Facts{Arg: "offset", Line: req.Offset, Total: total, Unit: "entry"})
 	}
 	res := &Result{Path: l.Name, Listing: &Listing{Entries: []Entry{}, Total: total, RealPath: l.Real},
 		Truncation: Truncation{Reason: "none", ClampedLines: []int64{}}}

@@ -245,18 +245,18 @@ func (r *Reader) text(f *roots.File, class sniff.Result, req Request, p *windowP
 			}
 			first = scan
 		} else if scan.Complete != first.Complete || scan.Sum != first.Sum {
-			return nil, refusal.Cannot(refusal.ChangedDuringRead, f.Name, "the file changed while it was being read; read it again")
+			return nil, refusal.Of(refusal.ChangedReading, refusal.OpRead, f.Name, refusal.Facts{})
 		}
 		scan.Sum = rawSum
 		if scan.BadUTF8At >= 0 {
-			return nil, refusal.Cannot(refusal.Encoding, f.Name, fmt.Sprintf("invalid UTF-8 at byte %d; fsguard shows UTF-8 text only", scan.BadUTF8At))
+			return nil, refusal.Of(refusal.BadUTF8, refusal.OpRead, f.Name, refusal.Facts{At: scan.BadUTF8At})
 		}
 		total := scan.TotalLines
 		if w.Start > total && !(total == 0 && w.Start == 1) {
 			if !scan.Complete {
-				return nil, refusal.Cannot(refusal.TooLarge, f.Name, fmt.Sprintf("line %d lies beyond the first %d bytes, which is as far as fsguard scans (max_scan_bytes)", w.Start, lim.MaxScanBytes))
+				return nil, refusal.Of(refusal.BeyondScan, refusal.OpRead, f.Name, refusal.Facts{Line: w.Start, Limit: lim.MaxScanBytes})
 			}
-			return nil, refusal.New(refusal.OffsetOutOfRange, f.Name, "%s %d is out of range for %q (%d lines)", p.startName, w.Start, f.Name, total)
+			return nil, refusal.Of(refusal.OutOfRange, refusal.OpRead, f.Name, refusal.Facts{Arg: p.startName, Line: w.Start, Total: total, Unit: "line"})
 		}
 		part := build(f, req, scan, nil, lim.MaxLineChars)
 		if part.Continuation != nil && w.End > 0 && part.Continuation.Offset <= w.End {
@@ -296,9 +296,9 @@ func scanText(f *roots.File, in io.Reader, opts lines.Options) (*lines.Result, e
 	if err != nil {
 		var de *charset.Error
 		if errors.As(err, &de) {
-			return nil, refusal.Cannot(refusal.Encoding, f.Name, de.Error()+"; fsguard shows UTF-8, and UTF-16 or UTF-32 with a byte order mark")
+			return nil, refusal.Of(refusal.Undecodable, refusal.OpRead, f.Name, refusal.Facts{Detail: de.Error()})
 		}
-		return nil, refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+		return nil, refusal.Of(refusal.IOFailedReading, refusal.OpRead, f.Name, refusal.Facts{Detail: err.Error()})
 	}
 	return scan, nil
 }
@@ -322,7 +322,7 @@ func (r *Reader) classify(f *roots.File) (sniff.Result, *admit.Pending, error) {
 		if _, err := p.Wait(); err != nil {
 			return c, p, err
 		}
-		return c, p, refusal.Cannot(refusal.Binary, f.Name, fmt.Sprintf("binary file (%s); fsguard shows text files only", c.MIME))
+		return c, p, refusal.Of(refusal.BinaryFile, refusal.OpRead, f.Name, refusal.Facts{MIME: c.MIME})
 	case sniff.Image:
 		_, err := p.Wait() // described, not refused (see image), once admitted
 		return c, p, err
@@ -330,11 +330,10 @@ func (r *Reader) classify(f *roots.File) (sniff.Result, *admit.Pending, error) {
 		if _, err := p.Wait(); err != nil {
 			return c, p, err
 		}
-		why := "not UTF-8 (" + c.MIME + ")"
 		if c.BadByte >= 0 {
-			why = fmt.Sprintf("invalid UTF-8 at byte %d (%s)", c.BadByte, c.MIME)
+			return c, p, refusal.Of(refusal.BadUTF8, refusal.OpRead, f.Name, refusal.Facts{At: int64(c.BadByte), MIME: c.MIME})
 		}
-		return c, p, refusal.Cannot(refusal.Encoding, f.Name, why+"; fsguard shows UTF-8 text only")
+		return c, p, refusal.Of(refusal.NotUTF8, refusal.OpRead, f.Name, refusal.Facts{MIME: c.MIME})
 	}
 	return c, p, nil
 }
@@ -367,10 +366,10 @@ func (r *Reader) image(f *roots.File, mime string, notes []string) (*Result, err
 func verify(f *roots.File, scanned int64) error {
 	now, err := f.Restat()
 	if err != nil {
-		return refusal.Cannot(refusal.IOError, f.Name, fmt.Sprintf("I/O error (%v); try again", err))
+		return refusal.Of(refusal.IOFailedRechecking, refusal.OpRead, f.Name, refusal.Facts{Detail: err.Error()})
 	}
 	if now != f.Identity() || (scanned >= 0 && scanned != f.Stat.Size) {
-		return refusal.Cannot(refusal.ChangedDuringRead, f.Name, "the file changed while it was being read; read it again")
+		return refusal.Of(refusal.ChangedReading, refusal.OpRead, f.Name, refusal.Facts{})
 	}
 	return nil
 }

@@ -96,45 +96,28 @@ type InputError struct {
 	Got  string
 }
 
-func (e *InputError) Error() string { return e.Refusal(nil).Error() }
+func (e *InputError) Error() string { return e.Refusal().Error() }
 
-// Refusal is the INVALID_INPUT refusal that says e, with each option
-// called name(option) (nil: its own name), and e as its cause.
-func (e *InputError) Refusal(name func(Arg) string) *refusal.Error {
-	if name == nil {
-		name = func(a Arg) string { return string(a) }
+// problems are the reasons of the problems.
+var problems = map[Problem]refusal.Reason{
+	NotPositive: refusal.NotPositive, BadWindow: refusal.BadWindow, TooManyWindows: refusal.TooManyWindows,
+	NotAnchor: refusal.NotAnchorArg, NoLine: refusal.NoLineArg, Conflict: refusal.Conflict, Alone: refusal.Alone,
+}
+
+// Refusal is the INVALID_INPUT refusal that says e, with e as its cause;
+// each door names the options in its own words.
+func (e *InputError) Refusal() *refusal.Error {
+	f := refusal.Facts{Got: e.Got, Options: make([]string, len(e.Args))}
+	for i, a := range e.Args {
+		f.Options[i] = string(a)
 	}
-	arg := ""
 	if len(e.Args) > 0 {
-		arg = name(e.Args[0])
+		f.Arg = f.Options[0]
 	}
-	var r *refusal.Error
-	switch e.Why {
-	case NotPositive:
-		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s must be a positive integer, got %q", arg, e.Got)
-	case BadWindow:
-		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s %q: give START:END line numbers, 1 <= START <= END (e.g. %s 10:40)", arg, e.Got, arg)
-	case TooManyWindows:
-		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s windows; at most %d in one read", e.Got, MaxWindows)
-	case NotAnchor:
-		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s %q is not an anchor; use N#hh as an --anchors read shows it (e.g. 12#a3)", arg, e.Got)
-	case NoLine:
-		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s %q names no line", arg, e.Got)
-	case Conflict:
-		given, all := make([]string, len(e.Args)), make([]string, len(modeArgs))
-		for i, a := range e.Args {
-			given[i] = name(a)
-		}
-		for i, a := range modeArgs {
-			all[i] = name(a)
-		}
-		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s ask for windows in different ways; give one of %s and %s",
-			strings.Join(given, " and "), strings.Join(all[:len(all)-1], ", "), all[len(all)-1])
-	default: // Alone
-		r = refusal.New(refusal.InvalidInput, e.Path, "invalid input: %s goes with %s N#hh", arg, name(e.Args[1]))
+	if e.Why == TooManyWindows {
+		f.Limit = MaxWindows
 	}
-	r.Err = e
-	return r
+	return refusal.Of(problems[e.Why], refusal.OpRead, e.Path, f).Because(e)
 }
 
 // ParseCount parses a line number or count as a front end received it (a
@@ -212,7 +195,7 @@ func (req Request) Check() *InputError {
 // plan checks a request's window options and fills in its defaults.
 func plan(req *Request, maxLines int) (*windowPlan, error) {
 	if e := req.Check(); e != nil {
-		return nil, e.Refusal(nil)
+		return nil, e.Refusal()
 	}
 	p := &windowPlan{startName: "offset"}
 	if req.Limit == 0 {
@@ -265,14 +248,14 @@ func plan(req *Request, maxLines int) (*windowPlan, error) {
 func (p *windowPlan) block(src *source, req Request, maxScan int64) error {
 	text, err := io.ReadAll(io.LimitReader(src.open(), maxScan+1))
 	if err != nil {
-		return refusal.Cannot(refusal.IOError, src.f.Name, fmt.Sprintf("I/O error while reading (%v); try again", err))
+		return refusal.Of(refusal.IOFailedReading, refusal.OpRead, src.f.Name, refusal.Facts{Detail: err.Error()})
 	}
 	if int64(len(text)) > maxScan {
-		return refusal.Cannot(refusal.TooLarge, src.f.Name, fmt.Sprintf("block needs the whole file, and it is larger than max_scan_bytes (%d); read a window with offset and limit", maxScan))
+		return refusal.Of(refusal.BlockTooLarge, refusal.OpRead, src.f.Name, refusal.Facts{Limit: maxScan})
 	}
 	_, split := lines.Split(text)
 	if req.Block > int64(len(split)) {
-		return refusal.New(refusal.OffsetOutOfRange, src.f.Name, "block line %d is out of range for %q (%d lines)", req.Block, src.f.Name, len(split))
+		return refusal.Of(refusal.OutOfRange, refusal.OpRead, src.f.Name, refusal.Facts{Arg: "block line", Line: req.Block, Total: int64(len(split)), Unit: "line"})
 	}
 	a, b := lines.Block(lines.Texts(split), int(req.Block))
 	p.windows = []span{{Range: Range{Start: int64(a), End: int64(b)}, limit: min(int64(b-a+1), req.Limit)}}
