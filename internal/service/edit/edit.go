@@ -7,7 +7,6 @@ package edit
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/diff"
@@ -48,9 +47,9 @@ func splitAnchors(v string) (from, to string, err error) {
 	r, err := lines.ParseRefRange(v)
 	switch {
 	case errors.Is(err, lines.ErrNoLine):
-		return "", "", refusal.New(refusal.InvalidInput, "", "invalid input: anchor %q names no line", v)
+		return "", "", refusal.Of(refusal.AnchorNoLine, refusal.OpEdit, "", refusal.Facts{Anchor: v})
 	case err != nil:
-		return "", "", refusal.New(refusal.InvalidInput, "", "invalid input: %q is not an anchor; use N#hh (or N#hh..M#hh) as an --anchors read shows it, e.g. 12#a3", v)
+		return "", "", refusal.Of(refusal.SpecNotAnchor, refusal.OpEdit, "", refusal.Facts{Anchor: v})
 	case r.One():
 		return r.From.String(), "", nil
 	}
@@ -67,8 +66,8 @@ type Spec struct {
 
 // Edit returns the one edit the spec names.
 func (sp Spec) Edit() (Edit, error) {
-	bad := func(msg string) (Edit, error) {
-		return Edit{}, refusal.New(refusal.InvalidInput, "", "invalid input: %s", msg)
+	bad := func(r refusal.Reason, f refusal.Facts) (Edit, error) {
+		return Edit{}, refusal.Of(r, refusal.OpEdit, "", f)
 	}
 	var ed Edit
 	n := 0
@@ -88,17 +87,17 @@ func (sp Spec) Edit() (Edit, error) {
 	if sp.Old != nil || sp.New != nil {
 		n++
 		if sp.Old == nil || sp.New == nil {
-			return bad("the old text and the new text go together (an empty new text deletes the old)")
+			return bad(refusal.OldNewApart, refusal.Facts{})
 		}
 		ed.Old, ed.New = *sp.Old, *sp.New
 	}
 	switch {
 	case n != 1:
-		return bad("give exactly one edit: replace, insert after, delete, or old and new text")
+		return bad(refusal.NotOneEdit, refusal.Facts{})
 	case (ed.Op == "replace" || ed.Op == "insert") && sp.Text == nil:
-		return bad(ed.Op + " needs the new lines (text)")
+		return bad(refusal.SpecNeedsText, refusal.Facts{Arg: ed.Op})
 	case sp.Text != nil && (ed.Op == "delete" || ed.Op == ""):
-		return bad("text goes with replace or insert after")
+		return bad(refusal.TextAlone, refusal.Facts{})
 	}
 	if sp.Text != nil {
 		ed.Text = *sp.Text
@@ -173,9 +172,9 @@ func parseAnchor(name, s string, op string) (lines.Ref, error) {
 	r, err := lines.ParseRef(s)
 	switch {
 	case errors.Is(err, lines.ErrNoLine):
-		return r, refusal.New(refusal.InvalidInput, name, "invalid input: anchor %q names no line", s)
+		return r, refusal.Of(refusal.AnchorNoLine, refusal.OpEdit, name, refusal.Facts{Anchor: s})
 	case err != nil:
-		return r, refusal.New(refusal.InvalidInput, name, "invalid input: %q is not an anchor; use N#hh as an --anchors read shows it (e.g. 12#a3)", s)
+		return r, refusal.Of(refusal.EditNotAnchor, refusal.OpEdit, name, refusal.Facts{Anchor: s})
 	}
 	return r, nil
 }
@@ -186,7 +185,7 @@ func anchored(name string, cur []lines.RawLine, b *Basis, ed Edit) ([]lines.RawL
 	switch ed.Op {
 	case "replace", "insert", "delete":
 	default:
-		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: unknown edit %q; use replace, insert or delete", ed.Op)
+		return nil, refusal.Of(refusal.UnknownEdit, refusal.OpEdit, name, refusal.Facts{Got: ed.Op})
 	}
 	from, err := parseAnchor(name, ed.From, ed.Op)
 	if err != nil {
@@ -195,40 +194,40 @@ func anchored(name string, cur []lines.RawLine, b *Basis, ed Edit) ([]lines.RawL
 	to := from
 	if ed.To != "" {
 		if ed.Op == "insert" {
-			return nil, refusal.New(refusal.InvalidInput, name, "invalid input: insert takes one anchor, the line to insert after")
+			return nil, refusal.Of(refusal.InsertOneAnchor, refusal.OpEdit, name, refusal.Facts{})
 		}
 		if to, err = parseAnchor(name, ed.To, ed.Op); err != nil {
 			return nil, err
 		}
 	}
 	if ed.Op != "delete" && ed.Text == "" {
-		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: %s needs the new lines (text); to remove lines use delete", ed.Op)
+		return nil, refusal.Of(refusal.NeedsLines, refusal.OpEdit, name, refusal.Facts{Arg: ed.Op})
 	}
 	if ed.Op == "insert" && from.Line == 0 {
 		return splice(cur, 0, 0, ed.Text, true), nil
 	}
 	if b.Lines == nil {
-		return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: it changed since your last read, and the version you read is no longer kept; read the lines again with --anchors, then retry", name)
+		return nil, refusal.Of(refusal.VersionGone, refusal.OpEdit, name, refusal.Facts{})
 	}
 	if to.Line < from.Line {
-		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: the range %s..%s runs backwards", from, to)
+		return nil, refusal.Of(refusal.RangeBackwards, refusal.OpEdit, name, refusal.Facts{Anchor: from.String(), AnchorTo: to.String()})
 	}
 	if to.Line > int64(len(b.Lines)) {
-		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: anchor %s is past the end of the version you last read (%d cur)", to, len(b.Lines))
+		return nil, refusal.Of(refusal.PastEnd, refusal.OpEdit, name, refusal.Facts{Anchor: to.String(), Total: int64(len(b.Lines))})
 	}
 	for _, a := range []lines.Ref{from, to} {
 		if now := (lines.Ref{Line: a.Line, Hash: lines.Anchor(b.Lines[a.Line-1])}); now != a {
-			return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: anchor %s does not match line %d of the version you last read (it is %s); read the lines again with --anchors, then retry", name, a, a.Line, now)
+			return nil, refusal.Of(refusal.AnchorMismatch, refusal.OpEdit, name, refusal.Facts{Anchor: a.String(), Line: a.Line, Now: now.String()})
 		}
 	}
 	if !b.Held.Covers(from.Line, to.Line) {
-		return nil, refusal.Unobserved(name, fmt.Sprintf("lines %d-%d were not all shown to you", from.Line, to.Line))
+		return nil, refusal.Of(refusal.LinesNotShown, refusal.OpModify, name, refusal.Facts{Line: from.Line, End: to.Line})
 	}
 	f, t := int(from.Line), int(to.Line)
 	j := b.toCur[f-1]
 	for i := f; i <= t; i++ {
 		if c := b.toCur[i-1]; c < 0 || c != j+(i-f) {
-			return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: line %d changed since you read it; read it again with --anchors, then retry", name, i)
+			return nil, refusal.Of(refusal.AnchoredChanged, refusal.OpEdit, name, refusal.Facts{Line: int64(i)})
 		}
 	}
 	k := t - f + 1
@@ -294,7 +293,7 @@ func dominantEOL(cur []lines.RawLine) string {
 // every line it touches must be one the session holds as it is now.
 func exact(name, bom string, cur []lines.RawLine, data []byte, b *Basis, curHeld held.Lines, ed Edit) ([]lines.RawLine, error) {
 	if ed.Old == "" {
-		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: the text to replace is empty; give an anchored insert to add lines")
+		return nil, refusal.Of(refusal.EmptyOld, refusal.OpEdit, name, refusal.Facts{})
 	}
 	old, repl := ed.Old, ed.New
 	if eol := dominantEOL(cur); eol != "\n" && !strings.Contains(old, eol) {
@@ -304,10 +303,10 @@ func exact(name, bom string, cur []lines.RawLine, data []byte, b *Basis, curHeld
 	text := string(data)
 	at := strings.Index(text, old)
 	if at < 0 {
-		return nil, refusal.New(refusal.EditNoMatch, name, "cannot edit %q: the text to replace was not found; read the lines again and copy them exactly, whitespace included", name)
+		return nil, refusal.Of(refusal.NoMatch, refusal.OpEdit, name, refusal.Facts{})
 	}
 	if n := countOverlapping(text, old); n > 1 {
-		return nil, refusal.New(refusal.EditAmbiguous, name, "cannot edit %q: the text to replace occurs %d times; include more of the surrounding lines so it occurs once", name, n)
+		return nil, refusal.Of(refusal.Ambiguous, refusal.OpEdit, name, refusal.Facts{Total: int64(n)})
 	}
 	first, last := lineAt(bom, cur, at), lineAt(bom, cur, at+len(old)-1)
 	for j := first; j <= last; j++ {
@@ -315,9 +314,9 @@ func exact(name, bom string, cur []lines.RawLine, data []byte, b *Basis, curHeld
 			// Unchanged since the version the session holds, or that
 			// version: the line was never shown. Otherwise it changed.
 			if _, unchanged := b.from[j]; b.Same || unchanged {
-				return nil, refusal.Unobserved(name, fmt.Sprintf("line %d was not shown to you", j+1))
+				return nil, refusal.Of(refusal.LineNotShown, refusal.OpModify, name, refusal.Facts{Line: int64(j + 1)})
 			}
-			return nil, refusal.New(refusal.StaleVersion, name, "cannot edit %q: line %d changed since you read it; read it again, then retry", name, j+1)
+			return nil, refusal.Of(refusal.LineChanged, refusal.OpEdit, name, refusal.Facts{Line: int64(j + 1)})
 		}
 	}
 	_, out := lines.Split([]byte(text[:at] + repl + text[at+len(old):]))
@@ -377,7 +376,7 @@ func Make(name string, data []byte, bom string, cur []lines.RawLine, b *Basis, c
 	var err error
 	switch {
 	case ed.Op != "" && (ed.Old != "" || ed.New != ""):
-		return nil, refusal.New(refusal.InvalidInput, name, "invalid input: give either an anchored edit (replace, insert or delete) or old and new text, not both")
+		return nil, refusal.Of(refusal.BothForms, refusal.OpEdit, name, refusal.Facts{})
 	case ed.Op != "":
 		out, err = anchored(name, cur, b, ed)
 	default:
