@@ -94,9 +94,11 @@ type Facts struct {
 	Got     string   `json:"got,omitempty"`
 	// At is a byte offset (or a column, counted in bytes from 1).
 	At int64 `json:"at,omitempty"`
-	// Anchor and Now are an anchor as given and the line's anchor now.
-	Anchor string `json:"anchor,omitempty"`
-	Now    string `json:"now,omitempty"`
+	// Anchor and Now are an anchor as given and the line's anchor now;
+	// AnchorTo ends a range that Anchor begins.
+	Anchor   string `json:"anchor,omitempty"`
+	AnchorTo string `json:"anchorTo,omitempty"`
+	Now      string `json:"now,omitempty"`
 	// Detail is the text of a cause that may be shown (an errno's, a
 	// decoding error's), never one that could name a hidden path.
 	Detail string `json:"detail,omitempty"`

@@ -91,3 +91,20 @@ func TestDoorsOwnTheirWords(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPNamesNoFlag: no refusal, whatever its reason, tells an MCP client
+// to use a flag of a command it does not run (only the MCP server's own
+// --socket), and none tells a CLI user to pass a tool argument.
+func TestMCPNamesNoFlag(t *testing.T) {
+	t.Parallel()
+	f := Facts{Arg: "offset", Options: []string{"offset", "around"}, Got: "x", Anchor: "1#ab", AnchorTo: "2#cd", Now: "1#ef", Kind: "FIFO"}
+	for r := range table {
+		e := Of(r, OpEdit, "/p/a", f)
+		if m := e.Render(MCP); strings.Contains(strings.ReplaceAll(m, "fsguard mcp --socket", ""), "--") {
+			t.Errorf("%s at MCP: %s", r, m)
+		}
+		if c := e.Render(CLI); strings.Contains(c, "anchors: true") || strings.Contains(c, "the write tool") {
+			t.Errorf("%s at the CLI: %s", r, c)
+		}
+	}
+}

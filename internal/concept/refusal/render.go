@@ -203,6 +203,67 @@ var modeOptions = []string{"offset", "window", "around", "block"}
 // always said "lines".
 var units = map[string][2]string{"": {"lines", "lines"}, "line": {"lines", "lines"}, "entry": {"entry", "entries"}, "cell": {"cell", "cells"}}
 
+// The reasons of an edit's plan (edit) and of a session's checks, writes
+// and edits (session).
+const (
+	AnchorNoLine     Reason = "anchor-no-line"  // Anchor
+	SpecNotAnchor    Reason = "spec-not-anchor" // Anchor
+	EditNotAnchor    Reason = "edit-not-anchor" // Anchor
+	OldNewApart      Reason = "old-new-apart"
+	NotOneEdit       Reason = "not-one-edit"
+	SpecNeedsText    Reason = "spec-needs-text" // Arg: the edit
+	TextAlone        Reason = "text-alone"
+	UnknownEdit      Reason = "unknown-edit" // Got
+	InsertOneAnchor  Reason = "insert-one-anchor"
+	NeedsLines       Reason = "needs-lines" // Arg: the edit
+	VersionGone      Reason = "version-gone"
+	RangeBackwards   Reason = "range-backwards" // Anchor, AnchorTo
+	PastEnd          Reason = "past-end"        // Anchor, Total
+	AnchorMismatch   Reason = "anchor-mismatch" // Anchor, Line, Now
+	LinesNotShown    Reason = "lines-not-shown" // Line, End
+	LineNotShown     Reason = "line-not-shown"  // Line
+	AnchoredChanged  Reason = "anchored-line-changed"
+	LineChanged      Reason = "line-changed" // Line
+	EmptyOld         Reason = "empty-old"
+	NoMatch          Reason = "no-match"
+	Ambiguous        Reason = "ambiguous" // Total: occurrences
+	BothForms        Reason = "both-forms"
+	NotRead          Reason = "not-read"
+	PartRead         Reason = "part-read"
+	ChangedSinceRead Reason = "changed-since-read"
+	CreatedMeanwhile Reason = "created-meanwhile"
+	NotRecorded      Reason = "not-recorded"    // Detail: why the journal is missing
+	Unrecordable     Reason = "unrecordable"    // Detail: why
+	JournalFailed    Reason = "journal-failed"  // Detail
+	WriteFailed      Reason = "write-failed"    // Detail
+	WriteNoAccess    Reason = "write-no-access" // Detail
+	NoSuchFile       Reason = "no-such-file"
+	TooLargeToEdit   Reason = "too-large-to-edit" // Limit
+	NotText          Reason = "not-text"
+	EncodingFailed   Reason = "encoding-failed" // Detail
+	MasksTooLarge    Reason = "masks-too-large" // Limit
+	MasksUnplaced    Reason = "masks-unplaced"
+	MaskAltered      Reason = "mask-altered" // Line, At: column
+	MaskWritten      Reason = "mask-written" // Line, At: column
+)
+
+// unobserved is an FS_NOT_OBSERVED row: the session has not seen (all
+// of) what it wants to change.
+func unobserved(f func(e *Error, w *words) string) row {
+	return row{NotObserved, func(e *Error, w *words) string { return e.cannot() + f(e, w) + " — read the file, then retry" }}
+}
+
+// masked is an FS_MASKED_SPAN row: why, where, and what to do instead.
+func masked(why string) row {
+	return whyf(MaskedSpan, func(e *Error, _ *words) string {
+		where := ""
+		if e.Line > 0 {
+			where = fmt.Sprintf(" at line %d, column %d", e.Line, e.At)
+		}
+		return why + where + "; fsguard shows credentials masked and never writes a mask over one. Keep each masked value exactly as it was shown, on its line (it is restored), or remove the line; to change a credential, edit the file outside the agent"
+	})
+}
+
 // table is the one table of refusals' words: every reason's code, message
 // and advice. The CLI's words are fsguard's stable messages.
 var table = map[Reason]row{
@@ -335,4 +396,78 @@ var table = map[Reason]row{
 		return e.Detail + "; fsguard shows UTF-8, and UTF-16 or UTF-32 with a byte order mark"
 	}),
 	IOFailedRaw: whyf(IOError, func(e *Error, _ *words) string { return e.Detail }),
+
+	AnchorNoLine: invalid(func(e *Error, _ *words) string { return fmt.Sprintf("anchor %q names no line", e.Anchor) }),
+	SpecNotAnchor: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%q is not an anchor; use N#hh (or N#hh..M#hh) as %s shows it, e.g. 12#a3", e.Anchor, w.anchorsRead)
+	}),
+	EditNotAnchor: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%q is not an anchor; use N#hh as %s shows it (e.g. 12#a3)", e.Anchor, w.anchorsRead)
+	}),
+	OldNewApart:   invalid(fixed("the old text and the new text go together (an empty new text deletes the old)")),
+	NotOneEdit:    invalid(fixed("give exactly one edit: replace, insert after, delete, or old and new text")),
+	SpecNeedsText: invalid(func(e *Error, _ *words) string { return e.Arg + " needs the new lines (text)" }),
+	TextAlone:     invalid(fixed("text goes with replace or insert after")),
+	UnknownEdit: invalid(func(e *Error, _ *words) string {
+		return fmt.Sprintf("unknown edit %q; use replace, insert or delete", e.Got)
+	}),
+	InsertOneAnchor: invalid(fixed("insert takes one anchor, the line to insert after")),
+	NeedsLines: invalid(func(e *Error, _ *words) string {
+		return e.Arg + " needs the new lines (text); to remove lines use delete"
+	}),
+	VersionGone: whyf(StaleVersion, func(e *Error, w *words) string {
+		return "it changed since your last read, and the version you read is no longer kept; read the lines again " + w.withAnchors + ", then retry"
+	}),
+	RangeBackwards: invalid(func(e *Error, _ *words) string {
+		return "the range " + e.Anchor + ".." + e.AnchorTo + " runs backwards"
+	}),
+	PastEnd: invalid(func(e *Error, _ *words) string {
+		return fmt.Sprintf("anchor %s is past the end of the version you last read (%d cur)", e.Anchor, e.Total)
+	}),
+	AnchorMismatch: whyf(StaleVersion, func(e *Error, w *words) string {
+		return fmt.Sprintf("anchor %s does not match line %d of the version you last read (it is %s); read the lines again %s, then retry", e.Anchor, e.Line, e.Now, w.withAnchors)
+	}),
+	LinesNotShown: unobserved(func(e *Error, _ *words) string {
+		return fmt.Sprintf("lines %d-%d were not all shown to you", e.Line, e.End)
+	}),
+	LineNotShown: unobserved(func(e *Error, _ *words) string { return fmt.Sprintf("line %d was not shown to you", e.Line) }),
+	AnchoredChanged: whyf(StaleVersion, func(e *Error, w *words) string {
+		return fmt.Sprintf("line %d changed since you read it; read it again %s, then retry", e.Line, w.withAnchors)
+	}),
+	LineChanged: whyf(StaleVersion, func(e *Error, _ *words) string {
+		return fmt.Sprintf("line %d changed since you read it; read it again, then retry", e.Line)
+	}),
+	EmptyOld: invalid(fixed("the text to replace is empty; give an anchored insert to add lines")),
+	NoMatch:  why(EditNoMatch, "the text to replace was not found; read the lines again and copy them exactly, whitespace included"),
+	Ambiguous: whyf(EditAmbiguous, func(e *Error, _ *words) string {
+		return fmt.Sprintf("the text to replace occurs %d times; include more of the surrounding lines so it occurs once", e.Total)
+	}),
+	BothForms:        invalid(fixed("give either an anchored edit (replace, insert or delete) or old and new text, not both")),
+	NotRead:          unobserved(fixed("file has not been read")),
+	PartRead:         unobserved(fixed("only part of the file has been read, and the policy requires the whole")),
+	ChangedSinceRead: why(StaleVersion, "file changed since it was read — re-read the file, then retry"),
+	CreatedMeanwhile: why(StaleVersion, "it was created meanwhile — read the file, then retry"),
+	NotRecorded: whyf(IOError, func(e *Error, _ *words) string {
+		return "nothing was recorded in the journal (" + e.Detail + "); a later write will need a re-read"
+	}),
+	Unrecordable: whyf(IOError, func(e *Error, _ *words) string {
+		return "the journal cannot record it (" + e.Detail + "), and the policy requires a record of every read ([journal] required = true); fix the journal, then retry"
+	}),
+	JournalFailed: whyf(IOError, func(e *Error, _ *words) string {
+		return "the journal cannot record the write (" + e.Detail + "); nothing was written — free the journal's disk, then retry"
+	}),
+	WriteFailed:   whyf(IOError, func(e *Error, _ *words) string { return e.Detail }),
+	WriteNoAccess: whyf(PermissionDenied, func(e *Error, _ *words) string { return e.Detail }),
+	NoSuchFile:    whyf(NotFound, func(e *Error, w *words) string { return "no such file; create it with " + w.writeTool }),
+	TooLargeToEdit: whyf(TooLarge, func(e *Error, _ *words) string {
+		return fmt.Sprintf("it is larger than %d bytes, the most fsguard edit rewrites", e.Limit)
+	}),
+	NotText:        why(Encoding, "it is not UTF-8 text (nor UTF-16 or UTF-32 with a byte order mark)"),
+	EncodingFailed: whyf(Encoding, func(e *Error, _ *words) string { return e.Detail }),
+	MasksTooLarge: whyf(TooLarge, func(e *Error, _ *words) string {
+		return fmt.Sprintf("it holds masked credentials, and content larger than %d bytes cannot be checked for their masks", e.Limit)
+	}),
+	MasksUnplaced: masked("its masks could not be placed on its lines"),
+	MaskAltered:   masked("a masked credential of this file is still there, altered or moved"),
+	MaskWritten:   masked("it holds a masked credential"),
 }

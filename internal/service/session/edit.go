@@ -41,7 +41,7 @@ func (s *Service) Edit(name, cwd, session string, ed edit.Edit) (*EditResult, er
 	var out EditResult
 	res, err := s.replace(name, cwd, session, func(f *roots.File) (io.Reader, *edited, error) {
 		if f == nil {
-			return nil, nil, refusal.New(refusal.NotFound, name, "cannot edit %q: no such file; create it with fsguard write", name)
+			return nil, nil, refusal.Of(refusal.NoSuchFile, refusal.OpEdit, name, refusal.Facts{})
 		}
 		p, err := s.planEdit(f, session, ed)
 		if err != nil {
@@ -86,7 +86,7 @@ func (s *Service) basis(session string, f *roots.File, last *journal.Record, cur
 
 func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.Plan, error) {
 	if s.Journal == nil {
-		return nil, refusal.New(refusal.IOError, f.Name, "cannot edit %q: %s", f.Name, s.notRecorded())
+		return nil, s.notRecorded(refusal.OpEdit, f.Name)
 	}
 	// An edit's answer shows lines of the file: the file must be one the
 	// policy lets this caller see, as for a read.
@@ -115,7 +115,7 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 		return nil, err
 	}
 	if last == nil {
-		return nil, refusal.Unobserved(f.Name, "file has not been read")
+		return nil, refusal.Of(refusal.NotRead, refusal.OpModify, f.Name, refusal.Facts{})
 	}
 	b, err := s.basis(session, f, last, curID, cur)
 	if err != nil {
@@ -151,17 +151,17 @@ func textOf(data []byte) (string, []lines.RawLine) {
 // it was read or that is not UTF-8 text.
 func wholeText(f *roots.File) ([]byte, error) {
 	if f.Stat.Size > maxEdit {
-		return nil, refusal.New(refusal.TooLarge, f.Name, "cannot edit %q: it is larger than %d bytes, the most fsguard edit rewrites", f.Name, maxEdit)
+		return nil, refusal.Of(refusal.TooLargeToEdit, refusal.OpEdit, f.Name, refusal.Facts{Limit: maxEdit})
 	}
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, maxEdit+1))
 	if err != nil {
-		return nil, refusal.New(refusal.IOError, f.Name, "cannot edit %q: I/O error while reading (%v); try again", f.Name, err)
+		return nil, refusal.Of(refusal.IOFailedReading, refusal.OpEdit, f.Name, refusal.Facts{Detail: err.Error()})
 	}
 	if now, err := f.Restat(); err != nil || now != f.Identity() || int64(len(data)) != f.Stat.Size {
-		return nil, refusal.New(refusal.ChangedDuringRead, f.Name, "cannot edit %q: the file changed while it was being read; retry", f.Name)
+		return nil, refusal.Of(refusal.ChangedReadingEdit, refusal.OpEdit, f.Name, refusal.Facts{})
 	}
 	if !utf8.Valid(data) && charset.Detect(data) == charset.UTF8 {
-		return nil, refusal.New(refusal.Encoding, f.Name, "cannot edit %q: it is not UTF-8 text (nor UTF-16 or UTF-32 with a byte order mark)", f.Name)
+		return nil, refusal.Of(refusal.NotText, refusal.OpEdit, f.Name, refusal.Facts{})
 	}
 	return data, nil
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 
 	"github.com/fsguard/fsguard/internal/concept/charset"
@@ -55,7 +54,7 @@ func restore(name string, raw, shown, next []byte) ([]byte, error) {
 	_, sl := lines.Split(shown)
 	bom, nl := lines.Split(next)
 	if len(rl) != len(sl) {
-		return nil, maskedSpan(name, 0, 0, "its masks could not be placed on its lines")
+		return nil, maskedSpan(refusal.MasksUnplaced, name, 0, 0)
 	}
 	masked := make([]bool, len(sl))
 	any := false
@@ -128,7 +127,7 @@ func restore(name string, raw, shown, next []byte) ([]byte, error) {
 			for _, sg := range segments([]byte(sl[i].Text), []byte(rl[i].Text)) {
 				if k := bytes.Index(res, sg.key); k >= 0 {
 					ln, col := lineCol(res, k+sg.fill)
-					return nil, maskedSpan(name, ln, col, "a masked credential of this file is still there, altered or moved")
+					return nil, maskedSpan(refusal.MaskAltered, name, ln, col)
 				}
 			}
 		}
@@ -208,7 +207,7 @@ func maskShaped(name string, b []byte) error {
 		}
 		if j-at >= maskRun && at > 0 && tokenByte(b[at-1]) {
 			ln, col := lineCol(b, at)
-			return maskedSpan(name, ln, col, "it holds a masked credential")
+			return maskedSpan(refusal.MaskWritten, name, ln, col)
 		}
 		i = j
 	}
@@ -226,13 +225,8 @@ func lineCol(b []byte, at int) (int, int) {
 	return ln, at - (bytes.LastIndexByte(b[:at], '\n') + 1) + 1
 }
 
-func maskedSpan(name string, line, col int, why string) error {
-	where := ""
-	if line > 0 {
-		where = fmt.Sprintf(" at line %d, column %d", line, col)
-	}
-	return refusal.New(refusal.MaskedSpan, name,
-		"cannot write %q: %s%s; fsguard shows credentials masked and never writes a mask over one. Keep each masked value exactly as it was shown, on its line (it is restored), or remove the line; to change a credential, edit the file outside the agent", name, why, where)
+func maskedSpan(reason refusal.Reason, name string, line, col int) error {
+	return refusal.Of(reason, refusal.OpWrite, name, refusal.Facts{Line: int64(line), At: int64(col)})
 }
 
 // texts is a version's text as it is and as it was shown.
@@ -244,7 +238,7 @@ func maskedText(name string, raw []byte, masks []sniff.Mask) (texts, error) {
 	enc := charset.Detect(raw)
 	text, err := charset.Decode(raw, enc)
 	if err != nil {
-		return texts{}, refusal.New(refusal.Encoding, name, "cannot edit %q: %v", name, err)
+		return texts{}, refusal.Of(refusal.EncodingFailed, refusal.OpEdit, name, refusal.Facts{Detail: err.Error()})
 	}
 	if len(masks) == 0 {
 		return texts{text, text}, nil
@@ -254,7 +248,7 @@ func maskedText(name string, raw []byte, masks []sniff.Mask) (texts, error) {
 	sniff.ApplyMasks(masks, m, 0)
 	shown, err := charset.Decode(m, enc)
 	if err != nil {
-		return texts{}, refusal.New(refusal.Encoding, name, "cannot edit %q: %v", name, err)
+		return texts{}, refusal.Of(refusal.EncodingFailed, refusal.OpEdit, name, refusal.Facts{Detail: err.Error()})
 	}
 	return texts{text, shown}, nil
 }
@@ -277,13 +271,13 @@ func (s *Service) restoreWrite(f *roots.File, masks []sniff.Mask, content io.Rea
 		return nil, nil, writeErr(f.Name, err)
 	}
 	if len(next) > maxEdit {
-		return nil, nil, refusal.New(refusal.TooLarge, f.Name, "cannot write %q: it holds masked credentials, and content larger than %d bytes cannot be checked for their masks", f.Name, maxEdit)
+		return nil, nil, refusal.Of(refusal.MasksTooLarge, refusal.OpWrite, f.Name, refusal.Facts{Limit: maxEdit})
 	}
 	enc := charset.Detect(raw)
 	if sent := charset.Detect(next); sent != charset.UTF8 {
 		// Sent in an encoding of its own: compared as its text.
 		if next, err = charset.Decode(next, sent); err != nil {
-			return nil, nil, refusal.New(refusal.Encoding, f.Name, "cannot write %q: %v", f.Name, err)
+			return nil, nil, refusal.Of(refusal.EncodingFailed, refusal.OpWrite, f.Name, refusal.Facts{Detail: err.Error()})
 		}
 	}
 	out, err := restore(f.Name, m.raw, m.shown, next)
@@ -319,7 +313,7 @@ func (c *maskCheck) Read(p []byte) (int, error) {
 		if b == sniff.Fill {
 			c.run++
 			if c.run == maskRun && tokenByte(c.prev) {
-				return 0, maskedSpan(c.name, c.lines+1, c.col-maskRun+2, "it holds a masked credential")
+				return 0, maskedSpan(refusal.MaskWritten, c.name, c.lines+1, c.col-maskRun+2)
 			}
 		} else {
 			c.run = 0

@@ -188,7 +188,7 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 		if s.Guard.Policy().Journal.Required {
 			return nil, s.unrecordable(res.Path, s.JournalErr)
 		}
-		out.Notes = append(out.Notes, s.notRecorded())
+		out.Notes = append(out.Notes, s.notRecordedNote())
 		return out, nil
 	}
 	again := req.Again
@@ -377,9 +377,7 @@ func (s *Service) unrecordable(path string, cause error) error {
 	if cause != nil {
 		why = cause.Error()
 	}
-	e := refusal.Cannotf(refusal.IOError, path, "the journal cannot record it (%s), and the policy requires a record of every read ([journal] required = true); fix the journal, then retry", why)
-	e.Err = cause
-	return e
+	return refusal.Of(refusal.Unrecordable, refusal.OpRead, path, refusal.Facts{Detail: why}).Because(cause)
 }
 
 // shownErr is a check's, write's or edit's refusal as its caller is
@@ -388,12 +386,22 @@ func (s *Service) shownErr(err error) error {
 	return s.view.Err(s.Guard.Suggest(err))
 }
 
-func (s *Service) notRecorded() string {
-	why := "no journal is open"
+// notRecorded is the refusal of op on path when the journal records
+// nothing.
+func (s *Service) notRecorded(op refusal.Op, path string) *refusal.Error {
+	return refusal.Of(refusal.NotRecorded, op, path, refusal.Facts{Detail: s.journalMissing()})
+}
+
+// notRecordedNote is the note of a read the journal did not record.
+func (s *Service) notRecordedNote() string {
+	return "nothing was recorded in the journal (" + s.journalMissing() + "); a later write will need a re-read"
+}
+
+func (s *Service) journalMissing() string {
 	if s.JournalErr != nil {
-		why = s.JournalErr.Error()
+		return s.JournalErr.Error()
 	}
-	return "nothing was recorded in the journal (" + why + "); a later write will need a re-read"
+	return "no journal is open"
 }
 
 // recordRefusal journals the refusals that are policy decisions (not a

@@ -27,7 +27,7 @@ type Freshness struct {
 }
 
 func stale(path string) error {
-	return refusal.New(refusal.StaleVersion, path, "cannot modify %q: file changed since it was read — re-read the file, then retry", path)
+	return refusal.Of(refusal.ChangedSinceRead, refusal.OpModify, path, refusal.Facts{})
 }
 
 // Check answers whether session may write the file now: it must have
@@ -96,20 +96,20 @@ func (s *Service) writeDeniedAsNamed(name, cwd string) error {
 
 func (s *Service) checkFile(f *roots.File, session string) error {
 	if s.Journal == nil {
-		return refusal.New(refusal.IOError, f.Name, "cannot check %q: %s", f.Name, s.notRecorded())
+		return s.notRecorded(refusal.OpCheck, f.Name)
 	}
 	last, err := s.Journal.LastObservation(s.sess(session), f.Real)
 	if err != nil {
 		return err
 	}
 	if last == nil {
-		return refusal.Unobserved(f.Name, "file has not been read")
+		return refusal.Of(refusal.NotRead, refusal.OpModify, f.Name, refusal.Facts{})
 	}
 	content := last.ContentID
 	if last.Identity == nil || *last.Identity != f.Identity() {
 		sum, err := contentID(f)
 		if err != nil {
-			return refusal.Cannot(refusal.IOError, f.Name, err.Error())
+			return refusal.Of(refusal.IOFailedRaw, refusal.OpRead, f.Name, refusal.Facts{Detail: err.Error()})
 		}
 		if last.ContentID == "" || sum != last.ContentID {
 			return stale(f.Name)
@@ -122,7 +122,7 @@ func (s *Service) checkFile(f *roots.File, session string) error {
 			return err
 		}
 		if !held {
-			return refusal.Unobserved(f.Name, "only part of the file has been read, and the policy requires the whole")
+			return refusal.Of(refusal.PartRead, refusal.OpModify, f.Name, refusal.Facts{})
 		}
 	}
 	return nil
@@ -295,7 +295,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	}
 	defer dir.Close()
 	if s.Journal == nil {
-		return nil, refusal.New(refusal.IOError, display, "cannot write %q: %s", display, s.notRecorded())
+		return nil, s.notRecorded(refusal.OpWrite, display)
 	}
 	if err := s.Guard.WriteDenied(dir.Root, filepath.Join(dir.Rel, base), display); err != nil {
 		return nil, err
@@ -358,9 +358,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		intent.Detail = journal.OriginEdit
 	}
 	if err := s.append(intent); err != nil {
-		e := refusal.New(refusal.IOError, display, "cannot write %q: the journal cannot record the write (%v); nothing was written — free the journal's disk, then retry", display, err)
-		e.Err = err
-		return nil, e
+		return nil, refusal.Of(refusal.JournalFailed, refusal.OpWrite, display, refusal.Facts{Detail: err.Error()}).Because(err)
 	}
 	notWritten := func(why string) {
 		s.append(&journal.Record{Kind: journal.KindOutcome, Intent: intent.Seq, Session: session, Owner: s.who.Owner(), Path: intent.Path, RealPath: real, Code: why})
@@ -377,7 +375,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		}
 		err := unix.Renameat2(dfd, tmp.name, dfd, base, unix.RENAME_NOREPLACE)
 		if errors.Is(err, unix.EEXIST) {
-			return refusal.New(refusal.StaleVersion, display, "cannot create %q: it was created meanwhile — read the file, then retry", display)
+			return refusal.Of(refusal.CreatedMeanwhile, refusal.OpCreate, display, refusal.Facts{})
 		}
 		return err
 	})
@@ -426,11 +424,9 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 }
 
 func writeErr(display string, err error) error {
-	code := refusal.IOError
+	reason := refusal.WriteFailed
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-		code = refusal.PermissionDenied
+		reason = refusal.WriteNoAccess
 	}
-	e := refusal.New(code, display, "cannot write %q: %v", display, err)
-	e.Err = err
-	return e
+	return refusal.Of(reason, refusal.OpWrite, display, refusal.Facts{Detail: err.Error()}).Because(err)
 }
