@@ -13,79 +13,58 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsguard/fsguard/internal/decide/admit"
-	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/concept/fileid"
+	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
 	"github.com/fsguard/fsguard/internal/testenv"
 
 	"golang.org/x/sys/unix"
 )
 
-// tokenRule is the credential the tests' admission masks: a GitHub token
-// shape, its "ghp_" prefix kept.
+// tokenRule finds a GitHub token unmasked: masked, it keeps only its
+// "ghp_" prefix.
 var tokenRule = regexp.MustCompile(`ghp_[A-Za-z0-9]{36}`)
 
-// tokenOf returns a token of the rule's shape, different for each seed.
+// tokenOf returns a valid GitHub token (sniff.SampleCredentials: the
+// structure and checksum of the real thing), different for each seed.
 func tokenOf(seed int) string {
-	const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	b := []byte("ghp_")
-	for i := range 36 {
-		b = append(b, alnum[(seed*7+i*13)%len(alnum)])
+	for _, c := range sniff.SampleCredentials(int64(seed)) {
+		if c.Family == "github-pat" {
+			return c.Value
+		}
 	}
-	return string(b)
+	panic("no github-pat among the sample credentials")
 }
 
-// tokenMasks are the masks of every token in data.
-func tokenMasks(data []byte) []sniff.Mask {
-	var ms []sniff.Mask
-	for _, at := range tokenRule.FindAllIndex(data, -1) {
-		ms = append(ms, sniff.Mask{Family: "github-pat", Off: int64(at[0]), Len: at[1] - at[0], Keep: 4, Unit: 1})
-	}
-	return ms
-}
-
-// masked is data as the view must serve it.
-func masked(data []byte) []byte {
+// masked is data as the view must serve it: masked by the default
+// policy's detector, the admission's own.
+func masked(t *testing.T, data []byte) []byte {
+	t.Helper()
 	out := bytes.Clone(data)
-	sniff.ApplyMasks(tokenMasks(data), out, 0)
+	sniff.ApplyMasks(masksOf(t, data), out, 0)
 	return out
 }
 
-// maskingAdmit is the real admission, with the tests' rule's masks added
-// to a verdict that has none: the condition the mount must serve masked.
-type maskingAdmit struct{ *admit.Decider }
-
-func (m maskingAdmit) Decide(g *roots.Guard, f *roots.File) (sniff.Result, error) {
-	res, err := m.Decider.Decide(g, f)
-	if err != nil || len(res.Masks) > 0 {
-		return res, err
-	}
-	data := make([]byte, f.Stat.Size)
-	if n, err := f.ReadAt(data, 0); int64(n) != f.Stat.Size {
-		return sniff.Result{}, fmt.Errorf("read %d of %d bytes: %v", n, f.Stat.Size, err)
-	}
-	res.Masks = tokenMasks(data)
-	return res, nil
-}
-
-// mountMasking mounts root with the masking admission; extra is more of
-// the [mount] section.
+// mountMasking mounts root; extra is more of the [mount] section.
 func mountMasking(t *testing.T, root, extra string) (*Server, string) {
 	t.Helper()
 	mp := filepath.Join(t.TempDir(), "mnt")
 	testenv.Must(t, os.Mkdir(mp, 0o755))
 	pol, err := parsePolicy([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\n" + extra))
 	testenv.Must(t, err)
-	s, err := Mount(Config{Policy: pol, MountPoint: mp, Admit: maskingAdmit{admit.New(1 << 10)}})
+	s, err := Mount(Config{Policy: pol, MountPoint: mp})
 	testenv.Must(t, err)
 	t.Cleanup(func() { s.Unmount() })
 	return s, mp
 }
 
-// withToken is size bytes of text lines with tok at at.
+// withToken is size bytes of text lines with tok at at, a word of its
+// own (none: "").
 func withToken(size, at int, tok string) []byte {
 	b := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog\n"), size/43+1)[:size]
-	copy(b[at:], tok)
+	if tok != "" {
+		copy(b[at-1:], " "+tok+" ")
+	}
 	return b
 }
 
@@ -122,7 +101,7 @@ func TestMaskedThroughEveryWay(t *testing.T) {
 				t.Fatal("the warm walk never ended")
 			}
 			for name, data := range files {
-				want := masked(data)
+				want := masked(t, data)
 				if bytes.Equal(want, data) {
 					t.Fatalf("%s: the test's masks change nothing", name)
 				}
@@ -150,7 +129,7 @@ func TestMaskedThroughEveryWay(t *testing.T) {
 				// its own (O_DIRECT: not from the page cache).
 				fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECT, 0)
 				testenv.Must(t, err)
-				for _, m := range tokenMasks(data) {
+				for _, m := range masksOf(t, data) {
 					for off := m.Off - 5; off <= m.Off+int64(m.Len)+5; off++ {
 						for _, n := range []int{1, 3, m.Len - 4, m.Len + 10, 70 << 10} {
 							buf := make([]byte, n)
@@ -172,6 +151,16 @@ func TestMaskedThroughEveryWay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// masksOf are the masks of data (see masked).
+func masksOf(t *testing.T, data []byte) []sniff.Mask {
+	t.Helper()
+	pol, err := policy.Default(t.TempDir())
+	testenv.Must(t, err)
+	det, err := sniff.NewDetector(pol.Secrets)
+	testenv.Must(t, err)
+	return det.Find(data)
 }
 
 // firstDiff is the first offset at which a and b differ.
@@ -211,7 +200,7 @@ func TestMaskedAfterTheChange(t *testing.T) {
 	change := func(how string, write func(data []byte)) {
 		now := withToken(5000, 3000, tokenOf(len(how)))
 		write(now)
-		want := masked(now)
+		want := masked(t, now)
 		// Until the change has arrived a read may give the old version, or
 		// fail (ESTALE: a name replaced under an open); never the token.
 		testenv.Within(t, time.Minute, how+": the masked file shown", func() error {
@@ -335,4 +324,46 @@ func mapAll() int {
 		return 4
 	}
 	return 0
+}
+
+// TestPushesMasked: a push into the page cache stores the masked bytes,
+// whether it reads the file itself (a prefetch, a refill, the push of a
+// changed file) or is handed content (a listing's, here the raw bytes):
+// the pages a mapping then reads without any READ hold no credential.
+func TestPushesMasked(t *testing.T) {
+	testenv.RequireFUSE(t)
+	needWarm(t)
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "d")
+	data := withToken(9000, 4096-20, tokenOf(6))
+	quietDir(t, dir, func() { testenv.Must(t, os.WriteFile(filepath.Join(dir, "f.txt"), data, 0o644)) })
+	s, mp := mountRoot(t, root, Config{})
+	if !s.v.prefetch.on() {
+		t.Skip("no pushes here")
+	}
+	if _, err := os.ReadDir(filepath.Join(mp, "d")); err != nil {
+		t.Fatal(err)
+	}
+	in := s.root.EmbeddedInode().GetChild("d").GetChild("f.txt")
+	n, ok := nodeOf(in)
+	if !ok {
+		t.Fatal("the kernel does not hold f.txt after the listing")
+	}
+	var st unix.Stat_t
+	testenv.Must(t, unix.Stat(filepath.Join(dir, "f.txt"), &st))
+	want := masked(t, data)
+	for _, how := range []string{"read by the push", "handed to the push"} {
+		in.NotifyContent(0, 0) // no page left: what is read next is what the push stored
+		j := pushJob{in: in, n: n, id: fileid.Of(&st)}
+		if how == "read by the push" {
+			s.v.prefetch.push(j, make([]byte, maxPush+1))
+		} else {
+			j.data = bytes.Clone(data)
+			s.v.prefetch.pushKept(j)
+		}
+		if got := mapWhole(t, filepath.Join(mp, "d", "f.txt")); !bytes.Equal(got, want) {
+			t.Errorf("%s: a mapping reads %d bytes, raw token %v, differing from the masked file at %d", how, len(got), tokenRule.Match(got), firstDiff(got, want))
+		}
+	}
 }
