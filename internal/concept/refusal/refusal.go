@@ -13,8 +13,6 @@ package refusal
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 )
 
 // Code is a stable, documented refusal code. Codes never change meaning
@@ -113,10 +111,6 @@ type Facts struct {
 // is kept for logs and errors.Is but never shown to the agent, because a
 // cause (say, a backing path in an *fs.PathError) could reveal what the
 // policy hides.
-//
-// Format and Args are the older form, a message written where the refusal
-// was made; it is used only when Reason is empty, and is on its way out:
-// new refusals are made with Of and rendered from the table.
 type Error struct {
 	Code   Code   `json:"code"`
 	Op     Op     `json:"op,omitempty"`
@@ -124,13 +118,7 @@ type Error struct {
 	Reason Reason `json:"reason,omitempty"`
 	Facts
 	Err error `json:"-"`
-
-	Format string `json:"-"`
-	Args   []any  `json:"-"`
 }
-
-// Path is a file path inside a refusal's message (the older form).
-type Path string
 
 // Of returns the refusal for reason, of op on path, with facts f. Its code
 // is the reason's (see the table).
@@ -150,26 +138,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // Message is the human message (the same as Error).
 func (e *Error) Message() string { return e.Error() }
 
-// In returns the refusal with its path and every path of its message
-// mapped by view.
+// In returns the refusal with its path and every path among its facts
+// (roots, suggestions) mapped by view.
 func (e *Error) In(view func(string) string) *Error {
 	out := *e
 	out.Path = view(e.Path)
 	out.Roots = mapped(e.Roots, view)
 	out.Suggestions = mapped(e.Suggestions, view)
-	out.Args = make([]any, len(e.Args))
-	for i, a := range e.Args {
-		switch v := a.(type) {
-		case Path:
-			out.Args[i] = Path(view(string(v)))
-		case Paths:
-			out.Args[i] = v.mapped(view)
-		case Alternatives:
-			out.Args[i] = Alternatives(Paths(v).mapped(view))
-		default:
-			out.Args[i] = a
-		}
-	}
 	return &out
 }
 
@@ -182,62 +157,6 @@ func mapped(ps []string, view func(string) string) []string {
 		m[i] = view(p)
 	}
 	return m
-}
-
-// Paths is a list of paths in a message, shown as "a", "b".
-type Paths []Path
-
-func (ps Paths) String() string { return ps.join(", ") }
-
-// Alternatives is a list of paths in a message, shown as "a" or "b".
-type Alternatives []Path
-
-func (ps Alternatives) String() string { return Paths(ps).join(" or ") }
-
-func (ps Paths) join(sep string) string {
-	q := make([]string, len(ps))
-	for i, p := range ps {
-		q[i] = fmt.Sprintf("%q", string(p))
-	}
-	return strings.Join(q, sep)
-}
-
-func (ps Paths) mapped(view func(string) string) Paths {
-	m := make(Paths, len(ps))
-	for k, p := range ps {
-		m[k] = Path(view(string(p)))
-	}
-	return m
-}
-
-// New returns a refusal with a formatted message (the older form; use Of).
-// An argument equal to path is the refusal's own path, and is mapped with
-// it (see In).
-func New(code Code, path, format string, args ...any) *Error {
-	for i, a := range args {
-		if s, ok := a.(string); ok && s == path && path != "" {
-			args[i] = Path(s)
-		}
-	}
-	return &Error{Code: code, Path: path, Format: format, Args: args}
-}
-
-// Cannot returns the common form `cannot read "<path>": <why>` (the older
-// form; use Of).
-func Cannot(code Code, path, why string) *Error {
-	return &Error{Code: code, Path: path, Format: "cannot read %q: %s", Args: []any{Path(path), why}}
-}
-
-// Cannotf is Cannot with a formatted why, whose Path arguments are mapped
-// like the refusal's own path (the older form; use Of).
-func Cannotf(code Code, path, format string, args ...any) *Error {
-	return &Error{Code: code, Path: path, Format: "cannot read %q: " + format, Args: append([]any{Path(path)}, args...)}
-}
-
-// Unobserved is FS_NOT_OBSERVED: the session has not seen (all of) what
-// it wants to change (the older form; use Of).
-func Unobserved(path, why string) *Error {
-	return New(NotObserved, path, "cannot modify %q: %s — read the file, then retry", path, why)
 }
 
 // CodeOf returns the refusal code carried by err, or IOError for any other

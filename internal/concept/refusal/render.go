@@ -73,16 +73,13 @@ func (r Reason) Code() Code {
 
 // Render returns the refusal's message as door d shows it.
 func (e *Error) Render(d Door) string {
-	if e.Reason == "" {
-		return fmt.Sprintf(e.Format, e.Args...)
-	}
 	w, ok := doors[d]
 	if !ok {
 		w = cliWords
 	}
 	row, ok := table[e.Reason]
-	if !ok {
-		return e.cannot() + string(e.Reason)
+	if !ok { // a refusal made without a reason: its code says what it is
+		return e.cannot() + string(e.Code)
 	}
 	return row.text(e, w)
 }

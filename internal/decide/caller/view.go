@@ -68,9 +68,9 @@ func (v *View) ToView(host string) string {
 	return host
 }
 
-// Err puts a refusal into the caller's view: its path and every path of
-// its message (a suggestion, the list of roots), rendered anew from the
-// refusal's structured arguments.
+// Err puts a refusal into the caller's view: its path and every path
+// among its facts (the suggestions, the roots), so each door renders its
+// message in that view.
 func (v *View) Err(err error) error {
 	var r *refusal.Error
 	if v == nil || !errors.As(err, &r) {

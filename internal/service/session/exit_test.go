@@ -18,11 +18,12 @@ func TestExitStatusesAreOneTable(t *testing.T) {
 		}
 		seen[s.Exit] = true
 	}
-	for code, want := range map[refusal.Code]int{
-		refusal.NotObserved: ExitNotObserved, refusal.StaleVersion: ExitStale,
-		refusal.InvalidInput: ExitFail, refusal.EditNoMatch: ExitFail, refusal.NotFound: ExitFail,
+	for reason, want := range map[refusal.Reason]int{
+		refusal.NotRead: ExitNotObserved, refusal.ChangedSinceRead: ExitStale,
+		refusal.EmptyPath: ExitFail, refusal.NoMatch: ExitFail, refusal.NotFoundName: ExitFail,
 	} {
-		err := refusal.New(code, "f", "no")
+		err := refusal.Of(reason, refusal.OpModify, "f", refusal.Facts{})
+		code := err.Code
 		for name, out := range map[string]Output{"check": RenderCheck(nil, err), "write": RenderWrite(nil, err), "edit": RenderEdit(nil, err)} {
 			if out.Exit != want || out.Exit != ExitOf(code) || out.Code != string(code) {
 				t.Errorf("%s refused %s: exit %d code %q, want %d", name, code, out.Exit, out.Code, want)

@@ -114,11 +114,11 @@ func errorOutput(err error) Output {
 	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: ExitOf(code), Code: string(code), Message: err.Error(), Refusal: asData(err)}
 }
 
-// asData is the refusal err carries when it is made of facts (see
-// refusal.Of), for a door that renders it in its own words.
+// asData is the refusal err carries, for a door that renders it in its
+// own words, or nil.
 func asData(err error) *refusal.Error {
 	var r *refusal.Error
-	if errors.As(err, &r) && r.Reason != "" {
+	if errors.As(err, &r) {
 		return r
 	}
 	return nil
