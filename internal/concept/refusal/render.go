@@ -122,6 +122,11 @@ func invalid(f func(e *Error, w *words) string) row {
 	return row{InvalidInput, func(e *Error, w *words) string { return "invalid input: " + f(e, w) }}
 }
 
+// detail is a row whose cause is the refusal's Detail between fixed words.
+func detail(code Code, before, after string) row {
+	return whyf(code, func(e *Error, _ *words) string { return before + e.Detail + after })
+}
+
 func fixed(s string) func(*Error, *words) string { return func(*Error, *words) string { return s } }
 
 // The reasons of the resolver (roots) and the caller's view.
@@ -304,16 +309,10 @@ var table = map[Reason]row{
 	SpecialFile: whyf(NotAFile, func(e *Error, _ *words) string {
 		return "not a regular file (" + e.Kind + "); fsguard reads only regular files"
 	}),
-	NotDirectory: why(NotAFile, "not a directory"),
-	IOFailed: whyf(IOError, func(e *Error, _ *words) string {
-		return "I/O error (" + e.Detail + "); try again, and report it if it persists"
-	}),
-	IOFailedReading: whyf(IOError, func(e *Error, _ *words) string {
-		return "I/O error while reading (" + e.Detail + "); try again"
-	}),
-	IOFailedRechecking: whyf(IOError, func(e *Error, _ *words) string {
-		return "I/O error (" + e.Detail + "); try again"
-	}),
+	NotDirectory:       why(NotAFile, "not a directory"),
+	IOFailed:           detail(IOError, "I/O error (", "); try again, and report it if it persists"),
+	IOFailedReading:    detail(IOError, "I/O error while reading (", "); try again"),
+	IOFailedRechecking: detail(IOError, "I/O error (", "); try again"),
 
 	DeniedKey: why(Denied, "the content is a private key, which the policy never shows"),
 	DeniedContent: whyf(Denied, func(e *Error, _ *words) string {
@@ -389,10 +388,8 @@ var table = map[Reason]row{
 		}
 		return fmt.Sprintf("invalid UTF-8 at byte %d; fsguard shows UTF-8 text only", e.At)
 	}),
-	Undecodable: whyf(Encoding, func(e *Error, _ *words) string {
-		return e.Detail + "; fsguard shows UTF-8, and UTF-16 or UTF-32 with a byte order mark"
-	}),
-	IOFailedRaw: whyf(IOError, func(e *Error, _ *words) string { return e.Detail }),
+	Undecodable: detail(Encoding, "", "; fsguard shows UTF-8, and UTF-16 or UTF-32 with a byte order mark"),
+	IOFailedRaw: detail(IOError, "", ""),
 
 	AnchorNoLine: invalid(func(e *Error, _ *words) string { return fmt.Sprintf("anchor %q names no line", e.Anchor) }),
 	SpecNotAnchor: invalid(func(e *Error, w *words) string {
@@ -444,23 +441,17 @@ var table = map[Reason]row{
 	PartRead:         unobserved(fixed("only part of the file has been read, and the policy requires the whole")),
 	ChangedSinceRead: why(StaleVersion, "file changed since it was read — re-read the file, then retry"),
 	CreatedMeanwhile: why(StaleVersion, "it was created meanwhile — read the file, then retry"),
-	NotRecorded: whyf(IOError, func(e *Error, _ *words) string {
-		return "nothing was recorded in the journal (" + e.Detail + "); a later write will need a re-read"
-	}),
-	Unrecordable: whyf(IOError, func(e *Error, _ *words) string {
-		return "the journal cannot record it (" + e.Detail + "), and the policy requires a record of every read ([journal] required = true); fix the journal, then retry"
-	}),
-	JournalFailed: whyf(IOError, func(e *Error, _ *words) string {
-		return "the journal cannot record the write (" + e.Detail + "); nothing was written — free the journal's disk, then retry"
-	}),
-	WriteFailed:   whyf(IOError, func(e *Error, _ *words) string { return e.Detail }),
-	WriteNoAccess: whyf(PermissionDenied, func(e *Error, _ *words) string { return e.Detail }),
-	NoSuchFile:    whyf(NotFound, func(e *Error, w *words) string { return "no such file; create it with " + w.writeTool }),
+	NotRecorded:      detail(IOError, "nothing was recorded in the journal (", "); a later write will need a re-read"),
+	Unrecordable:     detail(IOError, "the journal cannot record it (", "), and the policy requires a record of every read ([journal] required = true); fix the journal, then retry"),
+	JournalFailed:    detail(IOError, "the journal cannot record the write (", "); nothing was written — free the journal's disk, then retry"),
+	WriteFailed:      detail(IOError, "", ""),
+	WriteNoAccess:    detail(PermissionDenied, "", ""),
+	NoSuchFile:       whyf(NotFound, func(e *Error, w *words) string { return "no such file; create it with " + w.writeTool }),
 	TooLargeToEdit: whyf(TooLarge, func(e *Error, _ *words) string {
 		return fmt.Sprintf("it is larger than %d bytes, the most fsguard edit rewrites", e.Limit)
 	}),
 	NotText:        why(Encoding, "it is not UTF-8 text (nor UTF-16 or UTF-32 with a byte order mark)"),
-	EncodingFailed: whyf(Encoding, func(e *Error, _ *words) string { return e.Detail }),
+	EncodingFailed: detail(Encoding, "", ""),
 	MasksTooLarge: whyf(TooLarge, func(e *Error, _ *words) string {
 		return fmt.Sprintf("it holds masked credentials, and content larger than %d bytes cannot be checked for their masks", e.Limit)
 	}),

@@ -23,16 +23,8 @@ func TestInputErrorsInFsguardsWords(t *testing.T) {
 		return session.Output{Stdout: "ok"}
 	})
 	ran = 0 // the bound session's mark at start
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	if _, err := srv.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connect(t, srv)
 	for _, tc := range []struct {
 		tool string
 		args map[string]any
@@ -67,4 +59,21 @@ func TestInputErrorsInFsguardsWords(t *testing.T) {
 	if ran != 0 {
 		t.Errorf("a tool ran %d times on arguments its schema refuses", ran)
 	}
+}
+
+// connect is a client session with srv over in-memory transports, closed
+// when the test ends.
+func connect(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
