@@ -416,7 +416,7 @@ var table = map[Reason]row{
 		return "the range " + e.Anchor + ".." + e.AnchorTo + " runs backwards"
 	}),
 	PastEnd: invalid(func(e *Error, _ *words) string {
-		return fmt.Sprintf("anchor %s is past the end of the version you last read (%d cur)", e.Anchor, e.Total)
+		return fmt.Sprintf("anchor %s is past the end of the version you last read (%d lines)", e.Anchor, e.Total)
 	}),
 	AnchorMismatch: whyf(StaleVersion, func(e *Error, w *words) string {
 		return fmt.Sprintf("anchor %s does not match line %d of the version you last read (it is %s); read the lines again %s, then retry", e.Anchor, e.Line, e.Now, w.withAnchors)

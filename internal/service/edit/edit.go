@@ -240,7 +240,7 @@ func anchored(name string, cur []lines.RawLine, b *Basis, ed Edit) ([]lines.RawL
 	return splice(cur, j+1, j+1, ed.Text, true), nil // insert after
 }
 
-// splice replaces cur[i:k] with text's cur, ending them as the file
+// splice replaces cur[i:k] with text's lines, ending them as the file
 // ends its lines (so a CRLF file stays CRLF), and keeps the file's last
 // line without a terminator if it had none.
 func splice(cur []lines.RawLine, i, k int, text string, withText bool) []lines.RawLine {
@@ -297,7 +297,7 @@ func exact(name, bom string, cur []lines.RawLine, data []byte, b *Basis, curHeld
 	}
 	old, repl := ed.Old, ed.New
 	if eol := dominantEOL(cur); eol != "\n" && !strings.Contains(old, eol) {
-		// The agent saw cur, not terminators: its "\n" is the file's.
+		// The agent saw lines, not terminators: its "\n" is the file's.
 		old, repl = strings.ReplaceAll(old, "\n", eol), strings.ReplaceAll(repl, "\n", eol)
 	}
 	text := string(data)
