@@ -371,7 +371,7 @@ func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 	if ok, err := d.decided(g, r, rel, name, st, keep != nil && known); ok {
 		return err
 	}
-	f, err := g.OpenIn(r, rel, name)
+	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: name})
 	if err != nil {
 		return err
 	}
@@ -498,7 +498,7 @@ func (d *Decider) shownEntry(g *roots.Guard, r *roots.Root, rel, name string, ke
 	base := path.Base(rel)
 	var known error
 	answered := false
-	ent, f, err := g.EntryFile(r, rel, name, func(st *unix.Stat_t) bool {
+	ent, f, err := g.EntryFile(roots.Path{Root: r, Rel: rel, Shown: name}, func(st *unix.Stat_t) bool {
 		answered, known = d.decided(g, r, rel, name, st, keep.wants(base, st))
 		return !answered
 	})

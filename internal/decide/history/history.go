@@ -168,7 +168,7 @@ func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o 
 	// swapped for a link since (to another user's repository, or root's)
 	// is refused, and git works in the directory opened, not at a path.
 	// One the view hides needs no warning: the agent cannot run git on it.
-	d, err := g.OpenDir(r, rel, filepath.Join(r.Path, rel))
+	d, err := g.OpenDir(r.At(rel))
 	if err != nil {
 		return rep, nil
 	}

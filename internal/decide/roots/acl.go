@@ -2,7 +2,6 @@ package roots
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,9 +17,9 @@ const aclXattr = "system.posix_acl_access"
 // shuts out read a file that is readable by "other", and would shut out
 // a user an ACL lets in. No ACL is unix.ENODATA.
 func (g *Guard) AccessACL(root *Root, rel string, dest []byte) (int, error) {
-	display := filepath.Join(root.Path, rel)
+	at := root.At(rel)
 	if g.Denied(root, rel) {
-		return 0, deniedErr(display)
+		return 0, deniedErr(at.Shown)
 	}
 	pfd, viaLink, err := g.open(root, rel, unix.O_PATH|unix.O_NOFOLLOW)
 	if err != nil {
@@ -28,7 +27,7 @@ func (g *Guard) AccessACL(root *Root, rel string, dest []byte) (int, error) {
 	}
 	defer unix.Close(pfd)
 	if viaLink {
-		if _, _, err := g.landed(pfd, root, display); err != nil {
+		if _, err := g.landed(pfd, at, true); err != nil {
 			return 0, err
 		}
 	}

@@ -46,60 +46,62 @@ func (e Entry) IsDir() bool { return e.Stat.Mode&unix.S_IFMT == unix.S_IFDIR }
 // links are refused even when they point inside the root, because inside a
 // container they name a different file.
 func (g *Guard) Entry(root *Root, rel string) (Entry, error) {
-	e, _, err := g.entry(root, rel, "", nil)
+	e, _, err := g.entry(Path{Root: root, Rel: rel}, nil)
 	return e, err
 }
 
-// EntryFile is Entry, and for a regular file for whose stat want says yes,
-// the file opened as OpenIn opens it (shown names it in messages): from
+// EntryFile is Entry for p, and for a regular file for whose stat want
+// says yes, the file opened as OpenIn opens it (p.Shown names it): from
 // the very inode Entry checked, with one resolution of the path for both.
 // A listing's admission wants the stat of each file, and its content when
 // its verdict is not known yet. The file is nil when not wanted, and when
 // the path met a symbolic link (a race: then OpenIn decides afresh).
-func (g *Guard) EntryFile(root *Root, rel, shown string, want func(*unix.Stat_t) bool) (Entry, *File, error) {
-	return g.entry(root, rel, shown, want)
+func (g *Guard) EntryFile(p Path, want func(*unix.Stat_t) bool) (Entry, *File, error) {
+	return g.entry(p, want)
 }
 
-func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) bool) (Entry, *File, error) {
-	display := filepath.Join(root.Path, rel)
-	e := Entry{Name: filepath.Base(rel), Rel: rel}
-	if g.Denied(root, rel) {
-		return e, nil, deniedErr(display)
+// entry decides on p; its refusals name the entry at its root's
+// configured path, and only an opened file is shown as p.
+func (g *Guard) entry(p Path, want func(*unix.Stat_t) bool) (Entry, *File, error) {
+	at := p.Root.At(p.Rel)
+	e := Entry{Name: p.Base(), Rel: p.Rel}
+	if g.Denied(p.Root, p.Rel) {
+		return e, nil, deniedErr(at.Shown)
 	}
 	if want != nil {
-		if f, ok := g.openListed(root, rel, shown, &e, want); ok {
+		if f, ok := g.openListed(p, &e, want); ok {
 			return e, f, nil
 		}
 	}
-	pfd, viaLink, err := g.open(root, rel, unix.O_PATH|unix.O_NOFOLLOW)
+	pfd, viaLink, err := g.open(p.Root, p.Rel, unix.O_PATH|unix.O_NOFOLLOW)
 	if err == unix.EXDEV {
-		return e, nil, refusal.Of(refusal.LinkOnPathOutside, refusal.OpRead, display, refusal.Facts{})
+		return e, nil, refusal.Of(refusal.LinkOnPathOutside, refusal.OpRead, at.Shown, refusal.Facts{})
 	}
 	if err != nil {
-		return e, nil, g.openErr(err, root, rel, display)
+		return e, nil, g.openErr(err, at)
 	}
 	defer unix.Close(pfd)
 	if viaLink {
 		// Only a race can put a link in the middle of a path the mount
 		// walked component by component; answer for the real place.
-		if _, _, err := g.landed(pfd, root, display); err != nil {
+		if _, err := g.landed(pfd, at, true); err != nil {
 			return e, nil, err
 		}
 	}
 	if err := unix.Fstat(pfd, &e.Stat); err != nil {
-		return e, nil, ioErr(display, err)
+		return e, nil, ioErr(at.Shown, err)
 	}
 	if e.Stat.Mode&unix.S_IFMT != unix.S_IFLNK {
 		if !e.Visible() {
-			return e, nil, notAFile(display, KindOf(e.Stat.Mode))
+			return e, nil, notAFile(at.Shown, KindOf(e.Stat.Mode))
 		}
 		if want == nil || viaLink || e.Stat.Mode&unix.S_IFMT != unix.S_IFREG || !want(&e.Stat) {
 			return e, nil, nil
 		}
-		f, err := g.reopen(pfd, root, rel, shown, &e.Stat)
+		f, err := g.reopen(pfd, p, &e.Stat)
 		return e, f, err
 	}
-	e.Link, err = g.linkEntry(pfd, root, rel, display)
+	e.Link, err = g.linkEntry(pfd, at)
 	return e, nil, err
 }
 
@@ -110,8 +112,8 @@ func (g *Guard) entry(root *Root, rel, shown string, want func(*unix.Stat_t) boo
 // open for reading, as of any reader (the watch's own marks take no
 // opens). ok is false when this way does not answer: entry's usual way
 // then decides, and reports, as if this had not been tried.
-func (g *Guard) openListed(root *Root, rel, shown string, e *Entry, want func(*unix.Stat_t) bool) (*File, bool) {
-	fd, ok := g.openNodev(root, rel, unix.O_NOFOLLOW, &e.Stat)
+func (g *Guard) openListed(p Path, e *Entry, want func(*unix.Stat_t) bool) (*File, bool) {
+	fd, ok := g.openNodev(p.Root, p.Rel, unix.O_NOFOLLOW, &e.Stat)
 	if !ok {
 		e.Stat = unix.Stat_t{}
 		return nil, false
@@ -120,7 +122,7 @@ func (g *Guard) openListed(root *Root, rel, shown string, e *Entry, want func(*u
 		unix.Close(fd)
 		return nil, true
 	}
-	return root.opened(fd, rel, shown, &e.Stat), true
+	return opened(fd, p, &e.Stat), true
 }
 
 // openNodev opens rel beneath root for reading at once, where no device
@@ -155,9 +157,9 @@ func (g *Guard) openNodev(root *Root, rel string, flags uint64, st *unix.Stat_t)
 	return fd, true
 }
 
-// linkEntry checks the symbolic link pfd, at rel beneath root, and returns
-// its text when it is admitted (see Entry).
-func (g *Guard) linkEntry(pfd int, root *Root, rel, display string) (string, error) {
+// linkEntry checks the symbolic link pfd, at p, and returns its text when
+// it is admitted (see Entry).
+func (g *Guard) linkEntry(pfd int, p Path) (string, error) {
 	// The text read from this very link is what the kernel will follow,
 	// from the link's directory in the view: that text, and only it, is
 	// resolved and checked. Resolving the link's path a second time could
@@ -165,35 +167,35 @@ func (g *Guard) linkEntry(pfd int, root *Root, rel, display string) (string, err
 	// served with this one's text.
 	link, err := readlinkAt(pfd)
 	if err != nil {
-		return "", ioErr(display, err)
+		return "", ioErr(p.Shown, err)
 	}
 	if filepath.IsAbs(link) {
-		return "", refusal.Of(refusal.AbsoluteLink, refusal.OpRead, display, refusal.Facts{})
+		return "", refusal.Of(refusal.AbsoluteLink, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
-	target := filepath.Join(filepath.Dir(rel), link)
-	if target == ".." || strings.HasPrefix(target, "../") {
-		return "", refusal.Of(refusal.LinkLeadsOutside, refusal.OpRead, display, refusal.Facts{})
+	target := p.In(p.Root, filepath.Join(filepath.Dir(p.Rel), link))
+	if target.Rel == ".." || strings.HasPrefix(target.Rel, "../") {
+		return "", refusal.Of(refusal.LinkLeadsOutside, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
-	if g.Denied(root, target) {
-		return "", deniedErr(display)
+	if g.Denied(p.Root, target.Rel) {
+		return "", deniedErr(p.Shown)
 	}
-	tfd, _, err := g.open(root, target, unix.O_PATH)
+	tfd, _, err := g.open(p.Root, target.Rel, unix.O_PATH)
 	if err == unix.EXDEV {
-		return "", refusal.Of(refusal.LinkLeadsOutside, refusal.OpRead, display, refusal.Facts{})
+		return "", refusal.Of(refusal.LinkLeadsOutside, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
 	if err != nil {
-		return "", g.openErr(err, root, target, display)
+		return "", g.openErr(err, target)
 	}
 	defer unix.Close(tfd)
-	if _, _, err := g.landed(tfd, root, display); err != nil {
+	if _, err := g.landed(tfd, p, true); err != nil {
 		return "", err
 	}
 	var tst unix.Stat_t
 	if err := unix.Fstat(tfd, &tst); err != nil {
-		return "", ioErr(display, err)
+		return "", ioErr(p.Shown, err)
 	}
 	if k := tst.Mode & unix.S_IFMT; k != unix.S_IFREG && k != unix.S_IFDIR {
-		return "", notAFile(display, KindOf(tst.Mode))
+		return "", notAFile(p.Shown, KindOf(tst.Mode))
 	}
 	return link, nil
 }
@@ -224,25 +226,25 @@ type DirEntry struct {
 // from getdents, so plain files and directories cost no stat; only
 // symbolic links (and entries of unknown type) get the full Entry check.
 func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
-	display := filepath.Join(root.Path, rel)
+	at := root.At(rel)
 	if rel != "." && g.Denied(root, rel) {
-		return nil, deniedErr(display)
+		return nil, deniedErr(at.Shown)
 	}
 	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		if err == unix.EXDEV {
-			return nil, refusal.Of(refusal.LinkOnPathOutside, refusal.OpRead, display, refusal.Facts{})
+			return nil, refusal.Of(refusal.LinkOnPathOutside, refusal.OpRead, at.Shown, refusal.Facts{})
 		}
-		return nil, g.openErr(err, root, rel, display)
+		return nil, g.openErr(err, at)
 	}
 	defer unix.Close(fd)
 	if viaLink {
 		// Listed where it really is: a link on the way is judged there.
-		var real string
-		if root, real, err = g.landed(fd, root, display); err != nil {
+		real, err := g.landed(fd, at, true)
+		if err != nil {
 			return nil, err
 		}
-		rel = real
+		root, rel = real.Root, real.Rel
 	} else {
 		root.noteMount(fd)
 	}
@@ -258,7 +260,7 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 			continue
 		}
 		if err != nil {
-			return nil, ioErr(display, err)
+			return nil, ioErr(at.Shown, err)
 		}
 		if n <= 0 {
 			return out, nil
@@ -322,31 +324,31 @@ type Listing struct {
 // judged where it lands (deny rules there, the same root). A link that
 // leaves the root is refused, as for a file.
 func (g *Guard) ListDir(name, cwd string) (*Listing, error) {
-	root, rel, display, err := g.Locate(name, cwd)
+	p, err := g.Locate(name, cwd)
 	if err != nil {
 		return nil, err
 	}
-	if rel != "." && g.Denied(root, rel) {
-		return nil, deniedErr(display)
+	if p.Rel != "." && g.Denied(p.Root, p.Rel) {
+		return nil, deniedErr(p.Shown)
 	}
-	pfd, viaLink, err := g.open(root, rel, unix.O_PATH|unix.O_DIRECTORY)
+	pfd, viaLink, err := g.open(p.Root, p.Rel, unix.O_PATH|unix.O_DIRECTORY)
 	switch {
 	case err == unix.EXDEV:
-		return nil, refusal.Of(refusal.DirLeadsOutside, refusal.OpRead, display, refusal.Facts{})
+		return nil, refusal.Of(refusal.DirLeadsOutside, refusal.OpRead, p.Shown, refusal.Facts{})
 	case err == unix.ENOTDIR:
-		return nil, refusal.Of(refusal.NotDirectory, refusal.OpRead, display, refusal.Facts{})
+		return nil, refusal.Of(refusal.NotDirectory, refusal.OpRead, p.Shown, refusal.Facts{})
 	case err != nil:
-		return nil, g.openErr(err, root, rel, display)
+		return nil, g.openErr(err, p)
 	}
 	defer unix.Close(pfd)
 	if viaLink {
-		if _, rel, err = g.landed(pfd, root, display); err != nil {
+		if p, err = g.landed(pfd, p, true); err != nil {
 			return nil, err
 		}
 	}
-	ents, err := g.List(root, rel)
+	ents, err := g.List(p.Root, p.Rel)
 	if err != nil {
 		return nil, err
 	}
-	return &Listing{Root: root, Rel: rel, Real: filepath.Join(root.Real, rel), Name: display, Entries: ents}, nil
+	return &Listing{Root: p.Root, Rel: p.Rel, Real: p.Real(), Name: p.Shown, Entries: ents}, nil
 }

@@ -34,6 +34,9 @@ type File struct {
 	Stat unix.Stat_t // fstat of the open descriptor at open time
 }
 
+// Path is the file as a Path: where it really is, shown as it was named.
+func (f *File) Path() Path { return Path{Root: f.Root, Rel: f.Rel, Shown: f.Name} }
+
 // desc is an open descriptor shared by the copies of a File. Each system
 // call on it holds mu shared and Close holds it alone and marks it closed,
 // so a read that races a Close fails with os.ErrClosed and never reads
@@ -172,53 +175,53 @@ type Dir struct {
 	Rel  string // real path relative to Root
 }
 
-// OpenParent opens the directory that would hold rel beneath root, for a
-// write: the entry's own name must not be denied, and the directory must
-// resolve beneath the root to a directory no deny rule matches. It returns
-// the directory and the entry's base name.
-func (g *Guard) OpenParent(root *Root, rel, display string) (*Dir, string, error) {
-	if rel == "." {
-		return nil, "", notAFile(display, "directory")
+// OpenParent opens the directory that would hold p, for a write: the
+// entry's own name must not be denied, and the directory must resolve
+// beneath the root to a directory no deny rule matches. It returns the
+// directory and the entry's base name.
+func (g *Guard) OpenParent(p Path) (*Dir, string, error) {
+	if p.Rel == "." {
+		return nil, "", notAFile(p.Shown, "directory")
 	}
-	if g.Denied(root, rel) {
-		return nil, "", deniedErr(display)
+	if g.Denied(p.Root, p.Rel) {
+		return nil, "", deniedErr(p.Shown)
 	}
-	name := filepath.Base(rel)
-	d, err := g.OpenDir(root, filepath.Dir(rel), filepath.Dir(display))
+	name := p.Base()
+	d, err := g.OpenDir(p.Parent())
 	if err != nil {
 		return nil, "", err
 	}
-	if g.Denied(root, filepath.Join(d.Rel, name)) {
+	if g.Denied(p.Root, filepath.Join(d.Rel, name)) {
 		d.Close()
-		return nil, "", deniedErr(display)
+		return nil, "", deniedErr(p.Shown)
 	}
 	return d, name, nil
 }
 
-// OpenDir opens the directory rel beneath root: it must resolve beneath
-// the root (a link on the way may not leave it) to a directory no deny
-// rule matches. Whoever works in it by path (git) is given the
-// descriptor's /proc/self/fd link, which cannot be swapped under it.
-func (g *Guard) OpenDir(root *Root, rel, display string) (*Dir, error) {
-	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+// OpenDir opens the directory p: it must resolve beneath its root (a link
+// on the way may not leave it) to a directory no deny rule matches.
+// Whoever works in it by path (git) is given the descriptor's
+// /proc/self/fd link, which cannot be swapped under it.
+func (g *Guard) OpenDir(p Path) (*Dir, error) {
+	fd, viaLink, err := g.open(p.Root, p.Rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err == unix.EXDEV {
-		return nil, refusal.Of(refusal.LinkOnPathOutside, refusal.OpRead, display, refusal.Facts{})
+		return nil, refusal.Of(refusal.LinkOnPathOutside, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
 	if err != nil {
-		return nil, g.openErr(err, root, rel, display)
+		return nil, g.openErr(err, p)
 	}
-	d := &Dir{File: os.NewFile(uintptr(fd), display), Root: root, Rel: rel}
+	d := &Dir{File: os.NewFile(uintptr(fd), p.Shown), Root: p.Root, Rel: p.Rel}
 	if viaLink {
-		_, rel2, err := g.landed(fd, root, display)
+		at, err := g.landed(fd, p, true)
 		if err != nil {
 			d.Close()
 			return nil, err
 		}
-		d.Rel = rel2
+		d.Rel = at.Rel
 	}
-	if g.Denied(root, d.Rel) {
+	if g.Denied(p.Root, d.Rel) {
 		d.Close()
-		return nil, deniedErr(display)
+		return nil, deniedErr(p.Shown)
 	}
 	return d, nil
 }

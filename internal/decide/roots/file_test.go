@@ -27,7 +27,7 @@ func TestReadAtSized(t *testing.T) {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		f, err := g.OpenIn(r, "f.txt", "f.txt")
+		f, err := g.OpenIn(Path{Root: r, Rel: "f.txt", Shown: "f.txt"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestClosedFileReadsNothingElse(t *testing.T) {
 	g := guardFor(t, root)
 	r := g.Roots()[0]
 	testenv.WriteTree(t, root, map[string]string{"a.txt": "the admitted file\n", "key.txt": "another file entirely\n"})
-	a, err := g.OpenIn(r, "a.txt", "a.txt")
+	a, err := g.OpenIn(Path{Root: r, Rel: "a.txt", Shown: "a.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestClosedFileReadsNothingElse(t *testing.T) {
 
 	// Reads racing a Close.
 	for range 50 {
-		f, err := g.OpenIn(r, "a.txt", "a.txt")
+		f, err := g.OpenIn(Path{Root: r, Rel: "a.txt", Shown: "a.txt"})
 		if err != nil {
 			t.Fatal(err)
 		}

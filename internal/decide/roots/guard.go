@@ -231,14 +231,14 @@ func IsTemp(name string) bool {
 	return true
 }
 
-// WriteDenied refuses a write to rel beneath root when a [write] deny rule
-// matches it, by its configured or its real path. The refusal names the
-// rule, so the agent knows it is policy and not a transient failure.
-func (g *Guard) WriteDenied(root *Root, rel, display string) error {
-	for _, base := range []string{root.Real, root.Path} {
-		if i := policy.MatchGlobs(g.pol.Write.DenyGlobs, rel, filepath.Join(base, rel), g.pol.Folds()); i >= 0 {
+// WriteDenied refuses a write to p when a [write] deny rule matches it, by
+// its configured or its real path. The refusal names the rule, so the
+// agent knows it is policy and not a transient failure.
+func (g *Guard) WriteDenied(p Path) error {
+	for _, base := range []string{p.Root.Real, p.Root.Path} {
+		if i := policy.MatchGlobs(g.pol.Write.DenyGlobs, p.Rel, filepath.Join(base, p.Rel), g.pol.Folds()); i >= 0 {
 			rule := g.pol.Write.DenyGlobs[i].String()
-			return refusal.Of(refusal.WriteDeniedRule, refusal.OpWrite, display, refusal.Facts{Rule: rule})
+			return refusal.Of(refusal.WriteDeniedRule, refusal.OpWrite, p.Shown, refusal.Facts{Rule: rule})
 		}
 	}
 	return nil
@@ -246,10 +246,11 @@ func (g *Guard) WriteDenied(root *Root, rel, display string) error {
 
 // Locate resolves a name lexically: cleaned and made absolute against cwd,
 // then placed in the root that contains it. It touches no file. The
-// returned display path is the absolute path in the caller's own view.
-func (g *Guard) Locate(name, cwd string) (root *Root, rel, display string, err error) {
+// returned path is shown as the absolute path in the caller's own view;
+// a refusal of a name that was valid still returns it, with no root.
+func (g *Guard) Locate(name, cwd string) (Path, error) {
 	if err := ValidateName(name); err != nil {
-		return nil, "", "", err
+		return Path{}, err
 	}
 	abs := name
 	if !filepath.IsAbs(abs) {
@@ -257,13 +258,13 @@ func (g *Guard) Locate(name, cwd string) (root *Root, rel, display string, err e
 	}
 	abs = filepath.Clean(abs)
 	if policy.Dangerous(abs) {
-		return nil, "", abs, refusal.Of(refusal.DangerousName, refusal.OpRead, abs, refusal.Facts{})
+		return Path{Shown: abs}, refusal.Of(refusal.DangerousName, refusal.OpRead, abs, refusal.Facts{})
 	}
-	root, rel = g.rootOf(abs)
+	root, rel := g.rootOf(abs)
 	if root == nil {
-		return nil, "", abs, g.outside(abs)
+		return Path{Shown: abs}, g.outside(abs)
 	}
-	return root, rel, abs, nil
+	return Path{Root: root, Rel: rel, Shown: abs}, nil
 }
 
 // rootOf finds the innermost root containing abs, by configured or real path.
@@ -295,12 +296,12 @@ func Within(base, abs string) (string, bool) {
 	return "", false
 }
 
-func (g *Guard) outside(display string) error {
+func (g *Guard) outside(shown string) error {
 	var names []string
 	for _, r := range g.roots {
 		names = append(names, r.Path)
 	}
-	return refusal.Of(refusal.OutsideRoots, refusal.OpRead, display, refusal.Facts{Roots: names})
+	return refusal.Of(refusal.OutsideRoots, refusal.OpRead, shown, refusal.Facts{Roots: names})
 }
 
 // ValidateName refuses names no file can have or no agent should send.
@@ -322,11 +323,11 @@ func ValidateName(name string) error {
 // Open resolves name against cwd and opens it for reading if, and only if,
 // the policy admits it. The result is a regular file.
 func (g *Guard) Open(name, cwd string) (*File, error) {
-	root, rel, display, err := g.Locate(name, cwd)
+	p, err := g.Locate(name, cwd)
 	if err != nil {
 		return nil, err
 	}
-	return g.OpenIn(root, rel, display)
+	return g.OpenIn(p)
 }
 
 // openOn resolves rel beneath on, the root's descriptor or its view. It
@@ -371,23 +372,24 @@ func openat2(dirfd int, rel string, how *unix.OpenHow) (fd int, err error) {
 }
 
 // landed is the one check after a resolution crossed a symbolic link: where
-// the open descriptor fd really is — in which root (within, when given, and
-// no other), at which path — and that no deny rule matches it there. A
+// the open descriptor fd, opened for p, really is — in which root (p's
+// own when within, else any), at which path — and that no deny rule
+// matches it there. The answer is that place, still shown as p. A
 // descriptor beneath a root's descriptor but not under its path (a bind
 // mount, a root moved under us) is refused rather than guessed at.
-func (g *Guard) landed(fd int, within *Root, display string) (*Root, string, error) {
+func (g *Guard) landed(fd int, p Path, within bool) (Path, error) {
 	real, err := realPath(fd)
 	if err != nil {
-		return nil, "", ioErr(display, err)
+		return Path{}, ioErr(p.Shown, err)
 	}
 	r, rel := g.rootOf(real)
-	if r == nil || (within != nil && r != within) {
-		return nil, "", g.outside(display)
+	if r == nil || (within && r != p.Root) {
+		return Path{}, g.outside(p.Shown)
 	}
 	if g.Denied(r, rel) {
-		return nil, "", deniedErr(display)
+		return Path{}, deniedErr(p.Shown)
 	}
-	return r, rel, nil
+	return p.In(r, rel), nil
 }
 
 // realPath asks the kernel where an open descriptor really is.
@@ -400,115 +402,114 @@ func realPath(fd int) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// OpenIn opens rel beneath root for reading. display is the path shown in
-// messages (the caller's view of it).
-func (g *Guard) OpenIn(root *Root, rel, display string) (*File, error) {
-	return g.openIn(root, rel, display, 0)
+// OpenIn opens p for reading; p.Shown names it in messages.
+func (g *Guard) OpenIn(p Path) (*File, error) {
+	return g.openIn(p, 0)
 }
 
-func (g *Guard) openIn(root *Root, rel, display string, hops int) (*File, error) {
-	if g.Denied(root, rel) {
-		return nil, deniedErr(display)
+func (g *Guard) openIn(p Path, hops int) (*File, error) {
+	if g.Denied(p.Root, p.Rel) {
+		return nil, deniedErr(p.Shown)
 	}
 	var st unix.Stat_t
-	if fd, ok := g.openNodev(root, rel, 0, &st); ok {
-		return root.opened(fd, rel, display, &st), nil
+	if fd, ok := g.openNodev(p.Root, p.Rel, 0, &st); ok {
+		return opened(fd, p, &st), nil
 	}
 	// O_PATH first: opening a FIFO or a device for reading can block or have
 	// side effects; an O_PATH descriptor can be fstat'ed and does neither.
-	pfd, viaLink, err := g.open(root, rel, unix.O_PATH)
+	pfd, viaLink, err := g.open(p.Root, p.Rel, unix.O_PATH)
 	if err == unix.EXDEV {
-		return g.openAcross(root, rel, display, hops)
+		return g.openAcross(p, hops)
 	}
 	if err != nil {
-		return nil, g.openErr(err, root, rel, display)
+		return nil, g.openErr(err, p)
 	}
 	defer unix.Close(pfd)
 	if viaLink {
-		if root, rel, err = g.landed(pfd, nil, display); err != nil {
+		if p, err = g.landed(pfd, p, false); err != nil {
 			return nil, err
 		}
 	}
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return nil, ioErr(display, err)
+		return nil, ioErr(p.Shown, err)
 	}
 	if kind := KindOf(st.Mode); kind != "regular file" {
-		return nil, notAFile(display, kind)
+		return nil, notAFile(p.Shown, kind)
 	}
-	return g.reopen(pfd, root, rel, display, &st)
+	return g.reopen(pfd, p, &st)
 }
 
 // reopen opens for reading the regular file the O_PATH descriptor pfd
-// holds, whose stat is st, at rel beneath root. /proc/self/fd/N of an
-// O_PATH descriptor is a magic link to that open file, not a path that
-// could have changed, so st describes what is opened here and needs no
-// second fstat (this runs on every read through the mount). With a
-// caller's access, this open is where the kernel checks the file's mode
-// bits and ACL against the caller.
-func (g *Guard) reopen(pfd int, root *Root, rel, display string, st *unix.Stat_t) (*File, error) {
+// holds, whose stat is st, at p. /proc/self/fd/N of an O_PATH descriptor
+// is a magic link to that open file, not a path that could have changed,
+// so st describes what is opened here and needs no second fstat (this
+// runs on every read through the mount). With a caller's access, this
+// open is where the kernel checks the file's mode bits and ACL against
+// the caller.
+func (g *Guard) reopen(pfd int, p Path, st *unix.Stat_t) (*File, error) {
 	fd := -1
 	err := g.Do(func() (err error) {
 		fd, err = Reopen(pfd, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK)
 		return err
 	})
 	if err != nil {
-		return nil, g.openErr(err, root, rel, display)
+		return nil, g.openErr(err, p)
 	}
-	return root.opened(fd, rel, display, st), nil
+	return opened(fd, p, st), nil
 }
 
-// opened is the File for fd, a regular file opened for reading at rel
-// beneath r whose stat is st, named name in messages: every way of
-// opening one ends here.
-func (r *Root) opened(fd int, rel, name string, st *unix.Stat_t) *File {
-	return newFile(fd, File{Name: name, Root: r, Rel: rel, Real: filepath.Join(r.Real, rel), Stat: *st})
+// opened is the File for fd, a regular file opened for reading at p whose
+// stat is st: every way of opening one ends here.
+func opened(fd int, p Path, st *unix.Stat_t) *File {
+	return newFile(fd, File{Name: p.Shown, Root: p.Root, Rel: p.Rel, Real: p.Real(), Stat: *st})
 }
 
 // openAcross handles a path that RESOLVE_BENEATH refused: an absolute
 // symlink, or one that leaves the root. It is admitted only when the target
 // lies inside an allowed root (this one or another); the final open is
 // again beneath that root, so a race can only make it fail, never widen it.
-func (g *Guard) openAcross(root *Root, rel, display string, hops int) (*File, error) {
+func (g *Guard) openAcross(p Path, hops int) (*File, error) {
 	var target string
 	err := g.Do(func() (err error) {
-		target, err = filepath.EvalSymlinks(filepath.Join(root.Real, rel))
+		target, err = filepath.EvalSymlinks(p.Real())
 		return err
 	})
 	if err != nil {
 		switch e := unwrap(err); e {
 		case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EACCES:
-			return nil, g.openErr(e, root, rel, display)
+			return nil, g.openErr(e, p)
 		}
 		// EINVAL and the like: a link became something else mid-walk.
-		return nil, refusal.Of(refusal.ChangedResolving, refusal.OpRead, display, refusal.Facts{})
+		return nil, refusal.Of(refusal.ChangedResolving, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
 	if policy.Dangerous(target) {
-		return nil, refusal.Of(refusal.LeadsDangerous, refusal.OpRead, display, refusal.Facts{})
+		return nil, refusal.Of(refusal.LeadsDangerous, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
 	r2, rel2 := g.rootOf(target)
 	if r2 == nil || hops > 0 {
-		return nil, refusal.Of(refusal.LeadsOutside, refusal.OpRead, display, refusal.Facts{})
+		return nil, refusal.Of(refusal.LeadsOutside, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
-	return g.openIn(r2, rel2, display, hops+1)
+	return g.openIn(p.In(r2, rel2), hops+1)
 }
 
-func (g *Guard) openErr(err error, root *Root, rel, display string) error {
+// openErr is the refusal of p for err, an error of resolving or opening it.
+func (g *Guard) openErr(err error, p Path) error {
 	if err == errClosed {
-		return refusal.Of(refusal.PolicyReloaded, refusal.OpRead, display, refusal.Facts{})
+		return refusal.Of(refusal.PolicyReloaded, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
 	switch err {
 	case unix.ENOENT, unix.ENOTDIR:
-		return notFound(root, rel, display)
+		return notFound(p)
 	case unix.ELOOP:
-		return refusal.Of(refusal.LinkLoop, refusal.OpRead, display, refusal.Facts{})
+		return refusal.Of(refusal.LinkLoop, refusal.OpRead, p.Shown, refusal.Facts{})
 	case unix.EACCES, unix.EPERM:
-		return refusal.Of(refusal.NoPermission, refusal.OpRead, display, refusal.Facts{})
+		return refusal.Of(refusal.NoPermission, refusal.OpRead, p.Shown, refusal.Facts{})
 	case unix.ENAMETOOLONG:
-		return refusal.Of(refusal.NameTooLong, refusal.OpRead, display, refusal.Facts{})
+		return refusal.Of(refusal.NameTooLong, refusal.OpRead, p.Shown, refusal.Facts{})
 	case unix.ENXIO, unix.ENODEV, unix.EOPNOTSUPP:
-		return notAFile(display, "special file")
+		return notAFile(p.Shown, "special file")
 	}
-	return ioErr(display, err)
+	return ioErr(p.Shown, err)
 }
 
 func unwrap(err error) error {
@@ -521,23 +522,23 @@ func unwrap(err error) error {
 	return err
 }
 
-func deniedErr(display string) error {
-	return refusal.Of(refusal.DeniedName, refusal.OpRead, display, refusal.Facts{})
+func deniedErr(shown string) error {
+	return refusal.Of(refusal.DeniedName, refusal.OpRead, shown, refusal.Facts{})
 }
 
 // ErrDirectory is the cause of a NOT_A_FILE refusal of a directory: a
 // front end that lists directories (fsguard read DIR) asks errors.Is.
 var ErrDirectory = errors.New("a directory")
 
-func notAFile(display, kind string) error {
+func notAFile(shown, kind string) error {
 	if kind == "directory" {
-		return refusal.Of(refusal.Directory, refusal.OpRead, display, refusal.Facts{}).Because(ErrDirectory)
+		return refusal.Of(refusal.Directory, refusal.OpRead, shown, refusal.Facts{}).Because(ErrDirectory)
 	}
-	return refusal.Of(refusal.SpecialFile, refusal.OpRead, display, refusal.Facts{Kind: kind})
+	return refusal.Of(refusal.SpecialFile, refusal.OpRead, shown, refusal.Facts{Kind: kind})
 }
 
-func ioErr(display string, err error) error {
-	return refusal.Of(refusal.IOFailed, refusal.OpRead, display, refusal.Facts{Detail: unwrap(err).Error()}).Because(err)
+func ioErr(shown string, err error) error {
+	return refusal.Of(refusal.IOFailed, refusal.OpRead, shown, refusal.Facts{Detail: unwrap(err).Error()}).Because(err)
 }
 
 // KindOf names a file type for messages.

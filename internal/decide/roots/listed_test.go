@@ -119,7 +119,7 @@ func TestListedSpecialFilesNeverOpened(t *testing.T) {
 			// the mount, fsguard read): the same two ways to open.
 			doors := map[string]func(name string) (*File, error){
 				"EntryFile": func(name string) (*File, error) {
-					_, f, err := g.EntryFile(r, name, name, want)
+					_, f, err := g.EntryFile(Path{Root: r, Rel: name, Shown: name}, want)
 					return f, err
 				},
 				"Open": func(name string) (*File, error) { return g.Open(name, root) },

@@ -127,7 +127,7 @@ func entryFileSwapRace(t *testing.T, base string, guardFor func(*testing.T, stri
 			buf := make([]byte, 64)
 			for time.Now().Before(deadline) {
 				for _, rel := range []string{"flip/f.txt", "spare/f.txt", "fixed/f.txt", "fixed/l.txt"} {
-					e, f, err := g.EntryFile(r, rel, rel, func(*unix.Stat_t) bool { return true })
+					e, f, err := g.EntryFile(Path{Root: r, Rel: rel, Shown: rel}, func(*unix.Stat_t) bool { return true })
 					if err != nil || f == nil {
 						continue
 					}

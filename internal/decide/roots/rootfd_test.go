@@ -87,7 +87,7 @@ func TestOnlySuggestSuggests(t *testing.T) {
 	if refusal.CodeOf(err) != refusal.NotFound || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("Entry: %v", err)
 	}
-	_, err = g.OpenIn(r, "main.g", "/w/main.g")
+	_, err = g.OpenIn(Path{Root: r, Rel: "main.g", Shown: "/w/main.g"})
 	if refusal.CodeOf(err) != refusal.NotFound || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("OpenIn: %v", err)
 	}

@@ -28,14 +28,14 @@ type missing struct {
 func (m *missing) Error() string { return m.err.Error() }
 func (m *missing) Unwrap() error { return m.err }
 
-// notFound is the NOT_FOUND refusal of rel beneath root. It lists no
+// notFound is the NOT_FOUND refusal of p. It lists no
 // directory: near names cost a listing and a score of the parent — about
 // a millisecond — and only a door that shows the message asks for them
 // (Suggest), never the mount, whose shell tools, compilers and imports
 // probe many missing names and see only ENOENT.
-func notFound(root *Root, rel, display string) error {
-	return refusal.Of(refusal.NotFoundName, refusal.OpRead, display, refusal.Facts{}).
-		Because(&missing{root: root, rel: rel, err: unix.ENOENT})
+func notFound(p Path) error {
+	return refusal.Of(refusal.NotFoundName, refusal.OpRead, p.Shown, refusal.Facts{}).
+		Because(&missing{root: p.Root, rel: p.Rel, err: unix.ENOENT})
 }
 
 // Suggest gives a not-found refusal the near names from its parent

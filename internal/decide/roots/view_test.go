@@ -56,7 +56,7 @@ func TestViewShowsNothingAMountHides(t *testing.T) {
 			f.Close()
 			t.Errorf("Open(%s) read %q; want a refusal", name, b[:n])
 		}
-		_, f, err := g.EntryFile(r, name, name, func(*unix.Stat_t) bool { return true })
+		_, f, err := g.EntryFile(Path{Root: r, Rel: name, Shown: name}, func(*unix.Stat_t) bool { return true })
 		if f != nil {
 			b := make([]byte, 64)
 			n, _ := f.ReadAt(b, 0)
@@ -108,7 +108,7 @@ func TestLeasedFileNotSpunOn(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				if _, f, _ := g.EntryFile(r, "leased.txt", "leased.txt", func(*unix.Stat_t) bool { return true }); f != nil {
+				if _, f, _ := g.EntryFile(Path{Root: r, Rel: "leased.txt", Shown: "leased.txt"}, func(*unix.Stat_t) bool { return true }); f != nil {
 					f.Close()
 				}
 				if f, err := g.Open("leased.txt", root); err == nil {

@@ -53,25 +53,25 @@ func (s *Service) check(name, cwd, session string) (*Freshness, error) {
 	}
 	f, err := s.Guard.Open(name, cwd)
 	if refusal.CodeOf(err) == refusal.NotFound {
-		root, rel, display, lerr := s.Guard.Locate(name, cwd)
+		p, lerr := s.Guard.Locate(name, cwd)
 		if lerr != nil {
 			return nil, lerr
 		}
-		d, base, perr := s.Guard.OpenParent(root, rel, display)
+		d, base, perr := s.Guard.OpenParent(p)
 		if perr != nil {
 			return nil, perr
 		}
 		defer d.Close()
-		if err := s.Guard.WriteDenied(d.Root, filepath.Join(d.Rel, base), display); err != nil {
+		if err := s.Guard.WriteDenied(p.In(d.Root, filepath.Join(d.Rel, base))); err != nil {
 			return nil, err
 		}
-		return &Freshness{Path: display, NewFile: true}, nil
+		return &Freshness{Path: p.Shown, NewFile: true}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if err := s.Guard.WriteDenied(f.Root, f.Rel, f.Name); err != nil {
+	if err := s.Guard.WriteDenied(f.Path()); err != nil {
 		return nil, err
 	}
 	if err := s.Guard.Do(func() error { return writable(f) }); err != nil {
@@ -87,11 +87,11 @@ func (s *Service) check(name, cwd, session string) (*Freshness, error) {
 // named it, before anything is opened; the real path is checked again once
 // it is known (a link may lead from an allowed name to a denied file).
 func (s *Service) writeDeniedAsNamed(name, cwd string) error {
-	root, rel, display, err := s.Guard.Locate(name, cwd)
+	p, err := s.Guard.Locate(name, cwd)
 	if err != nil {
 		return err
 	}
-	return s.Guard.WriteDenied(root, rel, display)
+	return s.Guard.WriteDenied(p)
 }
 
 func (s *Service) checkFile(f *roots.File, session string) error {
@@ -278,16 +278,16 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		}
 		id := f.Identity()
 		checked, mode, display = &id, f.Stat.Mode&0o777, f.Name
-		dir, base, err = s.Guard.OpenParent(f.Root, f.Rel, f.Name)
+		dir, base, err = s.Guard.OpenParent(f.Path())
 	case refusal.CodeOf(err) == refusal.NotFound:
-		var root *roots.Root
-		var rel string
-		root, rel, display, err = s.Guard.Locate(name, cwd)
+		var p roots.Path
+		p, err = s.Guard.Locate(name, cwd)
+		display = p.Shown
 		if err == nil {
 			content, ed, err = newContent(nil)
 		}
 		if err == nil {
-			dir, base, err = s.Guard.OpenParent(root, rel, display)
+			dir, base, err = s.Guard.OpenParent(p)
 		}
 	}
 	if err != nil {
@@ -297,7 +297,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	if s.Journal == nil {
 		return nil, s.notRecorded(refusal.OpWrite, display)
 	}
-	if err := s.Guard.WriteDenied(dir.Root, filepath.Join(dir.Rel, base), display); err != nil {
+	if err := s.Guard.WriteDenied(roots.Path{Root: dir.Root, Rel: filepath.Join(dir.Rel, base), Shown: display}); err != nil {
 		return nil, err
 	}
 	if f != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
+	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -178,7 +179,7 @@ func (v *view) push(n *node, in *fs.Inode, id fileid.Identity, data, buf []byte,
 	if errno != 0 {
 		return 0, ""
 	}
-	f, err := g.OpenIn(r, rel, shown)
+	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: shown})
 	if err != nil {
 		return 0, ""
 	}

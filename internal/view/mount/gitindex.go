@@ -180,7 +180,7 @@ func (v *view) warmIndexes() (made int) {
 		if errno != 0 {
 			continue
 		}
-		if f, err := g.OpenIn(r, rel, shown); err == nil {
+		if f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: shown}); err == nil {
 			if v.gitIndex(g, r, rel, f) != nil {
 				made++
 			}
@@ -205,7 +205,7 @@ func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, st *u
 		a.Size = uint64(l.n)
 		return
 	}
-	f, err := g.OpenIn(r, rel, shown)
+	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: shown})
 	if err != nil {
 		return
 	}
@@ -278,7 +278,7 @@ func (v *view) hidden(g *roots.Guard, r *roots.Root, rel string) bool {
 
 // masked reports whether the file at rel beneath r is served with masks.
 func (v *view) masked(g *roots.Guard, r *roots.Root, rel string) bool {
-	f, err := g.OpenIn(r, rel, rel)
+	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: rel})
 	if err != nil {
 		return false
 	}

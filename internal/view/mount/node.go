@@ -539,7 +539,7 @@ func (n *node) admit(ctx context.Context) (*roots.File, sniff.Result, syscall.Er
 	if errno != 0 {
 		return nil, sniff.Result{}, errno
 	}
-	f, err := g.OpenIn(r, rel, shown)
+	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: shown})
 	if err == nil && n.key.ino != 0 && (f.Stat.Ino != n.key.ino || uint64(f.Stat.Dev) != n.key.dev) {
 		// The name now names another file (replaced by a rename): this
 		// node's pages and size are of a file that is gone from here, and
