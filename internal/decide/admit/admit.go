@@ -186,7 +186,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 	k := key{f.Identity(), pol}
 	if res, ok := d.cached(k); ok {
 		p.Sample = res
-		res, err := verdict(pol, f.Root, f.Rel, f.Name, res)
+		res, err := verdict(pol, f.Path(), res)
 		if err == nil && keep != nil && f.Stat.Size <= readWhole {
 			d.keepWhole(f, masked(keep, res))
 		}
@@ -210,7 +210,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 			d.tell(f, sample)
 		}
 		d.remember(k, sample, began)
-		res, err := verdict(pol, f.Root, f.Rel, f.Name, sample)
+		res, err := verdict(pol, f.Path(), sample)
 		if err == nil && whole && keep != nil {
 			masked(keep, res)(data)
 		}
@@ -243,7 +243,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 			finish(sample, ioErr(f.Name, sc.err))
 			return
 		}
-		finish(verdict(pol, f.Root, f.Rel, f.Name, sc.res))
+		finish(verdict(pol, f.Path(), sc.res))
 	}()
 	return p
 }
@@ -334,19 +334,19 @@ func (d *Decider) remember(k key, res sniff.Result, at int64) {
 	d.cache[k] = remembered{res, at}
 }
 
-// verdict applies the policy's refused classes to a file's class.
-func verdict(pol *policy.Policy, r *roots.Root, rel, name string, res sniff.Result) (sniff.Result, error) {
-	if pol.Refuses(string(res.Class)) && !pol.Allowed(r.Path, r.Real, rel) {
+// verdict applies the policy's refused classes to the class of the file p.
+func verdict(pol *policy.Policy, p roots.Path, res sniff.Result) (sniff.Result, error) {
+	if pol.Refuses(string(res.Class)) && !pol.Allowed(p.Root.Path, p.Root.Real, p.Rel) {
 		if res.Class == sniff.PrivateKey {
-			return res, refusal.Of(refusal.DeniedKey, refusal.OpRead, name, refusal.Facts{})
+			return res, refusal.Of(refusal.DeniedKey, refusal.OpRead, p.Shown, refusal.Facts{})
 		}
-		return res, refusal.Of(refusal.DeniedContent, refusal.OpRead, name, refusal.Facts{Class: string(res.Class), MIME: res.MIME})
+		return res, refusal.Of(refusal.DeniedContent, refusal.OpRead, p.Shown, refusal.Facts{Class: string(res.Class), MIME: res.MIME})
 	}
 	if res.Class == sniff.PrivateKey {
 		// Keys are allowed here: they are text.
 		res.Class, res.MIME = sniff.Text, "text/plain"
 	}
-	if len(res.Masks) > 0 && pol.SecretsShown(r.Path, r.Real, rel) {
+	if len(res.Masks) > 0 && pol.SecretsShown(p.Root.Path, p.Root.Real, p.Rel) {
 		res.Masks = nil // a fixture the operator admits as it is
 	}
 	return res, nil
@@ -357,21 +357,21 @@ func verdict(pol *policy.Policy, r *roots.Root, rel, name string, res sniff.Resu
 // read is hidden like a denied name, so a tree walker finds what it can
 // read and nothing it cannot. st is the entry's own stat, from the guard;
 // a version already decided costs no open.
-func (d *Decider) Visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t) error {
-	return d.visible(g, r, rel, name, st, nil, false)
+func (d *Decider) Visible(g *roots.Guard, p roots.Path, st *unix.Stat_t) error {
+	return d.visible(g, p, st, nil, false)
 }
 
 // visible is Visible; keep, when set, is given the content of a small file
 // this call admitted from a whole sample, and with known of one whose
 // verdict was already known too (see Keep).
-func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t, keep func(data []byte), known bool) error {
+func (d *Decider) visible(g *roots.Guard, p roots.Path, st *unix.Stat_t, keep func(data []byte), known bool) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil
 	}
-	if ok, err := d.decided(g, r, rel, name, st, keep != nil && known); ok {
+	if ok, err := d.decided(g, p, st, keep != nil && known); ok {
 		return err
 	}
-	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: name})
+	f, err := g.OpenIn(p)
 	if err != nil {
 		return err
 	}
@@ -384,7 +384,7 @@ func (d *Decider) visible(g *roots.Guard, r *roots.Root, rel, name string, st *u
 // its version is not decided yet, it has other names (decided afresh each
 // time), or its content is wanted (Keep.Known) and it is small enough to
 // be kept.
-func (d *Decider) decided(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t, content bool) (ok bool, err error) {
+func (d *Decider) decided(g *roots.Guard, p roots.Path, st *unix.Stat_t, content bool) (ok bool, err error) {
 	if st.Nlink > 1 || content && st.Size <= readWhole {
 		return false, nil
 	}
@@ -393,7 +393,7 @@ func (d *Decider) decided(g *roots.Guard, r *roots.Root, rel, name string, st *u
 	if !ok {
 		return false, nil
 	}
-	_, err = verdict(pol, r, rel, name, res)
+	_, err = verdict(pol, p, res)
 	return true, err
 }
 
@@ -412,8 +412,8 @@ func (d *Decider) decideOpen(g *roots.Guard, f *roots.File, keep func(data []byt
 // denied name, special file or escaping link) down to what may be shown:
 // a regular file that Visible hides is left out, as is any entry skip
 // names (nil: none). The mount's READDIR and fsguard read DIR both list
-// through it, so both show the same names. rel is the directory beneath
-// r, shown its path in messages. keep (nil: none) is given the content of
+// through it, so both show the same names. dir is the directory listed,
+// its entries shown beneath dir.Shown. keep (nil: none) is given the content of
 // each small file admitted here from one whole read; its Fn may be called
 // from several goroutines at once.
 //
@@ -428,12 +428,13 @@ func (d *Decider) decideOpen(g *roots.Guard, f *roots.File, keep func(data []byt
 // The entries are decided by up to listWorkers goroutines: a cold listing
 // is a walker's wait (find, grep -r and git status list one directory at
 // a time), and each file costs an open, a read and a sniff.
-func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents []roots.DirEntry, skip func(rel string) bool, keep *Keep) []roots.DirEntry {
+func (d *Decider) Shown(g *roots.Guard, dir roots.Path, ents []roots.DirEntry, skip func(rel string) bool, keep *Keep) []roots.DirEntry {
+	r := dir.Root
 	crel := func(name string) string {
-		if rel == "." {
+		if dir.Rel == "." {
 			return name
 		}
-		return rel + "/" + name
+		return dir.Rel + "/" + name
 	}
 	show := make([]bool, len(ents))
 	stats := make([]*unix.Stat_t, len(ents))
@@ -463,7 +464,7 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 				return
 			}
 		}
-		ent, err := d.shownEntry(g, r, crel(e.Name), path.Join(shown, e.Name), keep)
+		ent, err := d.shownEntry(g, roots.Path{Root: r, Rel: crel(e.Name), Shown: path.Join(dir.Shown, e.Name)}, keep)
 		if err != nil {
 			return // hidden by name, kind, content or links: absent, as a denied name is
 		}
@@ -481,12 +482,12 @@ func (d *Decider) Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents [
 }
 
 // ShownEntry decides, as Shown decides each file of a listing, whether
-// the entry rel beneath r (name in messages) is shown: its entry if so,
+// the entry p is shown: its entry if so,
 // else the refusal that hides it (a not-found one when nothing is there).
 // The mount's LOOKUP asks it of a name no listing has just decided, and
 // its rewrite of a repository's index of every tracked path.
-func (d *Decider) ShownEntry(g *roots.Guard, r *roots.Root, rel, name string) (roots.Entry, error) {
-	return d.shownEntry(g, r, rel, name, nil)
+func (d *Decider) ShownEntry(g *roots.Guard, p roots.Path) (roots.Entry, error) {
+	return d.shownEntry(g, p, nil)
 }
 
 // shownEntry is ShownEntry; keep (nil: none) is given the content of a
@@ -494,12 +495,12 @@ func (d *Decider) ShownEntry(g *roots.Guard, r *roots.Root, rel, name string) (r
 // its stat and, when its verdict is not known yet, its content: a cold
 // listing decides every file, and resolving each twice was two fifths of
 // the daemon's time in a cold find.
-func (d *Decider) shownEntry(g *roots.Guard, r *roots.Root, rel, name string, keep *Keep) (roots.Entry, error) {
-	base := path.Base(rel)
+func (d *Decider) shownEntry(g *roots.Guard, p roots.Path, keep *Keep) (roots.Entry, error) {
+	base := path.Base(p.Rel)
 	var known error
 	answered := false
-	ent, f, err := g.EntryFile(roots.Path{Root: r, Rel: rel, Shown: name}, func(st *unix.Stat_t) bool {
-		answered, known = d.decided(g, r, rel, name, st, keep.wants(base, st))
+	ent, f, err := g.EntryFile(p, func(st *unix.Stat_t) bool {
+		answered, known = d.decided(g, p, st, keep.wants(base, st))
 		return !answered
 	})
 	if err != nil {
@@ -508,7 +509,7 @@ func (d *Decider) shownEntry(g *roots.Guard, r *roots.Root, rel, name string, ke
 	var kept func([]byte)
 	if keep != nil {
 		id := fileid.Of(&ent.Stat)
-		kept = func(data []byte) { keep.Fn(rel, id, data) }
+		kept = func(data []byte) { keep.Fn(p.Rel, id, data) }
 	}
 	switch {
 	case answered:
@@ -517,7 +518,7 @@ func (d *Decider) shownEntry(g *roots.Guard, r *roots.Root, rel, name string, ke
 		err = d.decideOpen(g, f, kept)
 		f.Close()
 	default: // not a regular file, or met a link: as Visible decides
-		err = d.visible(g, r, rel, name, &ent.Stat, kept, keep.wants(base, &ent.Stat))
+		err = d.visible(g, p, &ent.Stat, kept, keep.wants(base, &ent.Stat))
 	}
 	return ent, err
 }

@@ -93,7 +93,7 @@ func TestVerdictPerVersion(t *testing.T) {
 	}
 	// Visible answers from the cache for the same version, without a scan.
 	var st = statOf(t, p)
-	if err := d.Visible(e.g, e.g.Roots()[0], "a.txt", "a.txt", st); refusal.CodeOf(err) != refusal.Denied || d.Scans() != 2 {
+	if err := d.Visible(e.g, roots.Path{Root: e.g.Roots()[0], Rel: "a.txt", Shown: "a.txt"}, st); refusal.CodeOf(err) != refusal.Denied || d.Scans() != 2 {
 		t.Fatalf("Visible: %v after %d scans", err, d.Scans())
 	}
 }
@@ -233,7 +233,7 @@ func TestListingKeepsWhatItRead(t *testing.T) {
 			}
 			got[rel] = string(data)
 		}}
-		shown := d.Shown(e.g, e.g.Roots()[0], "d", "d", ents, nil, keep)
+		shown := d.Shown(e.g, roots.Path{Root: e.g.Roots()[0], Rel: "d", Shown: "d"}, ents, nil, keep)
 		if len(shown) != 4 {
 			t.Fatalf("shown %d entries, want a, b, big and l", len(shown))
 		}
@@ -280,7 +280,7 @@ func TestShownInOrderWhileDecidedAtOnce(t *testing.T) {
 	var mu sync.Mutex
 	kept := 0
 	keep := &admit.Keep{Fn: func(string, fileid.Identity, []byte) { mu.Lock(); kept++; mu.Unlock() }}
-	got := admit.New(1024).Shown(e.g, e.g.Roots()[0], "d", "d", ents, nil, keep)
+	got := admit.New(1024).Shown(e.g, roots.Path{Root: e.g.Roots()[0], Rel: "d", Shown: "d"}, ents, nil, keep)
 	var names []string
 	for _, g := range got {
 		names = append(names, g.Name)
@@ -369,7 +369,7 @@ func TestShownDirectorySwappedAfterListing(t *testing.T) {
 		ents = append(ents, roots.DirEntry{Name: n, Mode: unix.S_IFDIR})
 	}
 	got := map[string]*unix.Stat_t{}
-	for _, ent := range admit.New(16).Shown(e.g, e.g.Roots()[0], "d", "d", ents, nil, nil) {
+	for _, ent := range admit.New(16).Shown(e.g, roots.Path{Root: e.g.Roots()[0], Rel: "d", Shown: "d"}, ents, nil, nil) {
 		got[ent.Name] = ent.Stat
 	}
 	if len(got) != 2 || got["text"] == nil || got["dir"] == nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fsguard/fsguard/internal/decide/admit"
+	"github.com/fsguard/fsguard/internal/decide/roots"
 )
 
 // BenchmarkShownCold is the first listing of a directory of 100 small
@@ -24,7 +25,7 @@ func BenchmarkShownCold(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		d := admit.New(1 << 16)
-		if got := d.Shown(e.g, e.g.Roots()[0], "d", "d", ents, nil, nil); len(got) != 100 {
+		if got := d.Shown(e.g, roots.Path{Root: e.g.Roots()[0], Rel: "d", Shown: "d"}, ents, nil, nil); len(got) != 100 {
 			b.Fatalf("shown %d of 100", len(got))
 		}
 	}

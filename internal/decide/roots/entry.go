@@ -319,6 +319,9 @@ type Listing struct {
 	Entries []DirEntry
 }
 
+// Path is the directory listed: where it really is, shown as named.
+func (l *Listing) Path() Path { return Path{Root: l.Root, Rel: l.Rel, Shown: l.Name} }
+
 // ListDir resolves name against cwd as Open does and lists the directory
 // it names: a symbolic link on the way is followed beneath the root and
 // judged where it lands (deny rules there, the same root). A link that

@@ -42,7 +42,7 @@ func (r *Reader) list(req Request) (*Result, error) {
 	if d == nil {
 		d = admit.New(1)
 	}
-	ents := d.Shown(r.Guard, l.Root, l.Rel, l.Name, l.Entries, nil, nil)
+	ents := d.Shown(r.Guard, l.Path(), l.Entries, nil, nil)
 	slices.SortFunc(ents, func(a, b roots.DirEntry) int { return strings.Compare(a.Name, b.Name) })
 	total := int64(len(ents))
 	lim := r.Guard.Policy().Limits

@@ -196,7 +196,7 @@ func (a *ahead) make(x *aheadList) {
 		reserved.Add(n)
 		x.held.keep(rel, id, data)
 	}}
-	x.list = a.v.admit.Shown(g, r, x.key.rel, x.shown, list, func(crel string) bool { return a.v.hidesMountPoint(r, crel) }, keep)
+	x.list = a.v.admit.Shown(g, roots.Path{Root: r, Rel: x.key.rel, Shown: x.shown}, list, func(crel string) bool { return a.v.hidesMountPoint(r, crel) }, keep)
 	a.bytes.Add(int64(x.held.keptBytes) - reserved.Load())
 	x.ok = true
 }

@@ -269,7 +269,7 @@ func (v *view) hiddenTracked(g *roots.Guard, r *roots.Root, rel string, key inde
 // its bytes differ from what it tracks, and report a change made of masks
 // alone, which a patch made from it would write back.
 func (v *view) hidden(g *roots.Guard, r *roots.Root, rel string) bool {
-	e, err := v.admit.ShownEntry(g, r, rel, rel)
+	e, err := v.admit.ShownEntry(g, roots.Path{Root: r, Rel: rel, Shown: rel})
 	if err != nil {
 		return refusal.CodeOf(err) != refusal.NotFound
 	}

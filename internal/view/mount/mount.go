@@ -65,9 +65,9 @@ type Config struct {
 // shows (admit.Decider's methods of those names).
 type Admitter interface {
 	Decide(g *roots.Guard, f *roots.File) (sniff.Result, error)
-	Visible(g *roots.Guard, r *roots.Root, rel, name string, st *unix.Stat_t) error
-	Shown(g *roots.Guard, r *roots.Root, rel, shown string, ents []roots.DirEntry, skip func(rel string) bool, keep *admit.Keep) []roots.DirEntry
-	ShownEntry(g *roots.Guard, r *roots.Root, rel, name string) (roots.Entry, error)
+	Visible(g *roots.Guard, p roots.Path, st *unix.Stat_t) error
+	Shown(g *roots.Guard, dir roots.Path, ents []roots.DirEntry, skip func(rel string) bool, keep *admit.Keep) []roots.DirEntry
+	ShownEntry(g *roots.Guard, p roots.Path) (roots.Entry, error)
 }
 
 // Server is a live mount.

@@ -239,11 +239,11 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	var err error
 	if listed != nil {
 		e.Stat = *st // the guard's Entry of this name, a moment ago
-		err = n.v.admit.Visible(g, r, rel, shown, &e.Stat)
+		err = n.v.admit.Visible(g, roots.Path{Root: r, Rel: rel, Shown: shown}, &e.Stat)
 	} else {
 		// As a listing decides it: one resolution for the stat and, when
 		// the verdict is not known yet, the content.
-		e, err = n.v.admit.ShownEntry(g, r, rel, shown)
+		e, err = n.v.admit.ShownEntry(g, roots.Path{Root: r, Rel: rel, Shown: shown})
 	}
 	if err != nil {
 		errno := n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
@@ -449,7 +449,7 @@ func (l *listing) load() syscall.Errno {
 			l.again = n.listed.Swap(true)
 			keep = &admit.Keep{Fn: l.keep, Known: n.v.prefetch.readKnown(l.again), Want: n.v.prefetch.wantedIn(n.EmbeddedInode())}
 		}
-		list = n.v.admit.Shown(g, r, rel, shown, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
+		list = n.v.admit.Shown(g, roots.Path{Root: r, Rel: rel, Shown: shown}, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	l.at = place{g, r, rel, shown}
