@@ -95,10 +95,10 @@ func (a *ahead) count(result string) {
 	}
 }
 
-// queueDirs asks for the directories rel/name (the subdirectories a
-// listing of rel just showed) to be listed ahead, before those queued
+// queueDirs asks for the directories dir/name (the subdirectories a
+// listing of dir just showed) to be listed ahead, before those queued
 // earlier.
-func (a *ahead) queueDirs(root, rel, shown string, dirs []aheadDir) {
+func (a *ahead) queueDirs(dir roots.Path, dirs []aheadDir) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lists == nil {
@@ -107,12 +107,12 @@ func (a *ahead) queueDirs(root, rel, shown string, dirs []aheadDir) {
 	a.sweepLocked()
 	var add []*aheadList
 	for _, d := range dirs {
-		crel, cshown := child(rel, shown, d.name)
-		k := aheadKey{root, crel}
+		c := child(dir, d.name)
+		k := aheadKey{dir.Root.Name, c.Rel}
 		if a.lists[k] != nil {
 			continue
 		}
-		x := &aheadList{key: k, shown: cshown, known: d.known, in: d.in, done: make(chan struct{})}
+		x := &aheadList{key: k, shown: c.Shown, known: d.known, in: d.in, done: make(chan struct{})}
 		a.lists[k] = x
 		add = append(add, x)
 	}
@@ -201,12 +201,13 @@ func (a *ahead) make(x *aheadList) {
 	x.ok = true
 }
 
-// take returns the list made ahead of root's directory rel, if it still
+// take returns the list made ahead of the directory at, if it still
 // stands for the directory as it is now: dir is the directory's stat,
 // taken by the caller after the list was made, under guard g. A list not
 // started yet is left to the caller; one being made is waited for.
-func (a *ahead) take(root, rel string, g *roots.Guard, r *roots.Root, dir *unix.Stat_t) *aheadList {
-	k := aheadKey{root, rel}
+func (a *ahead) take(g *roots.Guard, at roots.Path, dir *unix.Stat_t) *aheadList {
+	r := at.Root
+	k := aheadKey{r.Name, at.Rel}
 	a.mu.Lock()
 	x := a.lists[k]
 	if x == nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
-	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -90,8 +89,8 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	}
 	defer f.Close()
 	if n.index {
-		if g, r, rel, _, errno := n.resolve(); errno == 0 {
-			if data := n.v.gitIndex(g, r, rel, f); data != nil {
+		if g, p, errno := n.resolve(); errno == 0 {
+			if data := n.v.gitIndex(g, p, f); data != nil {
 				return fuse.ReadResultData(sliceAt(data, off, len(dest))), 0
 			}
 		}
@@ -175,11 +174,11 @@ func reply(f replyFile, masks []sniff.Mask, dest []byte, off int64, done func())
 // on it for ever.
 func (v *view) push(n *node, in *fs.Inode, id fileid.Identity, data, buf []byte, wait bool) (int, string) {
 	changes := v.changes.Load()
-	g, r, rel, shown, errno := n.resolve()
+	g, p, errno := n.resolve()
 	if errno != 0 {
 		return 0, ""
 	}
-	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: shown})
+	f, err := g.OpenIn(p)
 	if err != nil {
 		return 0, ""
 	}

@@ -107,9 +107,10 @@ func (x *gitIndexes) hold(n *fs.Inode, held bool) {
 	}
 }
 
-// gitIndex returns the bytes the view shows of the index file f at rel
-// beneath r (nil: f is not an index, serve it as it is).
-func (v *view) gitIndex(g *roots.Guard, r *roots.Root, rel string, f *roots.File) []byte {
+// gitIndex returns the bytes the view shows of the index file f at p (nil:
+// f is not an index, serve it as it is).
+func (v *view) gitIndex(g *roots.Guard, p roots.Path, f *roots.File) []byte {
+	r, rel := p.Root, p.Rel
 	repo, ok := isIndex(rel)
 	if !ok {
 		return nil
@@ -133,7 +134,8 @@ func (v *view) gitIndex(g *roots.Guard, r *roots.Root, rel string, f *roots.File
 		// goroutines.
 		hide := make([]bool, len(paths))
 		fanout.Each(len(paths), indexWorkers, 64, func(i int) {
-			hide[i] = v.hiddenTracked(g, r, path.Join(repo, paths[i]), key)
+			tracked := path.Join(repo, paths[i])
+			hide[i] = v.hiddenTracked(g, roots.Path{Root: r, Rel: tracked, Shown: tracked}, key)
 		})
 		return hide
 	})
@@ -176,12 +178,12 @@ func (v *view) warmIndexes() (made int) {
 		if !ok {
 			continue
 		}
-		g, r, rel, shown, errno := n.resolve()
+		g, p, errno := n.resolve()
 		if errno != 0 {
 			continue
 		}
-		if f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: shown}); err == nil {
-			if v.gitIndex(g, r, rel, f) != nil {
+		if f, err := g.OpenIn(p); err == nil {
+			if v.gitIndex(g, p, f) != nil {
 				made++
 			}
 			f.Close()
@@ -195,9 +197,9 @@ func (v *view) warmIndexes() (made int) {
 // (gitindex.Size), so it is kept per version of the file, and no path is
 // decided for it: a walker that lists .git (find, ls -l) does not make the
 // view decide the whole tree, only a reader of the index does.
-func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, st *unix.Stat_t, a *fuse.Attr) {
+func (v *view) indexSize(g *roots.Guard, p roots.Path, st *unix.Stat_t, a *fuse.Attr) {
 	x := &v.git
-	at := r.Name + "\x00" + rel
+	at := p.Root.Name + "\x00" + p.Rel
 	x.mu.Lock()
 	l, ok := x.sizes[at]
 	x.mu.Unlock()
@@ -205,7 +207,7 @@ func (v *view) indexSize(g *roots.Guard, r *roots.Root, rel, shown string, st *u
 		a.Size = uint64(l.n)
 		return
 	}
-	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: shown})
+	f, err := g.OpenIn(p)
 	if err != nil {
 		return
 	}
@@ -234,12 +236,12 @@ func readIndex(f *roots.File) ([]byte, error) {
 // while a watch holds: then every change that could hide or show a path
 // moves the generation. Without a watch nothing would, so each rewrite
 // decides afresh.
-func (v *view) hiddenTracked(g *roots.Guard, r *roots.Root, rel string, key indexKey) bool {
+func (v *view) hiddenTracked(g *roots.Guard, p roots.Path, key indexKey) bool {
 	if !v.watched() {
-		return v.hidden(g, r, rel)
+		return v.hidden(g, p)
 	}
 	x := &v.git
-	at := r.Name + "\x00" + rel
+	at := p.Root.Name + "\x00" + p.Rel
 	x.mu.Lock()
 	h, ok := false, false
 	if x.hiddenFor.pol == key.pol && x.hiddenFor.gen == key.gen {
@@ -249,7 +251,7 @@ func (v *view) hiddenTracked(g *roots.Guard, r *roots.Root, rel string, key inde
 	if ok {
 		return h
 	}
-	h = v.hidden(g, r, rel)
+	h = v.hidden(g, p)
 	x.mu.Lock()
 	if x.gen == key.gen { // else the answer may be of a tree that is gone
 		if x.hidden == nil || x.hiddenFor.pol != key.pol || x.hiddenFor.gen != key.gen {
@@ -262,23 +264,23 @@ func (v *view) hiddenTracked(g *roots.Guard, r *roots.Root, rel string, key inde
 	return h
 }
 
-// hidden reports whether the view hides rel beneath r: denied, refused by
+// hidden reports whether the view hides p: denied, refused by
 // content or links, leading outside, as a listing would. A missing file
 // is not hidden: git may say it was deleted, because it was. A file served
 // masked (see the gate) counts as hidden too: git in the view would find
 // its bytes differ from what it tracks, and report a change made of masks
 // alone, which a patch made from it would write back.
-func (v *view) hidden(g *roots.Guard, r *roots.Root, rel string) bool {
-	e, err := v.admit.ShownEntry(g, roots.Path{Root: r, Rel: rel, Shown: rel})
+func (v *view) hidden(g *roots.Guard, p roots.Path) bool {
+	e, err := v.admit.ShownEntry(g, p)
 	if err != nil {
 		return refusal.CodeOf(err) != refusal.NotFound
 	}
-	return e.Stat.Mode&unix.S_IFMT == unix.S_IFREG && v.masked(g, r, rel)
+	return e.Stat.Mode&unix.S_IFMT == unix.S_IFREG && v.masked(g, p)
 }
 
-// masked reports whether the file at rel beneath r is served with masks.
-func (v *view) masked(g *roots.Guard, r *roots.Root, rel string) bool {
-	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: rel})
+// masked reports whether the file p is served with masks.
+func (v *view) masked(g *roots.Guard, p roots.Path) bool {
+	f, err := g.OpenIn(p)
 	if err != nil {
 		return false
 	}

@@ -1,8 +1,6 @@
 package mount
 
 import (
-	"path/filepath"
-
 	"github.com/fsguard/fsguard/internal/decide/roots"
 )
 
@@ -25,9 +23,9 @@ func (s *Server) Locate(ino uint64) (Target, bool) {
 	if n == nil {
 		return Target{}, false
 	}
-	_, r, rel, _, errno := n.resolve()
+	_, p, errno := n.resolve()
 	if errno != 0 {
 		return Target{}, false
 	}
-	return Target{Root: r, Rel: rel, Real: filepath.Join(r.Real, rel), Dev: n.key.dev, Ino: n.key.ino}, true
+	return Target{Root: p.Root, Rel: p.Rel, Real: p.Real(), Dev: n.key.dev, Ino: n.key.ino}, true
 }

@@ -149,8 +149,8 @@ func namesDown(top, in *fs.Inode) (segs []string, ok bool) {
 // an identity, never an admission), and returns the guard it resolved
 // under. ok is false when no name leads to the node or nothing is there.
 func (n *node) statNow(st *unix.Stat_t) (g *roots.Guard, ok bool) {
-	g, r, rel, _, errno := n.resolve()
-	return g, errno == 0 && r.StatNow(rel, st) == nil
+	g, p, errno := n.resolve()
+	return g, errno == 0 && p.Root.StatNow(p.Rel, st) == nil
 }
 
 // is reports whether st is of the backing file k stands for.
@@ -166,9 +166,9 @@ func (n *node) stillNamed() bool {
 	return ok && n.key.is(&st)
 }
 
-// child returns the path of name in the directory n.
-func child(rel, shown, name string) (string, string) {
-	return childRel(rel, name), path.Join(shown, name)
+// child returns the path of name in the directory dir.
+func child(dir roots.Path, name string) roots.Path {
+	return roots.Path{Root: dir.Root, Rel: childRel(dir.Rel, name), Shown: path.Join(dir.Shown, name)}
 }
 
 // childRel is child's first result alone, for the listing's hot loop.
@@ -179,17 +179,17 @@ func childRel(rel, name string) string {
 	return rel + "/" + name
 }
 
-// resolve finds the guard, root and paths an operation on n works with.
-func (n *node) resolve() (*roots.Guard, *roots.Root, string, string, syscall.Errno) {
+// resolve finds the guard and the path an operation on n works with.
+func (n *node) resolve() (*roots.Guard, roots.Path, syscall.Errno) {
 	g, r := n.v.root(n.root)
 	if r == nil {
-		return nil, nil, "", "", syscall.ENOENT
+		return nil, roots.Path{}, syscall.ENOENT
 	}
 	rel, shown, ok := n.where()
 	if !ok {
-		return nil, nil, "", "", syscall.ENOENT
+		return nil, roots.Path{}, syscall.ENOENT
 	}
-	return g, r, rel, shown, 0
+	return g, roots.Path{Root: r, Rel: rel, Shown: shown}, 0
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -197,12 +197,10 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	return in, errno
 }
 
-// place is a directory as a listing resolved it: under guard g, at rel
-// beneath r (shown, in messages).
+// place is a directory as a listing resolved it: under guard g, at dir.
 type place struct {
-	g          *roots.Guard
-	r          *roots.Root
-	rel, shown string
+	g   *roots.Guard
+	dir roots.Path
 }
 
 // lookup is Lookup, also returning the entry's own stat. listed (nil:
@@ -216,37 +214,37 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	n.v.saw(ctx)
 	changes := n.v.changes.Load()
 	var g *roots.Guard
-	var r *roots.Root
-	var rel, shown string
+	var p roots.Path
 	if listed != nil {
 		if g, _ = n.v.root(n.root); g != listed.g {
 			listed = nil
 		}
 	}
 	if listed != nil {
-		r, rel, shown = listed.r, listed.rel, listed.shown
+		p = listed.dir
 	} else {
 		var errno syscall.Errno
-		if g, r, rel, shown, errno = n.resolve(); errno != 0 {
+		if g, p, errno = n.resolve(); errno != 0 {
 			return nil, nil, errno
 		}
 	}
-	rel, shown = child(rel, shown, name)
-	if n.v.hidesMountPoint(r, rel) {
+	p = child(p, name)
+	rel := p.Rel
+	if n.v.hidesMountPoint(p.Root, rel) {
 		return nil, nil, syscall.ENOENT
 	}
 	var e roots.Entry
 	var err error
 	if listed != nil {
 		e.Stat = *st // the guard's Entry of this name, a moment ago
-		err = n.v.admit.Visible(g, roots.Path{Root: r, Rel: rel, Shown: shown}, &e.Stat)
+		err = n.v.admit.Visible(g, p, &e.Stat)
 	} else {
 		// As a listing decides it: one resolution for the stat and, when
 		// the verdict is not known yet, the content.
-		e, err = n.v.admit.ShownEntry(g, roots.Path{Root: r, Rel: rel, Shown: shown})
+		e, err = n.v.admit.ShownEntry(g, p)
 	}
 	if err != nil {
-		errno := n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
+		errno := n.v.refuse(fuseCaller(ctx), p, err)
 		if errno == syscall.ENOENT {
 			n.v.absent.note(n.EmbeddedInode(), name, out)
 		}
@@ -258,7 +256,7 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	c := &node{v: n.v, root: n.root, base: n.base, key: key}
 	if _, ok := isIndex(rel); ok && e.Stat.Mode&unix.S_IFMT == unix.S_IFREG {
 		c.index = true
-		n.v.indexSize(g, r, rel, shown, &e.Stat, &out.Attr)
+		n.v.indexSize(g, p, &e.Stat, &out.Attr)
 	}
 	// go-fuse keeps the node it already has for these stable attributes,
 	// if any, and drops c once Lookup returns: the one to remember is
@@ -358,21 +356,21 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		out.Attr.Ino = n.StableAttr().Ino
 		return 0
 	}
-	g, r, rel, shown, errno := n.resolve()
+	g, p, errno := n.resolve()
 	if errno != 0 {
 		return errno
 	}
-	e, err := g.Entry(r, rel)
+	e, err := g.Entry(p.Root, p.Rel)
 	if err != nil {
 		n.tell(fileid.Identity{})
-		return n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
+		return n.v.refuse(fuseCaller(ctx), p, err)
 	}
 	if e.Stat.Mode&unix.S_IFMT == unix.S_IFREG {
 		n.tell(fileid.Of(&e.Stat))
 	}
 	fillAttr(&out.Attr, &e.Stat)
 	if n.index {
-		n.v.indexSize(g, r, rel, shown, &e.Stat, &out.Attr)
+		n.v.indexSize(g, p, &e.Stat, &out.Attr)
 	}
 	out.Attr.Ino = n.StableAttr().Ino
 	return 0
@@ -380,13 +378,13 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	defer n.v.timed("readlink", time.Now())
-	g, r, rel, shown, errno := n.resolve()
+	g, p, errno := n.resolve()
 	if errno != 0 {
 		return nil, errno
 	}
-	e, err := g.Entry(r, rel)
+	e, err := g.Entry(p.Root, p.Rel)
 	if err != nil {
-		return nil, n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
+		return nil, n.v.refuse(fuseCaller(ctx), p, err)
 	}
 	if e.Link == "" {
 		return nil, syscall.EINVAL
@@ -415,10 +413,11 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 func (l *listing) load() syscall.Errno {
 	defer l.n.v.timed("readdir", time.Now())
 	n := l.n
-	g, r, rel, shown, errno := n.resolve()
+	g, p, errno := n.resolve()
 	if errno != 0 {
 		return errno
 	}
+	r, rel := p.Root, p.Rel
 	changes := n.v.changes.Load()
 	var dir *unix.Stat_t
 	if e, err := g.Entry(r, rel); err == nil {
@@ -427,7 +426,7 @@ func (l *listing) load() syscall.Errno {
 	}
 	var list []roots.DirEntry
 	listedBefore := n.listed.Load()
-	if x := n.v.ahead.take(n.root, rel, g, r, dir); x != nil && n.v.prefetch.on() && n.listed.CompareAndSwap(x.known, true) {
+	if x := n.v.ahead.take(g, p, dir); x != nil && n.v.prefetch.on() && n.listed.CompareAndSwap(x.known, true) {
 		// Made before this request, and nothing it stands for changed
 		// since (see ahead): as if made now.
 		l.changes, list, l.again = x.changes, x.list, x.known
@@ -442,17 +441,17 @@ func (l *listing) load() syscall.Errno {
 		l.changes = changes
 		var err error
 		if list, err = g.List(r, rel); err != nil {
-			return n.v.refuse(l.caller, r, rel, shown, err)
+			return n.v.refuse(l.caller, p, err)
 		}
 		var keep *admit.Keep
 		if !l.busy && n.v.prefetch.on() {
 			l.again = n.listed.Swap(true)
 			keep = &admit.Keep{Fn: l.keep, Known: n.v.prefetch.readKnown(l.again), Want: n.v.prefetch.wantedIn(n.EmbeddedInode())}
 		}
-		list = n.v.admit.Shown(g, roots.Path{Root: r, Rel: rel, Shown: shown}, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
+		list = n.v.admit.Shown(g, p, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
-	l.at = place{g, r, rel, shown}
+	l.at = place{g, p}
 	var dirs []aheadDir
 	for _, e := range list {
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
@@ -476,7 +475,7 @@ func (l *listing) load() syscall.Errno {
 	// most likely still holds: listing them ahead would be wasted. One
 	// listed again for no such reason lost it to reclaim, as they did.
 	if dropped := n.dropped.Swap(false); len(dirs) > 0 && !l.walk() && (!listedBefore || !dropped) && n.v.prefetch.on() {
-		n.v.ahead.queueDirs(n.root, rel, shown, dirs)
+		n.v.ahead.queueDirs(p, dirs)
 	}
 	l.loaded = true
 	return 0
@@ -508,7 +507,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		who = &cc
 	}
 	h.recheck = func(st *unix.Stat_t) (sniff.Result, syscall.Errno) {
-		g, r, rel, shown, errno := n.resolve()
+		g, p, errno := n.resolve()
 		if errno != 0 {
 			return sniff.Result{}, errno
 		}
@@ -516,13 +515,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		now.Stat = *st
 		res, err := n.v.admit.Decide(g, &now)
 		if err != nil {
-			return sniff.Result{}, n.v.refuse(who, r, rel, shown, err)
+			return sniff.Result{}, n.v.refuse(who, p, err)
 		}
 		return res, 0
 	}
 	if n.index {
-		if g, r, rel, _, errno := n.resolve(); errno == 0 {
-			if h.synth = n.v.gitIndex(g, r, rel, f); h.synth != nil {
+		if g, p, errno := n.resolve(); errno == 0 {
+			if h.synth = n.v.gitIndex(g, p, f); h.synth != nil {
 				h.passthrough = false // the kernel must read the rewritten bytes
 			}
 		}
@@ -535,11 +534,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 // admit opens the node's file through the guard and refuses a content
 // class that the policy refuses.
 func (n *node) admit(ctx context.Context) (*roots.File, sniff.Result, syscall.Errno) {
-	g, r, rel, shown, errno := n.resolve()
+	g, p, errno := n.resolve()
 	if errno != 0 {
 		return nil, sniff.Result{}, errno
 	}
-	f, err := g.OpenIn(roots.Path{Root: r, Rel: rel, Shown: shown})
+	f, err := g.OpenIn(p)
 	if err == nil && n.key.ino != 0 && (f.Stat.Ino != n.key.ino || uint64(f.Stat.Dev) != n.key.dev) {
 		// The name now names another file (replaced by a rename): this
 		// node's pages and size are of a file that is gone from here, and
@@ -560,7 +559,7 @@ func (n *node) admit(ctx context.Context) (*roots.File, sniff.Result, syscall.Er
 		if f != nil {
 			f.Close()
 		}
-		return nil, sniff.Result{}, n.v.refuse(fuseCaller(ctx), r, rel, shown, err)
+		return nil, sniff.Result{}, n.v.refuse(fuseCaller(ctx), p, err)
 	}
 	return f, res, 0
 }
@@ -635,11 +634,11 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	default:
 		return 0, syscall.ENOTSUP
 	}
-	g, r, rel, _, errno := n.resolve()
+	g, p, errno := n.resolve()
 	if errno != 0 {
 		return 0, errno
 	}
-	sz, err := g.AccessACL(r, rel, dest)
+	sz, err := g.AccessACL(p.Root, p.Rel, dest)
 	switch e := err.(type) {
 	case nil:
 		return uint32(sz), 0

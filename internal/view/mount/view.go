@@ -8,7 +8,6 @@
 package mount
 
 import (
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -269,13 +268,13 @@ func (v *view) root(name string) (*roots.Guard, *roots.Root) {
 	return g, nil
 }
 
-// refuse turns a refusal into the errno a shell tool sees, and reports the
-// denials among them to the audit hook.
-func (v *view) refuse(caller *fuse.Caller, r *roots.Root, rel, path string, err error) syscall.Errno {
+// refuse turns a refusal of p into the errno a shell tool sees, and
+// reports the denials among them to the audit hook.
+func (v *view) refuse(caller *fuse.Caller, p roots.Path, err error) syscall.Errno {
 	errno, denial := errnoOf(err, v.policy().Mount.Denied == "eacces")
 	if denial {
-		d := newDenial(caller, path, refusal.CodeOf(err))
-		d.RealPath = filepath.Join(r.Real, rel)
+		d := newDenial(caller, p.Shown, refusal.CodeOf(err))
+		d.RealPath = p.Real()
 		v.audit.Denial(d)
 	}
 	return errno
