@@ -86,6 +86,10 @@ type Repo struct {
 	Rel  string
 }
 
+// Path is the working tree's directory, shown at its root's configured
+// path.
+func (r Repo) Path() roots.Path { return r.Root.At(r.Rel) }
+
 // NotLookedIn reports whether a directory of this name is one the check
 // never looks inside for working trees: a .git directory (a repository's
 // own files) and node_modules (packages, some with a .git of their own).
@@ -151,9 +155,9 @@ func Scan(ctx context.Context, g *roots.Guard, o Options) ([]Report, error) {
 	all = append(all, more...)
 	var out []Report
 	for _, repo := range all {
-		rep, err := scanRepo(ctx, g, repo.Root, repo.Rel, o)
+		rep, err := scanRepo(ctx, g, repo.Path(), o)
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", filepath.Join(repo.Root.Path, repo.Rel), err)
+			return out, fmt.Errorf("%s: %w", repo.Path(), err)
 		}
 		if len(rep.Findings) > 0 || rep.Incomplete {
 			out = append(out, rep)
@@ -162,13 +166,14 @@ func Scan(ctx context.Context, g *roots.Guard, o Options) ([]Report, error) {
 	return out, nil
 }
 
-func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o Options) (Report, error) {
-	rep := Report{Root: r, Repo: rel}
+// scanRepo checks the working tree at.
+func scanRepo(ctx context.Context, g *roots.Guard, at roots.Path, o Options) (Report, error) {
+	rep := Report{Root: at.Root, Repo: at.Rel}
 	// Found by a walk, the directory is opened beneath the root now: one
 	// swapped for a link since (to another user's repository, or root's)
 	// is refused, and git works in the directory opened, not at a path.
 	// One the view hides needs no warning: the agent cannot run git on it.
-	d, err := g.OpenDir(r.At(rel))
+	d, err := g.OpenDir(at)
 	if err != nil {
 		return rep, nil
 	}
@@ -185,7 +190,7 @@ func scanRepo(ctx context.Context, g *roots.Guard, r *roots.Root, rel string, o 
 		if line == "" || seen[line] {
 			return
 		}
-		if g.Denied(r, filepath.Join(rel, line)) {
+		if g.Denied(at.Root, filepath.Join(at.Rel, line)) {
 			seen[line] = true
 			rep.Findings = append(rep.Findings, Finding{Path: line, Commit: commit, Why: "denied path"})
 		}

@@ -261,7 +261,8 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		return nil, err
 	}
 	var dir *roots.Dir
-	var base, display string
+	var base string
+	var p roots.Path // the file written, shown as the caller named it
 	var checked *fileid.Identity
 	var content io.Reader
 	var ed *edited
@@ -277,12 +278,10 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 			return nil, err
 		}
 		id := f.Identity()
-		checked, mode, display = &id, f.Stat.Mode&0o777, f.Name
-		dir, base, err = s.Guard.OpenParent(f.Path())
+		checked, mode, p = &id, f.Stat.Mode&0o777, f.Path()
+		dir, base, err = s.Guard.OpenParent(p)
 	case refusal.CodeOf(err) == refusal.NotFound:
-		var p roots.Path
 		p, err = s.Guard.Locate(name, cwd)
-		display = p.Shown
 		if err == nil {
 			content, ed, err = newContent(nil)
 		}
@@ -295,22 +294,22 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	}
 	defer dir.Close()
 	if s.Journal == nil {
-		return nil, s.notRecorded(refusal.OpWrite, display)
+		return nil, s.notRecorded(refusal.OpWrite, p.Shown)
 	}
-	if err := s.Guard.WriteDenied(roots.Path{Root: dir.Root, Rel: filepath.Join(dir.Rel, base), Shown: display}); err != nil {
+	if err := s.Guard.WriteDenied(p.In(dir.Root, filepath.Join(dir.Rel, base))); err != nil {
 		return nil, err
 	}
 	if f != nil {
 		// Replacing means writing: the caller must be able to open the
 		// file for writing itself, whatever the directory allows.
 		if err := s.Guard.Do(func() error { return writable(f) }); err != nil {
-			return nil, writeErr(display, err)
+			return nil, writeErr(p.Shown, err)
 		}
 	}
 	dfd := int(dir.Fd())
 	tmp, err := newTemp(s.Guard, dfd, base)
 	if err != nil {
-		return nil, writeErr(display, err)
+		return nil, writeErr(p.Shown, err)
 	}
 	defer tmp.Close()
 	committed := false
@@ -328,7 +327,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		return nil, refused // the content itself was refused (a mask in it)
 	}
 	if err != nil {
-		return nil, writeErr(display, err)
+		return nil, writeErr(p.Shown, err)
 	}
 	var src io.Reader = io.NewSectionReader(tmp, 0, 1<<62)
 	var kept *bytes.Buffer // what the session wrote is a version it holds
@@ -341,24 +340,24 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	text := charset.NewReader(src, charset.Detect(head[:hn]))
 	scan, err := lines.Scan(text, lines.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16, SizeHint: n})
 	if err != nil {
-		return nil, writeErr(display, err)
+		return nil, writeErr(p.Shown, err)
 	}
 	text.Settle(&scan.Sum, &scan.Bytes) // lines of the text, the hash of the bytes
 	// The new version gets a name only now, complete, and with no more
 	// rights than the result: owner kept, set-ID bits never.
 	if err := tmp.finish(s.Guard, dfd, f, mode); err != nil {
-		return nil, writeErr(display, err)
+		return nil, writeErr(p.Shown, err)
 	}
 	// Record first: the intent, before anything is replaced. A write the
 	// journal cannot record does not happen.
 	real := filepath.Join(dir.Root.Real, dir.Rel, base)
 	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(), Writer: uint32(os.Getpid()),
-		Path: s.shown(display), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Request: s.request}
+		Path: s.shown(p.Shown), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Request: s.request}
 	if ed != nil {
 		intent.Detail = journal.OriginEdit
 	}
 	if err := s.append(intent); err != nil {
-		return nil, refusal.Of(refusal.JournalFailed, refusal.OpWrite, display, refusal.Facts{Detail: err.Error()}).Because(err)
+		return nil, refusal.Of(refusal.JournalFailed, refusal.OpWrite, p.Shown, refusal.Facts{Detail: err.Error()}).Because(err)
 	}
 	notWritten := func(why string) {
 		s.append(&journal.Record{Kind: journal.KindOutcome, Intent: intent.Seq, Session: session, Owner: s.who.Owner(), Path: intent.Path, RealPath: real, Code: why})
@@ -369,13 +368,13 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		serr := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
 		if checked != nil {
 			if serr != nil || fileid.Of(&st) != *checked {
-				return stale(display)
+				return stale(p.Shown)
 			}
 			return unix.Renameat(dfd, tmp.name, dfd, base)
 		}
 		err := unix.Renameat2(dfd, tmp.name, dfd, base, unix.RENAME_NOREPLACE)
 		if errors.Is(err, unix.EEXIST) {
-			return refusal.Of(refusal.CreatedMeanwhile, refusal.OpCreate, display, refusal.Facts{})
+			return refusal.Of(refusal.CreatedMeanwhile, refusal.OpCreate, p.Shown, refusal.Facts{})
 		}
 		return err
 	})
@@ -384,8 +383,8 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		return nil, err
 	}
 	if err != nil {
-		notWritten(string(refusal.CodeOf(writeErr(display, err))))
-		return nil, writeErr(display, err)
+		notWritten(string(refusal.CodeOf(writeErr(p.Shown, err))))
+		return nil, writeErr(p.Shown, err)
 	}
 	committed = true
 	err = dir.Sync()
@@ -393,17 +392,17 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		s.OnWrite(real) // the rename stands even if the sync failed
 	}
 	if err != nil {
-		return nil, writeErr(display, err)
+		return nil, writeErr(p.Shown, err)
 	}
 	var now unix.Stat_t
 	if err := unix.Fstat(int(tmp.Fd()), &now); err != nil {
-		return nil, writeErr(display, err)
+		return nil, writeErr(p.Shown, err)
 	}
 	id := fileid.Of(&now)
-	res := &WriteResult{Path: display, Bytes: n, TotalLines: scan.TotalLines, ContentID: fileid.ContentID(scan.Sum), Created: checked == nil}
+	res := &WriteResult{Path: p.Shown, Bytes: n, TotalLines: scan.TotalLines, ContentID: fileid.ContentID(scan.Sum), Created: checked == nil}
 	rec := &journal.Record{
 		Kind: journal.KindObservation, Origin: journal.OriginWrite, Session: session,
-		Path: s.shown(display), RealPath: real, StatID: fileid.StatID(real, id), ContentID: res.ContentID,
+		Path: s.shown(p.Shown), RealPath: real, StatID: fileid.StatID(real, id), ContentID: res.ContentID,
 		WholeFileVisible: true, Start: min(1, scan.TotalLines), End: scan.TotalLines, TotalLines: scan.TotalLines,
 		Identity: &id, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
 		Intent: intent.Seq,
@@ -423,10 +422,10 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	return res, nil
 }
 
-func writeErr(display string, err error) error {
+func writeErr(shown string, err error) error {
 	reason := refusal.WriteFailed
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
 		reason = refusal.WriteNoAccess
 	}
-	return refusal.Of(reason, refusal.OpWrite, display, refusal.Facts{Detail: err.Error()}).Because(err)
+	return refusal.Of(reason, refusal.OpWrite, shown, refusal.Facts{Detail: err.Error()}).Because(err)
 }
