@@ -195,7 +195,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 	began := time.Now().UnixNano()
 	sample, data, whole, bp, pool, err := d.sample(pol, f)
 	if err != nil {
-		return finish(sample, ioErr(f.Name, err))
+		return finish(sample, ioErr(f.Shown, err))
 	}
 	p.Sample = sample
 	// A sample that is the whole file was searched for keys and
@@ -203,7 +203,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 	creds := maskable(sample) && pol.Secrets.Masks()
 	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) && !creds || whole {
 		if whole {
-			if sample, err = d.findIn(pol, f.Name, sample, data); err != nil {
+			if sample, err = d.findIn(pol, f.Shown, sample, data); err != nil {
 				pool.Put(bp)
 				return finish(sample, err)
 			}
@@ -240,7 +240,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		pool.Put(bp)
 		<-sc.done
 		if sc.err != nil {
-			finish(sample, ioErr(f.Name, sc.err))
+			finish(sample, ioErr(f.Shown, sc.err))
 			return
 		}
 		finish(verdict(pol, f.Path(), sc.res))

@@ -17,18 +17,18 @@ func (d *Decider) links(g *roots.Guard, f *roots.File) error {
 	case "allow":
 		return nil
 	case "strict":
-		return refusal.Of(refusal.LinksStrict, refusal.OpRead, f.Name, refusal.Facts{Total: int64(f.Stat.Nlink)})
+		return refusal.Of(refusal.LinksStrict, refusal.OpRead, f.Shown, refusal.Facts{Total: int64(f.Stat.Nlink)})
 	}
 	if d.Links == nil {
-		return refusal.Of(refusal.LinksNeedDaemon, refusal.OpRead, f.Name, refusal.Facts{Total: int64(f.Stat.Nlink)})
+		return refusal.Of(refusal.LinksNeedDaemon, refusal.OpRead, f.Shown, refusal.Facts{Total: int64(f.Stat.Nlink)})
 	}
 	names, complete := d.Links.OtherNames(g, f)
 	if !complete {
-		return refusal.Of(refusal.LinkOutsideRoots, refusal.OpRead, f.Name, refusal.Facts{})
+		return refusal.Of(refusal.LinkOutsideRoots, refusal.OpRead, f.Shown, refusal.Facts{})
 	}
 	for _, n := range names {
 		if g.Denied(n.Root, n.Rel) {
-			return refusal.Of(refusal.LinkDenied, refusal.OpRead, f.Name, refusal.Facts{})
+			return refusal.Of(refusal.LinkDenied, refusal.OpRead, f.Shown, refusal.Facts{})
 		}
 	}
 	return nil

@@ -71,11 +71,11 @@ func (d *Decider) scanFor(pol *policy.Policy, f *roots.File, res sniff.Result, b
 	}
 	det, err := d.detector(pol)
 	if det == nil || err != nil {
-		return res, credErr(f.Name, err)
+		return res, credErr(f.Shown, err)
 	}
 	masks, err := det.Scan(f, f.Stat.Size, buf)
 	if err != nil {
-		return res, credErr(f.Name, err)
+		return res, credErr(f.Shown, err)
 	}
 	res.Masks = masks
 	return res, nil

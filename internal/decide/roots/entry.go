@@ -315,12 +315,12 @@ type Listing struct {
 	Root    *Root
 	Rel     string // real path relative to Root
 	Real    string // real absolute path
-	Name    string // the path in the caller's view
+	Shown   string // the path in the caller's view
 	Entries []DirEntry
 }
 
 // Path is the directory listed: where it really is, shown as named.
-func (l *Listing) Path() Path { return Path{Root: l.Root, Rel: l.Rel, Shown: l.Name} }
+func (l *Listing) Path() Path { return Path{Root: l.Root, Rel: l.Rel, Shown: l.Shown} }
 
 // ListDir resolves name against cwd as Open does and lists the directory
 // it names: a symbolic link on the way is followed beneath the root and
@@ -353,5 +353,5 @@ func (g *Guard) ListDir(name, cwd string) (*Listing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Listing{Root: p.Root, Rel: p.Rel, Real: p.Real(), Name: p.Shown, Entries: ents}, nil
+	return &Listing{Root: p.Root, Rel: p.Rel, Real: p.Real(), Shown: p.Shown, Entries: ents}, nil
 }

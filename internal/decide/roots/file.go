@@ -26,16 +26,16 @@ import (
 // Stat for the same open file) shares the descriptor, as a copy of one
 // holding an *os.File did.
 type File struct {
-	d    *desc
-	Name string      // the path in the caller's view, for messages and output
-	Root *Root       // the root that holds the real file
-	Rel  string      // real path relative to Root
-	Real string      // real absolute path
-	Stat unix.Stat_t // fstat of the open descriptor at open time
+	d     *desc
+	Shown string      // the path in the caller's view, for messages and output
+	Root  *Root       // the root that holds the real file
+	Rel   string      // real path relative to Root
+	Real  string      // real absolute path
+	Stat  unix.Stat_t // fstat of the open descriptor at open time
 }
 
 // Path is the file as a Path: where it really is, shown as it was named.
-func (f *File) Path() Path { return Path{Root: f.Root, Rel: f.Rel, Shown: f.Name} }
+func (f *File) Path() Path { return Path{Root: f.Root, Rel: f.Rel, Shown: f.Shown} }
 
 // desc is an open descriptor shared by the copies of a File. Each system
 // call on it holds mu shared and Close holds it alone and marks it closed,
@@ -85,7 +85,7 @@ func (f *File) Close() error {
 	err := unix.Close(f.d.fd)
 	f.d.fd = -1
 	if err != nil {
-		return &os.PathError{Op: "close", Path: f.Name, Err: err}
+		return &os.PathError{Op: "close", Path: f.Shown, Err: err}
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func (f *File) Read(b []byte) (int, error) {
 // len(b) comes with an error, io.EOF at the end.
 func (f *File) ReadAt(b []byte, off int64) (n int, err error) {
 	if off < 0 {
-		return 0, &os.PathError{Op: "readat", Path: f.Name, Err: errors.New("negative offset")}
+		return 0, &os.PathError{Op: "readat", Path: f.Shown, Err: errors.New("negative offset")}
 	}
 	for len(b) > 0 {
 		m, err := f.pread(b, off)
@@ -124,7 +124,7 @@ func (f *File) result(op string, n int, err error) (int, error) {
 	case err == os.ErrClosed:
 		return 0, err
 	case err != nil:
-		return 0, &os.PathError{Op: op, Path: f.Name, Err: err}
+		return 0, &os.PathError{Op: op, Path: f.Shown, Err: err}
 	case n == 0:
 		return 0, io.EOF
 	}

@@ -461,7 +461,7 @@ func (g *Guard) reopen(pfd int, p Path, st *unix.Stat_t) (*File, error) {
 // opened is the File for fd, a regular file opened for reading at p whose
 // stat is st: every way of opening one ends here.
 func opened(fd int, p Path, st *unix.Stat_t) *File {
-	return newFile(fd, File{Name: p.Shown, Root: p.Root, Rel: p.Rel, Real: p.Real(), Stat: *st})
+	return newFile(fd, File{Shown: p.Shown, Root: p.Root, Rel: p.Rel, Real: p.Real(), Stat: *st})
 }
 
 // openAcross handles a path that RESOLVE_BENEATH refused: an absolute

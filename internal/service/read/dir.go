@@ -47,9 +47,9 @@ func (r *Reader) list(req Request) (*Result, error) {
 	total := int64(len(ents))
 	lim := r.Guard.Policy().Limits
 	if req.Offset > total && total > 0 {
-		return nil, refusal.Of(refusal.OutOfRange, refusal.OpRead, l.Name, refusal.Facts{Arg: "offset", Line: req.Offset, Total: total, Unit: "entry"})
+		return nil, refusal.Of(refusal.OutOfRange, refusal.OpRead, l.Shown, refusal.Facts{Arg: "offset", Line: req.Offset, Total: total, Unit: "entry"})
 	}
-	res := &Result{Path: l.Name, Listing: &Listing{Entries: []Entry{}, Total: total, RealPath: l.Real},
+	res := &Result{Path: l.Shown, Listing: &Listing{Entries: []Entry{}, Total: total, RealPath: l.Real},
 		Truncation: Truncation{Reason: "none", ClampedLines: []int64{}}}
 	var body strings.Builder
 	size := 0

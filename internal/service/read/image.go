@@ -32,7 +32,7 @@ func readImage(f *roots.File, mime string, maxMedia int64) (*Image, string, erro
 	head := make([]byte, 64<<10)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && err != io.EOF {
-		return nil, "", refusal.Of(refusal.IOFailedRaw, refusal.OpRead, f.Name, refusal.Facts{Detail: err.Error()})
+		return nil, "", refusal.Of(refusal.IOFailedRaw, refusal.OpRead, f.Shown, refusal.Facts{Detail: err.Error()})
 	}
 	head = head[:n]
 	if mime == "image/webp" {
@@ -47,7 +47,7 @@ func readImage(f *roots.File, mime string, maxMedia int64) (*Image, string, erro
 		w = io.MultiWriter(h, &buf)
 	}
 	if _, err := io.Copy(w, io.NewSectionReader(f, 0, f.Stat.Size)); err != nil {
-		return nil, "", refusal.Of(refusal.IOFailedRaw, refusal.OpRead, f.Name, refusal.Facts{Detail: err.Error()})
+		return nil, "", refusal.Of(refusal.IOFailedRaw, refusal.OpRead, f.Shown, refusal.Facts{Detail: err.Error()})
 	}
 	if f.Stat.Size <= maxMedia {
 		img.Data = buf.Bytes()

@@ -90,7 +90,7 @@ func (r *Reader) notebook(f *roots.File, req Request, p *windowPlan, admission *
 	}
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, f.Stat.Size+1))
 	if err != nil {
-		return nil, refusal.Of(refusal.IOFailedReading, refusal.OpRead, f.Name, refusal.Facts{Detail: err.Error()})
+		return nil, refusal.Of(refusal.IOFailedReading, refusal.OpRead, f.Shown, refusal.Facts{Detail: err.Error()})
 	}
 	verdict, err := admission.Wait()
 	if err != nil {
@@ -117,9 +117,9 @@ func (r *Reader) notebook(f *roots.File, req Request, p *windowPlan, admission *
 	}
 	total := int64(len(nb.Cells))
 	if req.Offset > total && total > 0 {
-		return nil, refusal.Of(refusal.OutOfRange, refusal.OpRead, f.Name, refusal.Facts{Arg: "offset", Line: req.Offset, Total: total, Unit: "cell"})
+		return nil, refusal.Of(refusal.OutOfRange, refusal.OpRead, f.Shown, refusal.Facts{Arg: "offset", Line: req.Offset, Total: total, Unit: "cell"})
 	}
-	res := &Result{Path: f.Name, Notes: p.notes, Notebook: &Notebook{Cells: total, Language: nb.Metadata.LanguageInfo.Name},
+	res := &Result{Path: f.Shown, Notes: p.notes, Notebook: &Notebook{Cells: total, Language: nb.Metadata.LanguageInfo.Name},
 		Totals:     Totals{Lines: total, Bytes: int64(len(data)), Complete: true},
 		Truncation: Truncation{Reason: "none", ClampedLines: []int64{}, MaxLineChars: lim.MaxLineChars}}
 	var body strings.Builder

@@ -181,7 +181,7 @@ func (r *Reader) read(req Request) (*Result, error) {
 	if class.Class == sniff.Image {
 		return r.image(f, class.MIME, p.notes)
 	}
-	if isNotebook(f.Name) && class.Charset == charset.UTF8 && p.plain() {
+	if isNotebook(f.Shown) && class.Charset == charset.UTF8 && p.plain() {
 		return r.notebook(f, req, p, admission)
 	}
 	return r.text(f, class, req, p, admission)
@@ -245,18 +245,18 @@ func (r *Reader) text(f *roots.File, class sniff.Result, req Request, p *windowP
 			}
 			first = scan
 		} else if scan.Complete != first.Complete || scan.Sum != first.Sum {
-			return nil, refusal.Of(refusal.ChangedReading, refusal.OpRead, f.Name, refusal.Facts{})
+			return nil, refusal.Of(refusal.ChangedReading, refusal.OpRead, f.Shown, refusal.Facts{})
 		}
 		scan.Sum = rawSum
 		if scan.BadUTF8At >= 0 {
-			return nil, refusal.Of(refusal.BadUTF8, refusal.OpRead, f.Name, refusal.Facts{At: scan.BadUTF8At})
+			return nil, refusal.Of(refusal.BadUTF8, refusal.OpRead, f.Shown, refusal.Facts{At: scan.BadUTF8At})
 		}
 		total := scan.TotalLines
 		if w.Start > total && !(total == 0 && w.Start == 1) {
 			if !scan.Complete {
-				return nil, refusal.Of(refusal.BeyondScan, refusal.OpRead, f.Name, refusal.Facts{Line: w.Start, Limit: lim.MaxScanBytes})
+				return nil, refusal.Of(refusal.BeyondScan, refusal.OpRead, f.Shown, refusal.Facts{Line: w.Start, Limit: lim.MaxScanBytes})
 			}
-			return nil, refusal.Of(refusal.OutOfRange, refusal.OpRead, f.Name, refusal.Facts{Arg: p.startName, Line: w.Start, Total: total, Unit: "line"})
+			return nil, refusal.Of(refusal.OutOfRange, refusal.OpRead, f.Shown, refusal.Facts{Arg: p.startName, Line: w.Start, Total: total, Unit: "line"})
 		}
 		part := build(f, req, scan, nil, lim.MaxLineChars)
 		if part.Continuation != nil && w.End > 0 && part.Continuation.Offset <= w.End {
@@ -296,9 +296,9 @@ func scanText(f *roots.File, in io.Reader, opts lines.Options) (*lines.Result, e
 	if err != nil {
 		var de *charset.Error
 		if errors.As(err, &de) {
-			return nil, refusal.Of(refusal.Undecodable, refusal.OpRead, f.Name, refusal.Facts{Detail: de.Error()})
+			return nil, refusal.Of(refusal.Undecodable, refusal.OpRead, f.Shown, refusal.Facts{Detail: de.Error()})
 		}
-		return nil, refusal.Of(refusal.IOFailedReading, refusal.OpRead, f.Name, refusal.Facts{Detail: err.Error()})
+		return nil, refusal.Of(refusal.IOFailedReading, refusal.OpRead, f.Shown, refusal.Facts{Detail: err.Error()})
 	}
 	return scan, nil
 }
@@ -322,7 +322,7 @@ func (r *Reader) classify(f *roots.File) (sniff.Result, *admit.Pending, error) {
 		if _, err := p.Wait(); err != nil {
 			return c, p, err
 		}
-		return c, p, refusal.Of(refusal.BinaryFile, refusal.OpRead, f.Name, refusal.Facts{MIME: c.MIME})
+		return c, p, refusal.Of(refusal.BinaryFile, refusal.OpRead, f.Shown, refusal.Facts{MIME: c.MIME})
 	case sniff.Image:
 		_, err := p.Wait() // described, not refused (see image), once admitted
 		return c, p, err
@@ -331,9 +331,9 @@ func (r *Reader) classify(f *roots.File) (sniff.Result, *admit.Pending, error) {
 			return c, p, err
 		}
 		if c.BadByte >= 0 {
-			return c, p, refusal.Of(refusal.BadUTF8, refusal.OpRead, f.Name, refusal.Facts{At: int64(c.BadByte), MIME: c.MIME})
+			return c, p, refusal.Of(refusal.BadUTF8, refusal.OpRead, f.Shown, refusal.Facts{At: int64(c.BadByte), MIME: c.MIME})
 		}
-		return c, p, refusal.Of(refusal.NotUTF8, refusal.OpRead, f.Name, refusal.Facts{MIME: c.MIME})
+		return c, p, refusal.Of(refusal.NotUTF8, refusal.OpRead, f.Shown, refusal.Facts{MIME: c.MIME})
 	}
 	return c, p, nil
 }
@@ -349,7 +349,7 @@ func (r *Reader) image(f *roots.File, mime string, notes []string) (*Result, err
 	if err := verify(f, f.Stat.Size); err != nil {
 		return nil, err
 	}
-	res := &Result{Path: f.Name, Image: img, Body: imageBody(img), Notes: notes,
+	res := &Result{Path: f.Shown, Image: img, Body: imageBody(img), Notes: notes,
 		Totals: Totals{Bytes: f.Stat.Size, Complete: true}, Truncation: Truncation{Reason: "none", ClampedLines: []int64{}}}
 	st := f.Identity()
 	o := Observation{StatID: fileid.StatID(f.Real, st), ViewID: fileid.Hash(res.Body), Identity: st, RealPath: f.Real, ContentID: &sum, WholeFileVisible: false}
@@ -366,17 +366,17 @@ func (r *Reader) image(f *roots.File, mime string, notes []string) (*Result, err
 func verify(f *roots.File, scanned int64) error {
 	now, err := f.Restat()
 	if err != nil {
-		return refusal.Of(refusal.IOFailedRechecking, refusal.OpRead, f.Name, refusal.Facts{Detail: err.Error()})
+		return refusal.Of(refusal.IOFailedRechecking, refusal.OpRead, f.Shown, refusal.Facts{Detail: err.Error()})
 	}
 	if now != f.Identity() || (scanned >= 0 && scanned != f.Stat.Size) {
-		return refusal.Of(refusal.ChangedReading, refusal.OpRead, f.Name, refusal.Facts{})
+		return refusal.Of(refusal.ChangedReading, refusal.OpRead, f.Shown, refusal.Facts{})
 	}
 	return nil
 }
 
 func build(f *roots.File, req Request, scan *lines.Result, notes []string, maxLineChars int) *Result {
 	res := &Result{
-		Path:    f.Name,
+		Path:    f.Shown,
 		Lines:   scan.Lines,
 		Totals:  Totals{Lines: scan.TotalLines, Bytes: scan.Bytes, Complete: scan.Complete},
 		Notes:   notes,

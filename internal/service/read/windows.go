@@ -248,14 +248,14 @@ func plan(req *Request, maxLines int) (*windowPlan, error) {
 func (p *windowPlan) block(src *source, req Request, maxScan int64) error {
 	text, err := io.ReadAll(io.LimitReader(src.open(), maxScan+1))
 	if err != nil {
-		return refusal.Of(refusal.IOFailedReading, refusal.OpRead, src.f.Name, refusal.Facts{Detail: err.Error()})
+		return refusal.Of(refusal.IOFailedReading, refusal.OpRead, src.f.Shown, refusal.Facts{Detail: err.Error()})
 	}
 	if int64(len(text)) > maxScan {
-		return refusal.Of(refusal.BlockTooLarge, refusal.OpRead, src.f.Name, refusal.Facts{Limit: maxScan})
+		return refusal.Of(refusal.BlockTooLarge, refusal.OpRead, src.f.Shown, refusal.Facts{Limit: maxScan})
 	}
 	_, split := lines.Split(text)
 	if req.Block > int64(len(split)) {
-		return refusal.Of(refusal.OutOfRange, refusal.OpRead, src.f.Name, refusal.Facts{Arg: "block line", Line: req.Block, Total: int64(len(split)), Unit: "line"})
+		return refusal.Of(refusal.OutOfRange, refusal.OpRead, src.f.Shown, refusal.Facts{Arg: "block line", Line: req.Block, Total: int64(len(split)), Unit: "line"})
 	}
 	a, b := lines.Block(lines.Texts(split), int(req.Block))
 	p.windows = []span{{Range: Range{Start: int64(a), End: int64(b)}, limit: min(int64(b-a+1), req.Limit)}}
@@ -315,7 +315,7 @@ func join(f *roots.File, parts []*Result, notes []string) *Result {
 		return parts[0]
 	}
 	first, last := parts[0], parts[len(parts)-1]
-	res := &Result{Path: f.Name, Parts: parts, Totals: first.Totals, Notes: notes,
+	res := &Result{Path: f.Shown, Parts: parts, Totals: first.Totals, Notes: notes,
 		Range: Range{Start: first.Range.Start, End: last.Range.End}, Anchors: first.Anchors,
 		Truncation: Truncation{Reason: "none", ClampedLines: []int64{}, MaxLineChars: first.Truncation.MaxLineChars}}
 	var body strings.Builder

@@ -86,7 +86,7 @@ func (s *Service) basis(session string, f *roots.File, last *journal.Record, cur
 
 func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.Plan, error) {
 	if s.Journal == nil {
-		return nil, s.notRecorded(refusal.OpEdit, f.Name)
+		return nil, s.notRecorded(refusal.OpEdit, f.Shown)
 	}
 	// An edit's answer shows lines of the file: the file must be one the
 	// policy lets this caller see, as for a read.
@@ -103,7 +103,7 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 	// The edit is planned on the lines as they were shown (credentials
 	// masked: anchors and exact text name those), and the secrets are
 	// put back into its result (see restore).
-	m, err := maskedText(f.Name, raw, v.Masks)
+	m, err := maskedText(f.Shown, raw, v.Masks)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 		return nil, err
 	}
 	if last == nil {
-		return nil, refusal.Of(refusal.NotRead, refusal.OpModify, f.Name, refusal.Facts{})
+		return nil, refusal.Of(refusal.NotRead, refusal.OpModify, f.Shown, refusal.Facts{})
 	}
 	b, err := s.basis(session, f, last, curID, cur)
 	if err != nil {
@@ -127,9 +127,9 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 			return nil, err
 		}
 	}
-	p, err := edit.Make(f.Name, data, bom, split, b, curHeld, ed, s.Guard.Policy().Limits.MaxLineChars)
+	p, err := edit.Make(f.Shown, data, bom, split, b, curHeld, ed, s.Guard.Policy().Limits.MaxLineChars)
 	if err == nil {
-		p.Content, err = restore(f.Name, m.raw, m.shown, p.Content)
+		p.Content, err = restore(f.Shown, m.raw, m.shown, p.Content)
 	}
 	if err == nil && enc != charset.UTF8 {
 		// Edited as text, written back in the file's own encoding.
@@ -151,17 +151,17 @@ func textOf(data []byte) (string, []lines.RawLine) {
 // it was read or that is not UTF-8 text.
 func wholeText(f *roots.File) ([]byte, error) {
 	if f.Stat.Size > maxEdit {
-		return nil, refusal.Of(refusal.TooLargeToEdit, refusal.OpEdit, f.Name, refusal.Facts{Limit: maxEdit})
+		return nil, refusal.Of(refusal.TooLargeToEdit, refusal.OpEdit, f.Shown, refusal.Facts{Limit: maxEdit})
 	}
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, maxEdit+1))
 	if err != nil {
-		return nil, refusal.Of(refusal.IOFailedReading, refusal.OpEdit, f.Name, refusal.Facts{Detail: err.Error()})
+		return nil, refusal.Of(refusal.IOFailedReading, refusal.OpEdit, f.Shown, refusal.Facts{Detail: err.Error()})
 	}
 	if now, err := f.Restat(); err != nil || now != f.Identity() || int64(len(data)) != f.Stat.Size {
-		return nil, refusal.Of(refusal.ChangedReadingEdit, refusal.OpEdit, f.Name, refusal.Facts{})
+		return nil, refusal.Of(refusal.ChangedReadingEdit, refusal.OpEdit, f.Shown, refusal.Facts{})
 	}
 	if !utf8.Valid(data) && charset.Detect(data) == charset.UTF8 {
-		return nil, refusal.Of(refusal.NotText, refusal.OpEdit, f.Name, refusal.Facts{})
+		return nil, refusal.Of(refusal.NotText, refusal.OpEdit, f.Shown, refusal.Facts{})
 	}
 	return data, nil
 }

@@ -47,7 +47,7 @@ func MaskAudit(j *journal.Journal, count func(family string)) func(f *roots.File
 			fmt.Fprintf(&b, "%s %d:%d len=%d value=%s", m.Family, line, col, m.Len, valueHash(f, m, key, kerr))
 		}
 		id := f.Identity()
-		j.Append(&journal.Record{Kind: journal.KindMask, Code: "MASKED", Path: f.Name, RealPath: f.Real,
+		j.Append(&journal.Record{Kind: journal.KindMask, Code: "MASKED", Path: f.Shown, RealPath: f.Real,
 			StatID: fileid.StatID(f.Real, id), Identity: &id, Detail: b.String(), Pid: uint32(os.Getpid()), Uid: uint32(os.Getuid())})
 	}
 }

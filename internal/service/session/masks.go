@@ -262,25 +262,25 @@ func (s *Service) restoreWrite(f *roots.File, masks []sniff.Mask, content io.Rea
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := maskedText(f.Name, raw, masks)
+	m, err := maskedText(f.Shown, raw, masks)
 	if err != nil {
 		return nil, nil, err
 	}
 	next, err := io.ReadAll(io.LimitReader(content, maxEdit+1))
 	if err != nil {
-		return nil, nil, writeErr(f.Name, err)
+		return nil, nil, writeErr(f.Shown, err)
 	}
 	if len(next) > maxEdit {
-		return nil, nil, refusal.Of(refusal.MasksTooLarge, refusal.OpWrite, f.Name, refusal.Facts{Limit: maxEdit})
+		return nil, nil, refusal.Of(refusal.MasksTooLarge, refusal.OpWrite, f.Shown, refusal.Facts{Limit: maxEdit})
 	}
 	enc := charset.Detect(raw)
 	if sent := charset.Detect(next); sent != charset.UTF8 {
 		// Sent in an encoding of its own: compared as its text.
 		if next, err = charset.Decode(next, sent); err != nil {
-			return nil, nil, refusal.Of(refusal.EncodingFailed, refusal.OpWrite, f.Name, refusal.Facts{Detail: err.Error()})
+			return nil, nil, refusal.Of(refusal.EncodingFailed, refusal.OpWrite, f.Shown, refusal.Facts{Detail: err.Error()})
 		}
 	}
-	out, err := restore(f.Name, m.raw, m.shown, next)
+	out, err := restore(f.Shown, m.raw, m.shown, next)
 	if err != nil {
 		return nil, nil, err
 	}

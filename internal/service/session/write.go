@@ -75,12 +75,12 @@ func (s *Service) check(name, cwd, session string) (*Freshness, error) {
 		return nil, err
 	}
 	if err := s.Guard.Do(func() error { return writable(f) }); err != nil {
-		return nil, writeErr(f.Name, err)
+		return nil, writeErr(f.Shown, err)
 	}
 	if err := s.checkFile(f, session); err != nil {
 		return nil, err
 	}
-	return &Freshness{Path: f.Name}, nil
+	return &Freshness{Path: f.Shown}, nil
 }
 
 // writeDeniedAsNamed applies the write deny rules to the path as the caller
@@ -96,23 +96,23 @@ func (s *Service) writeDeniedAsNamed(name, cwd string) error {
 
 func (s *Service) checkFile(f *roots.File, session string) error {
 	if s.Journal == nil {
-		return s.notRecorded(refusal.OpCheck, f.Name)
+		return s.notRecorded(refusal.OpCheck, f.Shown)
 	}
 	last, err := s.Journal.LastObservation(s.sess(session), f.Real)
 	if err != nil {
 		return err
 	}
 	if last == nil {
-		return refusal.Of(refusal.NotRead, refusal.OpModify, f.Name, refusal.Facts{})
+		return refusal.Of(refusal.NotRead, refusal.OpModify, f.Shown, refusal.Facts{})
 	}
 	content := last.ContentID
 	if last.Identity == nil || *last.Identity != f.Identity() {
 		sum, err := contentID(f)
 		if err != nil {
-			return refusal.Of(refusal.IOFailedRaw, refusal.OpRead, f.Name, refusal.Facts{Detail: err.Error()})
+			return refusal.Of(refusal.IOFailedRaw, refusal.OpRead, f.Shown, refusal.Facts{Detail: err.Error()})
 		}
 		if last.ContentID == "" || sum != last.ContentID {
-			return stale(f.Name)
+			return stale(f.Shown)
 		}
 		content = sum
 	}
@@ -122,7 +122,7 @@ func (s *Service) checkFile(f *roots.File, session string) error {
 			return err
 		}
 		if !held {
-			return refusal.Of(refusal.PartRead, refusal.OpModify, f.Name, refusal.Facts{})
+			return refusal.Of(refusal.PartRead, refusal.OpModify, f.Shown, refusal.Facts{})
 		}
 	}
 	return nil
@@ -216,7 +216,7 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 		if v, err := s.admit().Decide(s.Guard, f); err == nil && len(v.Masks) > 0 {
 			return s.restoreWrite(f, v.Masks, content)
 		}
-		return keepEncoding(f, unmasked(f.Name, content))
+		return keepEncoding(f, unmasked(f.Shown, content))
 	})
 }
 
@@ -233,7 +233,7 @@ func keepEncoding(f *roots.File, content io.Reader) (io.Reader, *edited, error) 
 	}
 	data, err := io.ReadAll(content)
 	if err != nil {
-		return nil, nil, writeErr(f.Name, err) // too large, or a broken stream
+		return nil, nil, writeErr(f.Shown, err) // too large, or a broken stream
 	}
 	if charset.Detect(data) != charset.UTF8 || !utf8.Valid(data) {
 		return bytes.NewReader(data), nil, nil
