@@ -310,8 +310,8 @@ func (d *Decider) keepWhole(f *roots.File, keep func([]byte)) {
 	}
 }
 
-func ioErr(name string, err error) error {
-	return refusal.Of(refusal.IOFailedReading, refusal.OpRead, name, refusal.Facts{Detail: err.Error()})
+func ioErr(shown string, err error) error {
+	return refusal.Of(refusal.IOFailedReading, refusal.OpRead, shown, refusal.Facts{Detail: err.Error()})
 }
 
 // cached returns a version's class if it is already decided.

@@ -48,18 +48,18 @@ func maskable(res sniff.Result) bool {
 	return res.Class == sniff.Text || res.Class == sniff.Encoding
 }
 
-// findIn fills res.Masks from data, the whole file.
-func (d *Decider) findIn(pol *policy.Policy, name string, res sniff.Result, data []byte) (sniff.Result, error) {
+// findIn fills res.Masks from data, the whole file shown as shown.
+func (d *Decider) findIn(pol *policy.Policy, shown string, res sniff.Result, data []byte) (sniff.Result, error) {
 	if !maskable(res) {
 		return res, nil
 	}
 	det, err := d.detector(pol)
 	if det == nil || err != nil {
-		return res, credErr(name, err)
+		return res, credErr(shown, err)
 	}
 	res.Masks = det.Find(data)
 	if len(res.Masks) > sniff.MaxMasks {
-		return res, credErr(name, sniff.ErrTooManyMasks)
+		return res, credErr(shown, sniff.ErrTooManyMasks)
 	}
 	return res, nil
 }
@@ -83,20 +83,20 @@ func (d *Decider) scanFor(pol *policy.Policy, f *roots.File, res sniff.Result, b
 
 // credErr is a refusal for a version whose credentials could not all be
 // found: shown raw, one could reach the agent.
-func credErr(name string, err error) error {
+func credErr(shown string, err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, sniff.ErrTooManyMasks):
-		return refusal.Of(refusal.TooManyMasks, refusal.OpRead, name, refusal.Facts{Limit: sniff.MaxMasks})
+		return refusal.Of(refusal.TooManyMasks, refusal.OpRead, shown, refusal.Facts{Limit: sniff.MaxMasks})
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return refusal.Of(refusal.ChangedChecking, refusal.OpRead, name, refusal.Facts{})
+		return refusal.Of(refusal.ChangedChecking, refusal.OpRead, shown, refusal.Facts{})
 	}
 	var re *refusal.Error
 	if errors.As(err, &re) {
 		return err
 	}
-	return ioErr(name, err)
+	return ioErr(shown, err)
 }
 
 // masked gives keep the bytes a door may serve of data (the version's

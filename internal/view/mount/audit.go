@@ -30,8 +30,8 @@ type Auditor interface {
 	Denial(Denial)
 }
 
-func newDenial(c *fuse.Caller, path string, code refusal.Code) Denial {
-	d := Denial{Time: time.Now().UTC(), Path: path, Code: code}
+func newDenial(c *fuse.Caller, shown string, code refusal.Code) Denial {
+	d := Denial{Time: time.Now().UTC(), Path: shown, Code: code}
 	if c != nil {
 		d.Pid, d.Uid = c.Pid, c.Uid
 		d.Process = caller.ProcessName(c.Pid)
