@@ -245,8 +245,9 @@ const (
 	EncodingFailed   Reason = "encoding-failed" // Detail
 	MasksTooLarge    Reason = "masks-too-large" // Limit
 	MasksUnplaced    Reason = "masks-unplaced"
-	MaskAltered      Reason = "mask-altered" // Line, At: column
-	MaskWritten      Reason = "mask-written" // Line, At: column
+	MaskAltered      Reason = "mask-altered"   // Line, At: column
+	MaskWritten      Reason = "mask-written"   // Line, At: column
+	SecretExposed    Reason = "secret-exposed" // Line, At: column, when known
 )
 
 // unobserved is an FS_NOT_OBSERVED row: the session has not seen (all
@@ -458,4 +459,5 @@ var table = map[Reason]row{
 	MasksUnplaced: masked("its masks could not be placed on its lines"),
 	MaskAltered:   masked("a masked credential of this file is still there, altered or moved"),
 	MaskWritten:   masked("it holds a masked credential"),
+	SecretExposed: masked("a credential it keeps would be shown unmasked where it now stands (the text around its mask changed, or the file is no longer text)"),
 }

@@ -128,12 +128,16 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 		}
 	}
 	p, err := edit.Make(f.Shown, data, bom, split, b, curHeld, ed, s.Guard.Policy().Limits.MaxLineChars)
+	var restored [][]byte
 	if err == nil {
-		p.Content, err = restore(f.Shown, m.raw, m.shown, p.Content)
+		p.Content, restored, err = restore(f.Shown, m.raw, m.shown, p.Content)
 	}
 	if err == nil && enc != charset.UTF8 {
 		// Edited as text, written back in the file's own encoding.
 		p.Content, err = charset.Encode(p.Content, enc)
+	}
+	if err == nil {
+		err = s.keptMasked(f.Shown, p.Content, restored)
 	}
 	return p, err
 }

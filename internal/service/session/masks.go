@@ -46,16 +46,17 @@ type segment struct {
 	fill     int // where the fill starts in key
 }
 
-func restore(name string, raw, shown, next []byte) ([]byte, error) {
+func restore(name string, raw, shown, next []byte) ([]byte, [][]byte, error) {
 	if bytes.Equal(raw, shown) {
-		return next, maskShaped(name, next)
+		return next, nil, maskShaped(name, next)
 	}
 	_, rl := lines.Split(raw)
 	_, sl := lines.Split(shown)
 	bom, nl := lines.Split(next)
 	if len(rl) != len(sl) {
-		return nil, maskedSpan(refusal.MasksUnplaced, name, 0, 0)
+		return nil, nil, maskedSpan(refusal.MasksUnplaced, name, 0, 0)
 	}
+	var restored [][]byte // the secrets put back, for keptMasked
 	masked := make([]bool, len(sl))
 	any := false
 	for i := range sl {
@@ -89,6 +90,7 @@ func restore(name string, raw, shown, next []byte) ([]byte, error) {
 					line := []byte(out[at])
 					copy(line[where+sg.fill:], sg.raw[sg.fill:])
 					out[at] = string(line)
+					restored = append(restored, sg.raw[sg.fill:])
 				}
 			}
 		}
@@ -100,6 +102,9 @@ func restore(name string, raw, shown, next []byte) ([]byte, error) {
 			flush()
 			if masked[o.Old] {
 				out[o.New] = rl[o.Old].Text
+				for _, sg := range segments([]byte(sl[o.Old].Text), []byte(rl[o.Old].Text)) {
+					restored = append(restored, sg.raw[sg.fill:])
+				}
 			}
 		case diff.Delete:
 			if masked[o.Old] {
@@ -119,20 +124,53 @@ func restore(name string, raw, shown, next []byte) ([]byte, error) {
 	}
 	res := b.Bytes()
 	if any {
-		// This file's own masks, anywhere they still are.
+		// This file's own masks, anywhere they still are: a mask's fill
+		// (its run of fill characters, whatever comes before it) found
+		// more often than the file held it is a mask written as a value.
 		for i := range sl {
 			if !masked[i] {
 				continue
 			}
 			for _, sg := range segments([]byte(sl[i].Text), []byte(rl[i].Text)) {
-				if k := bytes.Index(res, sg.key); k >= 0 {
-					ln, col := lineCol(res, k+sg.fill)
-					return nil, maskedSpan(refusal.MaskAltered, name, ln, col)
+				fill := sg.key[sg.fill:]
+				if bytes.Count(res, fill) > bytes.Count(raw, fill) {
+					ln, col := lineCol(res, bytes.Index(res, fill))
+					return nil, nil, maskedSpan(refusal.MaskAltered, name, ln, col)
 				}
 			}
 		}
 	}
-	return res, maskShaped(name, res)
+	return res, restored, maskShaped(name, res)
+}
+
+// keptMasked refuses a write whose result would show a secret it put back
+// (restored) unmasked: the agent changed what stands around a mask so that
+// the detector no longer takes it for a credential (a letter glued to it,
+// its name changed), or made the file something other than text, whose
+// bytes the mount serves as they are. out is the content to be written,
+// in the file's own encoding.
+func (s *Service) keptMasked(name string, out []byte, restored [][]byte) error {
+	if len(restored) == 0 {
+		return nil
+	}
+	head := out[:min(len(out), s.Guard.Policy().Limits.SampleBytes)]
+	if c := sniff.Classify(head, len(head) == len(out)); c.Class != sniff.Text && c.Class != sniff.Encoding {
+		return maskedSpan(refusal.SecretExposed, name, 0, 0)
+	}
+	shown, ok := s.admit().ShownBytes(s.Guard.Policy(), out)
+	if !ok {
+		return maskedSpan(refusal.SecretExposed, name, 0, 0)
+	}
+	if text, err := charset.Decode(shown, charset.Detect(shown)); err == nil {
+		shown = text
+	}
+	for _, secret := range restored {
+		if k := bytes.Index(shown, secret); k >= 0 {
+			ln, col := lineCol(shown, k)
+			return maskedSpan(refusal.SecretExposed, name, ln, col)
+		}
+	}
+	return nil
 }
 
 // matchUnique is an edit script for two versions too far apart to diff:
@@ -280,14 +318,19 @@ func (s *Service) restoreWrite(f *roots.File, masks []sniff.Mask, content io.Rea
 			return nil, nil, refusal.Of(refusal.EncodingFailed, refusal.OpWrite, f.Shown, refusal.Facts{Detail: err.Error()})
 		}
 	}
-	out, err := restore(f.Shown, m.raw, m.shown, next)
+	out, restored, err := restore(f.Shown, m.raw, m.shown, next)
 	if err != nil {
 		return nil, nil, err
 	}
 	if enc != charset.UTF8 {
-		out, err = charset.Encode(bytes.TrimPrefix(out, []byte("\xef\xbb\xbf")), enc)
+		if out, err = charset.Encode(bytes.TrimPrefix(out, []byte("\xef\xbb\xbf")), enc); err != nil {
+			return nil, nil, err
+		}
 	}
-	return bytes.NewReader(out), nil, err
+	if err := s.keptMasked(f.Shown, out, restored); err != nil {
+		return nil, nil, err
+	}
+	return bytes.NewReader(out), nil, nil
 }
 
 // unmasked passes content through, failing the read (and so the write)

@@ -32,7 +32,7 @@ func TestRestorePutsSecretsBack(t *testing.T) {
 		{"mask moved to another line", "a = 1\nz = 2\nmoved = \"ghp_************************************\"\nurl = \"https://u:**************@db\"\n", "", refusal.MaskedSpan},
 	}
 	for _, c := range cases {
-		got, err := restore("f", []byte(raw), []byte(shown), []byte(c.next))
+		got, _, err := restore("f", []byte(raw), []byte(shown), []byte(c.next))
 		if c.code != "" {
 			if refusal.CodeOf(err) != c.code {
 				t.Errorf("%s: err %v, want %s (wrote %q)", c.name, err, c.code, got)
@@ -62,7 +62,7 @@ func TestUnmaskedRefusesCarriedMasks(t *testing.T) {
 		if (refusal.CodeOf(err) == refusal.MaskedSpan) != refused {
 			t.Errorf("%q: err %v, refused want %v", text, err, refused)
 		}
-		_, err = restore("f", []byte("x\n"), []byte("x\n"), []byte(text))
+		_, _, err = restore("f", []byte("x\n"), []byte("x\n"), []byte(text))
 		if (refusal.CodeOf(err) == refusal.MaskedSpan) != refused {
 			t.Errorf("restore %q: err %v, refused want %v", text, err, refused)
 		}
