@@ -57,13 +57,25 @@ type seg struct {
 	min, max int
 }
 
-func lit(s string) seg               { return seg{lit: s} }
-func run(c *class, lo, hi int) seg   { return seg{cls: c, min: lo, max: hi} }
-func exact(c *class, n int) seg      { return seg{cls: c, min: n, max: n} }
-func segs(ss ...seg) []seg           { return ss }
-func oneOf(s string) []string        { return strings.Fields(s) }
-func within(c []byte, i int) bool    { return i >= 0 && i < len(c) }
-func boundary(c []byte, at int) bool { return at == 0 || !alnum[c[at-1]] }
+func lit(s string) seg             { return seg{lit: s} }
+func run(c *class, lo, hi int) seg { return seg{cls: c, min: lo, max: hi} }
+func exact(c *class, n int) seg    { return seg{cls: c, min: n, max: n} }
+func segs(ss ...seg) []seg         { return ss }
+func oneOf(s string) []string      { return strings.Fields(s) }
+func within(c []byte, i int) bool  { return i >= 0 && i < len(c) }
+
+// boundary reports whether a credential may start at at: nothing of a
+// word stands before it. An escape ends what stood before as a space
+// would: "\n" or "\t" in a JSON or C string, "%20" or "%3D" in a URL.
+func boundary(c []byte, at int) bool { return at == 0 || !alnum[c[at-1]] || escaped(c, at) }
+
+// escaped reports whether an escape ends right before at.
+func escaped(c []byte, at int) bool {
+	return at >= 2 && c[at-2] == '\\' ||
+		at >= 3 && c[at-3] == '%' && hexDigit(c[at-2]) && hexDigit(c[at-1])
+}
+
+func hexDigit(b byte) bool { return b >= '0' && b <= '9' || b|0x20 >= 'a' && b|0x20 <= 'f' }
 func hasUpperLower(b []byte) bool {
 	return bytes.ContainsFunc(b, isUpperR) && bytes.ContainsFunc(b, isLowerR)
 }
@@ -578,7 +590,7 @@ var azureADSecret = &rule{
 	name: "azure-ad-client-secret", anchors: oneOf("0Q~ 1Q~ 2Q~ 3Q~ 4Q~ 5Q~ 6Q~ 7Q~ 8Q~ 9Q~"), next: adBody,
 	find: func(c []byte, at, n int, out []span) []span {
 		s := at - 3
-		if s < 0 || !adHead[c[s]] || !adHead[c[s+1]] || !adHead[c[s+2]] || s > 0 && adBody[c[s-1]] {
+		if s < 0 || !adHead[c[s]] || !adHead[c[s+1]] || !adHead[c[s+2]] || s > 0 && adBody[c[s-1]] && !escaped(c, s) {
 			return out
 		}
 		e := match(c, at+n, segs(run(adBody, 31, 34)))
@@ -674,11 +686,12 @@ func weakURLPassword(user, pw []byte) bool {
 	return false
 }
 
-// schemeEnds are "://" after each byte a URL scheme may end with.
+// schemeEnds are "://" after each byte a URL scheme may end with, and
+// ":\/\/", the same with its slashes escaped as JSON encoders may write them.
 func schemeEnds() []string {
 	var as []string
 	for _, c := range "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" {
-		as = append(as, string(c)+"://")
+		as = append(as, string(c)+"://", string(c)+`:\/\/`)
 	}
 	return as
 }
@@ -726,7 +739,7 @@ var urlPassword = &rule{
 var jwt = &rule{
 	name: "jwt", anchors: oneOf("eyJ"), next: b64url,
 	find: func(c []byte, at, n int, out []span) []span {
-		if at > 0 && b64url[c[at-1]] {
+		if at > 0 && b64url[c[at-1]] && !escaped(c, at) {
 			return out
 		}
 		h := match(c, at, segs(run(b64url, 10, 300)))
