@@ -144,6 +144,7 @@ func (r *Reader) notebook(f *roots.File, req Request, p *windowPlan, admission *
 	o.ID = fileid.Hash(o.StatID, sum, o.ViewID)
 	res.Observation = o
 	res.Masked = masked
+	res.Observation.Masked = masked != nil
 	return res, nil
 }
 

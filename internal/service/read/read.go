@@ -7,6 +7,7 @@ package read
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -87,6 +88,23 @@ type Observation struct {
 	// The file identity behind StatID, kept for the journal's fast path.
 	Identity fileid.Identity `json:"-"`
 	RealPath string          `json:"-"`
+	// Masked says the version holds masked credentials: see MarshalJSON.
+	Masked bool `json:"-"`
+}
+
+// MarshalJSON writes the observation as an answer shows it. A version with
+// masked credentials is not named there by its content's hash: the agent
+// knows every byte of it but the masks', so the sha256 of the file (and
+// the id made from it) would confirm a guessed password offline. The
+// journal keeps both; preconditions are decided from it, not from what an
+// answer said.
+func (o Observation) MarshalJSON() ([]byte, error) {
+	type plain Observation
+	if o.Masked {
+		o.ContentID = nil
+		o.ID = fileid.Hash(o.StatID, "masked", o.ViewID)
+	}
+	return json.Marshal(plain(o))
 }
 
 // ContentIDString is the contentId, or "" when the scan was partial.
@@ -287,6 +305,12 @@ func (r *Reader) text(f *roots.File, class sniff.Result, req Request, p *windowP
 		res.Content = kept.Bytes()
 	}
 	res.Masked = collectMasked(parts)
+	if len(src.masks) > 0 {
+		res.Observation.Masked = true
+		for _, p := range parts {
+			p.Observation.Masked = true
+		}
+	}
 	return res, nil
 }
 
