@@ -279,8 +279,44 @@ func (d *Detector) Find(b []byte) []Mask {
 // the masks; past MaxMasks it stops with ErrTooManyMasks, and a file
 // shorter than size (changed while scanned) is io.ErrUnexpectedEOF.
 func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
+	unit, be, err := d.head(r, size)
+	if unit == 0 || err != nil {
+		return nil, err
+	}
+	return d.scanRange(r, size, 0, size, unit, be, buf)
+}
+
+// ScanHalves is Scan on two goroutines, each over half of the file with
+// its own buffer: the first read of a large file waits for its scan.
+func (d *Detector) ScanHalves(r io.ReaderAt, size int64, buf1, buf2 []byte) ([]Mask, error) {
+	unit, be, err := d.head(r, size)
+	if unit == 0 || err != nil {
+		return nil, err
+	}
+	half := size / 2
+	half -= half % int64(unit)
+	var second []Mask
+	var err2 error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		second, err2 = d.scanRange(r, size, half, size, unit, be, buf2)
+	}()
+	first, err := d.scanRange(r, size, 0, half, unit, be, buf1)
+	<-done
+	if err == nil {
+		err = err2
+	}
+	if err != nil {
+		return nil, err
+	}
+	return merge(append(first, second...))
+}
+
+// head reads the start of a file for its code units (0: nothing to scan).
+func (d *Detector) head(r io.ReaderAt, size int64) (unit int, be bool, err error) {
 	if len(d.rules) == 0 || size <= 0 {
-		return nil, nil
+		return 0, false, nil
 	}
 	var head [4]byte
 	n, err := r.ReadAt(head[:min(size, 4)], 0)
@@ -288,17 +324,30 @@ func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, err
+		return 0, false, err
 	}
-	unit, be := units(head[:n])
+	unit, be = units(head[:n])
+	return unit, be, nil
+}
+
+// scanRange finds the credentials whose keys lie in [from, to) of a file
+// of size bytes in code units of unit bytes: chunks of buf, each reading
+// credBack units before the part it owns and credAhead after, so a
+// credential cut by a chunk's or the range's edge is found whole, by the
+// one chunk (of the one range) that owns its key.
+func (d *Detector) scanRange(r io.ReaderAt, size, from, to int64, unit int, be bool, buf []byte) ([]Mask, error) {
 	if len(buf) < minChunk {
 		buf = make([]byte, minChunk)
 	}
 	buf = buf[:len(buf)/unit*unit]
+	u := int64(unit)
+	start := max(0, from-credBack*u)
+	start -= start % u
+	lo := int((from - start) / u)
 	var out []Mask
-	for start := int64(0); start < size; {
+	for start < size {
 		want := min(int64(len(buf)), size-start)
-		want -= want % int64(unit)
+		want -= want % u
 		if want == 0 {
 			break
 		}
@@ -310,17 +359,18 @@ func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
 			}
 			return nil, err
 		}
-		last := start+want >= size
+		atEnd := start+want >= size
 		c := buf[:n-n%unit]
 		if unit > 1 {
 			c = narrow(c, unit, be)
 		}
-		lo, hi := 0, len(c)
-		if start > 0 {
-			lo = credBack
-		}
-		if !last {
+		hi := len(c)
+		if !atEnd {
 			hi = len(c) - credAhead
+		}
+		last := atEnd
+		if end := int((to - start) / u); end <= hi {
+			hi, last = end, true
 		}
 		out = d.chunk(c, lo, hi, start, unit, be, out)
 		if len(out) > 2*MaxMasks {
@@ -331,12 +381,10 @@ func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
 		if last {
 			break
 		}
-		start += int64(hi-credBack) * int64(unit)
+		start += int64(hi-credBack) * u
+		lo = credBack
 	}
-	if out, err = merge(out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return merge(out)
 }
 
 // units returns the code unit a file's first bytes announce by their BOM.
