@@ -25,7 +25,6 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/history"
-	"github.com/fsguard/fsguard/internal/decide/links"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/door/control"
 	"github.com/fsguard/fsguard/internal/service/session"
@@ -155,7 +154,7 @@ func Start(cfg Config) (*Daemon, error) {
 	// One admission decider for the mount and the socket: one verdict per
 	// file version, whichever door asks, and the index of hard links.
 	dec := admit.New(1 << 16)
-	dec.Links = links.New()
+	dec.Links = admit.NewLinkIndex()
 	if d.journal != nil {
 		dec.OnMasks = session.MaskAudit(d.journal, func(family string) { d.Metrics.Masked.Add(family, 1) })
 	}

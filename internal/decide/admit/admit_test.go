@@ -14,7 +14,6 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/decide/admit"
-	"github.com/fsguard/fsguard/internal/decide/links"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 
 	"golang.org/x/sys/unix"
@@ -133,7 +132,7 @@ func TestHardLinks(t *testing.T) {
 		t.Errorf("a multi-link file without an index: %v, want DENIED saying how to allow it", err)
 	}
 	d := admit.New(16)
-	idx := links.New()
+	idx := admit.NewLinkIndex()
 	d.Links = idx
 	if err := e.decide(d, "notes.txt"); refusal.CodeOf(err) != refusal.Denied || strings.Contains(err.Error(), ".env") {
 		t.Errorf("a link to .env: %v, want DENIED without naming it", err)

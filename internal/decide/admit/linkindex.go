@@ -1,49 +1,50 @@
-// Package links owns the daemon's index of hard links: for every regular
-// file under the roots with more than one name, all the names it has there.
-// A name the index does not hold lies outside the roots (or appeared since
-// the walk). The index is built by a walk of the roots and rebuilt when a
-// file it is asked about no longer matches what the walk saw: a link made,
-// removed or renamed changes the inode's link count or ctime.
-package links
+package admit
+
+// LinkIndex is the daemon's index of hard links (its Linker): for every
+// regular file under the roots with more than one name, all the names it
+// has there. A name the index does not hold lies outside the roots (or
+// appeared since the walk). The index is built by a walk of the roots and
+// rebuilt when a file it is asked about no longer matches what the walk
+// saw: a link made, removed or renamed changes the inode's link count or
+// ctime.
 
 import (
 	"os"
 	"path/filepath"
 	"sync"
 
-	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 
 	"golang.org/x/sys/unix"
 )
 
-type inode struct{ dev, ino uint64 }
+type linkInode struct{ dev, ino uint64 }
 
-// entry is what the walk saw of one multi-link inode.
-type entry struct {
+// linkEntry is what the walk saw of one multi-link inode.
+type linkEntry struct {
 	nlink   uint64
 	ctimeNs int64
-	names   []admit.Name
+	names   []Name
 }
 
-// Index is the multi-link inodes under a guard's roots.
-type Index struct {
+// LinkIndex holds the multi-link inodes under a guard's roots.
+type LinkIndex struct {
 	mu    sync.Mutex
 	guard *roots.Guard
-	m     map[inode]*entry
+	m     map[linkInode]*linkEntry
 	// walking is closed when the walk under way ends; nil when none is.
 	walking chan struct{}
 	// Walks counts completed walks (for tests and metrics).
 	Walks int
 }
 
-// New returns an empty index; the first question walks the roots.
-func New() *Index { return &Index{} }
+// NewLinkIndex returns an empty index; the first question walks the roots.
+func NewLinkIndex() *LinkIndex { return &LinkIndex{} }
 
-// OtherNames implements admit.Linker: every name of f's inode under the
+// OtherNames implements Linker: every name of f's inode under the
 // roots, and whether they are all its names.
-func (x *Index) OtherNames(g *roots.Guard, f *roots.File) ([]admit.Name, bool) {
-	k := inode{f.Stat.Dev, f.Stat.Ino}
+func (x *LinkIndex) OtherNames(g *roots.Guard, f *roots.File) ([]Name, bool) {
+	k := linkInode{f.Stat.Dev, f.Stat.Ino}
 	for attempt := 0; attempt < 2; attempt++ {
 		x.mu.Lock()
 		e, ok := x.m[k]
@@ -60,7 +61,7 @@ func (x *Index) OtherNames(g *roots.Guard, f *roots.File) ([]admit.Name, bool) {
 }
 
 // rebuild walks the roots again, or waits for the walk under way.
-func (x *Index) rebuild(g *roots.Guard) {
+func (x *LinkIndex) rebuild(g *roots.Guard) {
 	x.mu.Lock()
 	if w := x.walking; w != nil {
 		x.mu.Unlock()
@@ -70,7 +71,7 @@ func (x *Index) rebuild(g *roots.Guard) {
 	done := make(chan struct{})
 	x.walking = done
 	x.mu.Unlock()
-	m := walk(g)
+	m := walkLinks(g)
 	x.mu.Lock()
 	x.m, x.guard, x.walking = m, g, nil
 	x.Walks++
@@ -84,8 +85,8 @@ func (x *Index) rebuild(g *roots.Guard) {
 // swapped for a symlink mid-walk is skipped, never followed. It stays on each
 // root's device unless the root crosses mounts, as resolution does. Nested
 // roots name one file once.
-func walk(g *roots.Guard) map[inode]*entry {
-	m := map[inode]*entry{}
+func walkLinks(g *roots.Guard) map[linkInode]*linkEntry {
+	m := map[linkInode]*linkEntry{}
 	seen := map[string]bool{}
 	for _, r := range g.Roots() {
 		r.Use(func(rfd int) error {
@@ -100,7 +101,7 @@ func walk(g *roots.Guard) map[inode]*entry {
 }
 
 // walkDir walks the open directory fd (rel beneath r), and closes it.
-func walkDir(r *roots.Root, fd int, rel string, m map[inode]*entry, seen map[string]bool) {
+func walkDir(r *roots.Root, fd int, rel string, m map[linkInode]*linkEntry, seen map[string]bool) {
 	d := os.NewFile(uintptr(fd), rel)
 	defer d.Close()
 	for {
@@ -132,13 +133,13 @@ func walkDir(r *roots.Root, fd int, rel string, m map[inode]*entry, seen map[str
 					continue
 				}
 				seen[real] = true
-				k := inode{st.Dev, st.Ino}
+				k := linkInode{st.Dev, st.Ino}
 				e := m[k]
 				if e == nil {
-					e = &entry{nlink: uint64(st.Nlink), ctimeNs: st.Ctim.Nano()}
+					e = &linkEntry{nlink: uint64(st.Nlink), ctimeNs: st.Ctim.Nano()}
 					m[k] = e
 				}
-				e.names = append(e.names, admit.Name{Root: r, Rel: child})
+				e.names = append(e.names, Name{Root: r, Rel: child})
 			}
 		}
 		if err != nil || len(ents) == 0 {
