@@ -422,7 +422,8 @@ func (d *Decider) decideOpen(g *roots.Guard, f *roots.File, keep func(data []byt
 // the mount's READDIRPLUS answers with the stats of the listing that asked
 // it, and resolved each directory itself otherwise, one at a time while the
 // walker waited, where these are made in parallel, and ahead of the walker
-// when the listing is (a cold find over moby has 2,700 directories). Other
+// when the listing is (a cold walk of a large tree meets many directories,
+// each a round trip the walker would wait for). Other
 // entries (links) are left to their LOOKUP.
 //
 // The entries are decided by up to listWorkers goroutines: a cold listing

@@ -55,9 +55,9 @@ type saved struct {
 
 // savedFile is the file: a stamp, each distinct class once (a tree has a
 // few), then the versions; a SHA-256 of the gob encoding follows it. A
-// class written out per version made the save's encoding mostly strings:
-// 75 ms and 51 MB of garbage for 44,000 versions, in the first pause after
-// the warm walk, which is often the agent's first command.
+// class written out per version would make the save's encoding mostly
+// strings, and mostly garbage, in the first pause after the warm walk,
+// which is often the agent's first command.
 type savedFile struct {
 	Stamp   string
 	Results []sniff.Result

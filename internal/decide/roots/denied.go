@@ -100,8 +100,8 @@ func splitDir(p string, fold bool) []string {
 // directory r describes. Denied passed the directory, so no rule matches
 // it or an ancestor: only the entry's whole path is left to try, each
 // rule once (see policy.MatchGlobsLast), where Denied tries each on every
-// ancestor again. A listing asks it of every name it reads; Denied was 6%
-// of the daemon's samples in a first grep -r.
+// ancestor again. A listing asks it of every name it reads, so it must not
+// repeat the ancestors' work that Denied already did for the directory.
 func (g *Guard) deniedIn(root *Root, r *entryRules, name, child string) bool {
 	k := deniedKey{root, child}
 	if denied, ok := g.denials.get(k); ok {

@@ -129,13 +129,11 @@ func (g *Guard) openListed(p Path, e *Entry, want func(*unix.Stat_t) bool) (*Fil
 // can be opened: the root's own mount when it has nodev, else the root's
 // view (view.go). That is instead of resolving it with O_PATH, fstat'ing
 // that and reopening it through /proc/self/fd: a cold listing decides
-// every file it shows, and those two calls were a sixth of the daemon's
-// CPU in a first grep -r over 20,000 files (on this VM: 1.97 s against
-// 1.65 s, and 1.50 s against 1.35 s of wall time, medians of 15
-// interleaved runs). O_PATH is there so that a device or a FIFO is never
-// opened; here a device cannot be (the kernel refuses any device open on a
-// nodev mount, before its driver sees it; RESOLVE_NO_XDEV keeps the open
-// on the one mount), and O_NONBLOCK keeps a FIFO from blocking (it is
+// every file it shows, so those two extra calls per file would weigh on
+// every first walk of a tree. O_PATH is there so that a device or a FIFO
+// is never opened; here a device cannot be (the kernel refuses any device
+// open on a nodev mount, before its driver sees it; RESOLVE_NO_XDEV keeps
+// the open on the one mount), and O_NONBLOCK keeps a FIFO from blocking (it is
 // opened and closed at once). It returns the descriptor and its stat
 // (into st) only for a regular file reached without a symbolic link;
 // otherwise ok is false, nothing is left open, and the caller's O_PATH way
