@@ -154,12 +154,11 @@ example:
 // moreProcs gives the daemon twice the Ps (GOMAXPROCS) the runtime would
 // give it, for the machine or its cgroup's CPU limit. A goroutine blocked
 // in a system call keeps its P until the runtime's monitor takes it back,
-// 20 us to 10 ms later, and the daemon always has some blocked: go-fuse's
+// some time later, and the daemon always has some blocked: go-fuse's
 // readers in read(2) on /dev/fuse (as many as there are Ps) and the
 // audit's poll(2). With one P per core, the goroutines a request makes
-// runnable (a listing's admissions, the pushes after it) wait for one.
-// Measured on 2 cores, a first grep -r over 20,000 files right after
-// mounting: 1.50-1.65 s with 2 Ps, 1.23-1.35 s with 4 (8 to 32: the same).
+// runnable (a listing's admissions, the pushes after it) wait for one;
+// twice as many leaves a P free for them while the readers block.
 // The CPU used is still the machine's; GOMAXPROCS set in the environment
 // is left alone.
 func moreProcs() {

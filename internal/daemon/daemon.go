@@ -220,9 +220,9 @@ func Start(cfg Config) (*Daemon, error) {
 	srv.Warm()
 	if pol.Git.History == "warn" {
 		d.job(func(ctx context.Context) {
-			// A warning, not a gate: it runs in the agent's pauses. Beside
-			// a first `find` on moby's 13k files it made the find 0.4 s
-			// (20%) slower.
+			// A warning, not a gate: it runs in the agent's pauses, so that
+			// it never competes with the agent's own commands for the disk
+			// and the CPU.
 			reps, err := history.Scan(ctx, srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: walkedRepos(srv), Credentials: history.CredentialsUnder(pol)})
 			if ctx.Err() != nil {
 				return // stopped: what it found so far is not the answer
@@ -320,10 +320,10 @@ func (d *Daemon) loadVerdicts(pol *policy.Policy) {
 	}
 }
 
-// saveWhenQuiet saves the verdicts in the agent's next pause: a save (for
-// 44,000 classes, 30 ms of encoding and a 2–3 MB write with an fsync,
-// 54–112 ms in all) made at once, beside the agent's first command after
-// the walk, slowed that command.
+// saveWhenQuiet saves the verdicts in the agent's next pause: a save
+// encodes every class and writes and fsyncs the whole file, and made at
+// once, beside the agent's first command after the walk, it would slow
+// that command.
 func (d *Daemon) saveWhenQuiet(ctx context.Context) {
 	select {
 	case <-d.mounted:

@@ -121,8 +121,8 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // MaxFile is the largest content worth keeping: a quarter of the cap, so
 // one file never empties the store, and at most 2 MiB, because keeping
-// costs the first read of a file its compression (about 15 ms a MiB here;
-// docs/BENCHMARKS.md).
+// costs the first read of a file its compression, which grows with the
+// file (docs/BENCHMARKS.md).
 func (s *Store) MaxFile() int64 { return min(s.cap/4, 2<<20) }
 
 // now orders uses; ties between processes are harmless.

@@ -342,8 +342,9 @@ var migrations = []string{
 	CREATE INDEX records_by_owner_file ON records(owner, session, real_path, seq);`,
 	// 3: the writes' records (intents, and what resolves them: outcomes and
 	// the write's or edit's observation) have an index of their own, so a
-	// start's look for dangling intents reads them, not every record (on
-	// a journal of 3.8 GB it took 58 s, before the mount was up).
+	// start's look for dangling intents reads them, not every record: that
+	// look runs before the mount is up, so it must not grow with the
+	// journal's whole history.
 	`CREATE INDEX records_writes ON records(seq) WHERE ` + writesWhere + `;`,
 }
 
