@@ -12,6 +12,7 @@
 package admit
 
 import (
+	"io"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -281,15 +282,7 @@ func (d *Decider) release(k key, sc *scan) {
 // whose class is sample; buf is the sample's buffer, reused.
 func (d *Decider) scanKeys(f *roots.File, sample sniff.Result, buf []byte) (sniff.Result, error) {
 	d.keyScans.Add(1)
-	var at int64
-	var err error
-	if f.Stat.Size >= splitScan {
-		bp2, pool2 := d.buffer(f.Stat.Size)
-		defer pool2.Put(bp2)
-		at, err = sniff.FindKeyInHalves(f, f.Stat.Size, buf, *bp2)
-	} else {
-		at, err = sniff.FindKeyIn(f, f.Stat.Size, buf)
-	}
+	at, err := wholeScan(d, f, buf, sniff.FindKeyIn, sniff.FindKeyInHalves)
 	if err != nil {
 		return sample, err
 	}
@@ -297,6 +290,20 @@ func (d *Decider) scanKeys(f *roots.File, sample sniff.Result, buf []byte) (snif
 		return keyFound, nil
 	}
 	return sample, nil
+}
+
+// wholeScan reads the whole of f through one of a scan's two forms: in
+// two halves at once (with a second buffer) from splitScan, else whole
+// through buf.
+func wholeScan[T any](d *Decider, f *roots.File, buf []byte,
+	whole func(io.ReaderAt, int64, []byte) (T, error),
+	halves func(io.ReaderAt, int64, []byte, []byte) (T, error)) (T, error) {
+	if f.Stat.Size >= splitScan {
+		bp2, pool2 := d.buffer(f.Stat.Size)
+		defer pool2.Put(bp2)
+		return halves(f, f.Stat.Size, buf, *bp2)
+	}
+	return whole(f, f.Stat.Size, buf)
 }
 
 // keepWhole gives keep the content of f, a small file whose verdict was

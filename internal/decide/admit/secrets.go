@@ -73,14 +73,7 @@ func (d *Decider) scanFor(pol *policy.Policy, f *roots.File, res sniff.Result, b
 	if det == nil || err != nil {
 		return res, credErr(f.Shown, err)
 	}
-	var masks []sniff.Mask
-	if f.Stat.Size >= splitScan {
-		bp2, pool2 := d.buffer(f.Stat.Size)
-		defer pool2.Put(bp2)
-		masks, err = det.ScanHalves(f, f.Stat.Size, buf, *bp2)
-	} else {
-		masks, err = det.Scan(f, f.Stat.Size, buf)
-	}
+	masks, err := wholeScan(d, f, buf, det.Scan, det.ScanHalves)
 	if err != nil {
 		return res, credErr(f.Shown, err)
 	}
