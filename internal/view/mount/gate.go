@@ -221,8 +221,8 @@ func (v *view) push(n *node, in *fs.Inode, id fileid.Identity, data, buf []byte,
 
 // store writes data into the kernel's cache of in; only push calls it. The
 // READDIRPLUS reply naming the inode may not be in the kernel yet
-// (ENOENT): with wait, it waits for it, longer on a busy machine (a 20 ms
-// bound left files unpushed under load), never more than maxWaitKnown;
+// (ENOENT): with wait, it waits for it, longer on a busy machine (where
+// the reply can lag far behind the push), never more than maxWaitKnown;
 // without, it returns ENOENT at once. Any other failure is a push given
 // up, counted.
 func (v *view) store(in *fs.Inode, data []byte, wait bool) syscall.Errno {

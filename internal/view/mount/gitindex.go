@@ -70,7 +70,8 @@ type gitIndexes struct {
 	// hidden remembers, by root name and path, whether the view hides a
 	// tracked path, for one generation and policy (hiddenFor): git
 	// rewrites its index far more often than the tree's visible set
-	// moves, and deciding 13,000 paths again took 65 ms per rewrite.
+	// moves, and deciding every tracked path again at each rewrite would
+	// redo a whole tree's decisions for nothing.
 	hidden    map[string]bool
 	hiddenFor struct {
 		pol *policy.Policy

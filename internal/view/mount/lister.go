@@ -20,9 +20,9 @@ import (
 // mount that the daemon has already read, when the daemon is killed
 // (SIGKILL), is waited out by the kernel uninterruptibly; its reply never
 // comes, the dying thread keeps /dev/fuse open, so the connection is
-// never aborted and the daemon never goes (TestDeadMountServesNoPast hung
-// so under load, the walk's thread in getdents on its own mount). So the
-// listings are made by a child process, this binary again in lister mode,
+// never aborted and the daemon never goes (the walk's thread, in getdents
+// on its own mount, would be such a request). So the listings are made
+// by a child process, this binary again in lister mode,
 // which the kernel kills when the walk's thread goes (Pdeathsig); a child
 // caught in such a request is freed when the daemon's end of the
 // connection closes.
@@ -318,10 +318,10 @@ func (l *lister) close() {
 // request to the mount when the daemon is killed is freed only when the
 // connection's last descriptor closes, and a descriptor the child held
 // itself would keep the connection, the request and the child alive for
-// ever (and every later access to the mount point hung with them). go-fuse
-// opens /dev/fuse (or receives it from fusermount) without O_CLOEXEC, so
-// the daemon marks it before each start, and the child closes any it got
-// anyway before it touches the mount.
+// ever (and every later access to the mount point would hang with them).
+// go-fuse opens /dev/fuse (or receives it from fusermount) without
+// O_CLOEXEC, so the daemon marks it before each start, and the child
+// closes any it got anyway before it touches the mount.
 
 // fuseFds calls fn with each descriptor of this process open on /dev/fuse.
 func fuseFds(fn func(fd int)) {

@@ -110,11 +110,10 @@ const fallbackTimeout = time.Second
 
 // maxRead is the largest READ the kernel sends (max_pages follows it).
 // Large READs make a first read of a big file a fraction of the round
-// trips, and guarded opens, of the 128 KiB default (1 GiB: ~1.1 s
-// instead of ~2.5 s here). It stays under 1 MiB because go-fuse splices
-// a reply through a pipe sized reply + header + one page, and a pipe's
-// largest size (fs.pipe-max-size) is 1 MiB by default; a reply that does
-// not fit is copied instead, and logged.
+// trips, and guarded opens, of the 128 KiB default. It stays under 1 MiB
+// because go-fuse splices a reply through a pipe sized reply + header +
+// one page, and a pipe's largest size (fs.pipe-max-size) is 1 MiB by
+// default; a reply that does not fit is copied instead, and logged.
 const maxRead = 1<<20 - 8<<10
 
 // overlayfsMagic is statfs's f_type for overlayfs.
@@ -413,9 +412,10 @@ func ClearStale(mp string) error {
 // abortDead makes a dead daemon's mount stop serving the past. The kernel
 // keeps serving pages and names it cached from a killed daemon — to a
 // container that still has the old mount bound, or a process whose
-// current directory is in it — long after the daemon is gone (60 s and
-// more). Detaching the mount does not touch them, and neither does
-// aborting the connection alone (checked: a cached file still reads).
+// current directory is in it — long after the daemon is gone, for as
+// long as the kernel keeps them. Detaching the mount does not touch them,
+// and neither does aborting the connection alone (checked: a cached file
+// still reads).
 // Aborting the connection (/sys/fs/fuse/connections/N/abort, so nothing
 // new is answered) and then dropping the clean page, dentry and inode
 // caches does: every access to the old mount then fails with ENOTCONN.

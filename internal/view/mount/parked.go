@@ -48,9 +48,9 @@ const probeEvery = 8
 // atOnce reports whether an agent's first listing's pushes go out at once
 // rather than parked. While the agent reads what it lists (reads), a
 // parked directory costs its walker a READ of the first file it reads
-// there, a round trip per directory (85 us each on this VM, a tenth of a
-// cold grep -rn over moby); pushed at once, the walker mostly finds the
-// pages there. But it is the parked directories' reads that tell whether
+// there, a round trip per directory that a cold walk pays many times
+// over; pushed at once, the walker mostly finds the pages there. But it
+// is the parked directories' reads that tell whether
 // the agent still reads: so one in probeEvery is parked, and once one of
 // them is not read before the next is parked, reads is cleared (see park)
 // and every listing is parked again. A walker that reads nothing after
@@ -86,7 +86,8 @@ type parkedDir struct {
 // takes its directory's pushes at its first read there, so few wait at
 // once; a walker that reads nothing fills the budget, and the buffers of
 // the pushes dropped past it are recycled for the next listings' copies
-// (64 MiB let a find over moby allocate fresh pages for 64 MiB of copies).
+// (a larger budget only lets such a walker allocate fresh pages for
+// copies no one reads).
 const maxParkedBytes = 16 << 20
 
 // park adds jobs, pushes of files named by a listing of dir that the

@@ -240,9 +240,9 @@ func (r *refill) round(ctx context.Context, p *prefetch) {
 }
 
 // residency tells which files the kernel's page cache still holds whole:
-// an idle machine's reclaim takes a share of the mount's pages (15-25% of
-// moby's small files in five minutes here), and pushing the rest again
-// reads each from the backing tree, from disk when its backing pages went
+// an idle machine's reclaim takes a share of the mount's pages, and
+// pushing the rest again reads each from the backing tree, from disk when
+// its backing pages went
 // too, beside the walker that found the reclaim. The daemon cannot ask
 // its own mount (see lister.go), so a lister child counts the pages
 // (cachestat). Without one (it did not start, or failed), every file is

@@ -127,9 +127,10 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, un
 		}
 		if filepath.Base(d) == ".git" && s.v.warmIndexes() > 0 {
 			// Its listing made the index known to the kernel: the view is
-			// made in this pause, not once the whole tree is walked (3.7 s
-			// after mounting moby), and its decisions of every tracked
-			// file are the walk's and an early git status's to reuse.
+			// made in this pause, not once the whole tree is walked (which
+			// in a large tree is long after mounting), and its decisions of
+			// every tracked file are the walk's and an early git status's
+			// to reuse.
 			s.event("index_warmed")
 		}
 		dirs++
@@ -246,9 +247,9 @@ func (s *Server) Walked(ctx context.Context) (found, unlisted []Dir, ok bool) {
 // Re-warming: the kernel may forget what the walk put in its caches — its
 // inodes are reclaimed like any cache when memory is wanted, or when an
 // idle machine's memory is reclaimed proactively — and an agent back from
-// a pause would then pay the cold walk again (after 5 minutes idle on
-// moby: 31,417 requests, 22x native). When at least rewarmForgets nodes
-// were forgotten since the last walk and no other process has asked
+// a pause would then pay the cold walk again, a request for every name
+// it meets. When at least rewarmForgets nodes were forgotten since the
+// last walk and no other process has asked
 // anything for rewarmIdle, the walk runs again.
 const (
 	rewarmForgets = 1024

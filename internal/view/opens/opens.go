@@ -126,8 +126,8 @@ type Recorder struct {
 	// Only the reader's thread touches these: they are, or hold, numbers
 	// in its own descriptor table. fdDir is /proc/thread-self/fd, held
 	// open: each new open is named by a readlinkat of its event's
-	// descriptor in it, not by resolving the whole path again (2.5 µs
-	// against 4.3 µs, for each of a walker's thousands of files).
+	// descriptor in it, not by resolving the whole path again, which
+	// each of a walker's many files would pay.
 	fdDir int
 	tid   int // the thread, whose table is /proc/self/task/<tid>/fd
 	link  []byte
@@ -343,8 +343,8 @@ func (r *Recorder) read(ready chan<- error) {
 const readBuf = 16 << 10
 
 // settle is how long the reader lets events gather after the queue ran
-// dry. The kernel queues 16,384 before it overflows: filling that in
-// 10 ms takes an open every 0.6 µs; a grep -r opens one every 10 µs.
+// dry. The kernel queues 16,384 before it overflows: filling that within
+// settle takes opens far faster than a walker makes them.
 const settle = 10 * time.Millisecond
 
 // ownTable gives the calling (locked) thread a descriptor table of its
@@ -472,9 +472,9 @@ func (r *Recorder) readOnce(buf []byte) int {
 // otherwise (its own, the runtime's), and not one read's worth, read
 // before the bound is looked at (each event's descriptor, and one for each
 // process first seen in it). The processes are counted as they are named,
-// not reserved at their bound of maxProcs: with a limit of 20,000 that
-// reserve left 13,110, and a first grep -r's 20,000 opens were named
-// beside it, some 8% of the daemon's CPU during it.
+// not reserved at their bound of maxProcs: that reserve would take a
+// large part of the table from the held opens, and a first walk's opens
+// would be named one by one beside it instead of held.
 func fdRoom(limit int) int { return limit - 64 - 2*readBuf/metaLen }
 
 // heldBound is the number of held opens at which the reader names the

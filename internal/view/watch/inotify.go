@@ -309,9 +309,8 @@ func (w *inotify) convert(out []Event, ev rawEvent) []Event {
 		// The pair is not reported as Moved: the mount following both
 		// halves of a storm of exchanges (RENAME_EXCHANGE of a directory
 		// and a link, TestLoadWithSymlinkSwaps) grew the daemon's memory
-		// by 74-82 MB in 5 s, against 55-64 MB as a removal and an
-		// addition; until that is understood, a rename on inotify is
-		// those two.
+		// well beyond what a removal and an addition cost; until that is
+		// understood, a rename on inotify is those two.
 		w.forget(p) // an empty directory it replaced
 		for wd, q := range f.under {
 			w.dirs[wd], w.wds[p+q] = p+q, wd // q is "" or begins with '/'
