@@ -36,12 +36,7 @@ func TestAttackHostFlipRacesMountRead(t *testing.T) {
 	knownGap(t, "a host writer changing a file in place races the mount's check and read (issue: the bytes served are the bytes checked)")
 	t.Parallel()
 	f := newFixture(t)
-	var pat sniff.Sample
-	for _, s := range sniff.SampleCredentials(20261207) {
-		if s.Family == "github-pat" {
-			pat = s
-		}
-	}
+	pat := githubSample(t)
 	clean := strings.Repeat("x", len(pat.Secret))
 	head := "line one\nTOKEN=ghp_"
 	p := filepath.Join(f.root, "race.txt")
@@ -130,12 +125,7 @@ func TestAttackUnmaskedInBinaryClass(t *testing.T) {
 	knownGap(t, "text the classifier calls binary (UTF-16 without a BOM, a NUL byte) is served raw by the mount")
 	t.Parallel()
 	f := newFixture(t)
-	var pat sniff.Sample
-	for _, s := range sniff.SampleCredentials(20261207) {
-		if s.Family == "github-pat" {
-			pat = s
-		}
-	}
+	pat := githubSample(t)
 	text := "first\nTOKEN=" + pat.Value + "\nlast\n"
 	utf16le := make([]byte, 0, 2*len(text))
 	for i := range len(text) {

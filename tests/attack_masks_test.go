@@ -29,6 +29,18 @@ func shownLine(t *testing.T, out string, n int) string {
 	return ""
 }
 
+// githubSample is the detector's own sample of a GitHub classic token.
+func githubSample(t *testing.T) sniff.Sample {
+	t.Helper()
+	for _, s := range sniff.SampleCredentials(20261207) {
+		if s.Family == "github-pat" {
+			return s
+		}
+	}
+	t.Fatal("the detector makes no github-pat sample")
+	return sniff.Sample{}
+}
+
 // fillRun is a mask's fill as a read shows it.
 var fillRun = regexp.MustCompile(`\*{8,}`)
 
@@ -224,12 +236,7 @@ func TestAttackWriteMaskOverSecret(t *testing.T) {
 func TestAttackWriteMakesFileBinary(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	var pat sniff.Sample
-	for _, s := range sniff.SampleCredentials(20261207) {
-		if s.Family == "github-pat" {
-			pat = s
-		}
-	}
+	pat := githubSample(t)
 	writeFile(t, filepath.Join(f.root, "cfg.txt"), "first\nTOKEN="+pat.Value+"\nlast\n", 0o644)
 	sock := filepath.Join(f.base, "ctl.sock")
 	startMount(t, f.mp, "--policy", f.policy, "--socket", sock)

@@ -51,7 +51,7 @@ type Decider struct {
 	// settle: see Save (a field so that tests need not wait for it).
 	settle time.Duration
 	// dets is the credential detector of the policy in force.
-	dets detectors
+	dets atomic.Pointer[detectorOf]
 	// OnMasks, when set, is told of each version found to hold
 	// credentials, once per version decided (the audit's record of what
 	// was masked); f is open, at that version, while it runs.

@@ -3,7 +3,6 @@ package admit
 import (
 	"errors"
 	"io"
-	"sync"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
@@ -17,27 +16,28 @@ import (
 // masked bytes. A version whose credentials cannot all be found within the
 // bounds is refused, never shown raw.
 
-// detectors holds one credential detector per policy (a reload brings a
+// detectorOf is the credential detector of one policy (a reload brings a
 // new policy, and its rules with it).
-type detectors struct {
-	mu  sync.Mutex
+type detectorOf struct {
 	pol *policy.Policy
 	det *sniff.Detector
 	err error
 }
 
 // detector is pol's credential detector, nil when the policy masks none.
+// Every admission of text asks for it: the one in force is read without a
+// lock, and a new policy's is built once it is first asked for (two
+// decisions racing to build it build the same detector twice, harmlessly).
 func (d *Decider) detector(pol *policy.Policy) (*sniff.Detector, error) {
 	if !pol.Secrets.Masks() {
 		return nil, nil
 	}
-	d.dets.mu.Lock()
-	defer d.dets.mu.Unlock()
-	if d.dets.pol != pol {
-		d.dets.det, d.dets.err = sniff.NewDetector(pol.Secrets)
-		d.dets.pol = pol
+	if cur := d.dets.Load(); cur != nil && cur.pol == pol {
+		return cur.det, cur.err
 	}
-	return d.dets.det, d.dets.err
+	det, err := sniff.NewDetector(pol.Secrets)
+	d.dets.Store(&detectorOf{pol, det, err})
+	return det, err
 }
 
 // maskable reports whether a version of class res is looked into for
