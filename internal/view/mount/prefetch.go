@@ -61,10 +61,10 @@ func (p *prefetch) start(v *view, budget int64, report func(string)) {
 	p.queue = make(chan pushJob, pushQueue)
 	p.eager = make(chan pushJob, pushQueue)
 	for range pushWorkers {
-		v.work.Go(p.work)
+		v.work.Go(func(ctx context.Context) { p.worker(ctx, p.queue, false) })
 	}
 	for range eagerWorkers {
-		v.work.Go(p.workEager)
+		v.work.Go(func(ctx context.Context) { p.worker(ctx, p.eager, true) })
 	}
 }
 
@@ -159,21 +159,31 @@ func (p *prefetch) offerKept(j pushJob) {
 	}
 }
 
-func (p *prefetch) workEager(ctx context.Context) {
+// worker takes pushes from queue until ctx ends. An eager queue's are
+// made at once (an agent is reading what they hold); the background
+// queue's wait for the agent's pause, as its command's requests go first
+// (a push races the walker's own READ anyway). Only eager jobs may carry
+// the content a listing read (data); the others read the file.
+func (p *prefetch) worker(ctx context.Context, queue <-chan pushJob, eager bool) {
 	buf := make([]byte, maxPush+1)
 	for {
 		var j pushJob
 		select {
 		case <-ctx.Done():
 			return
-		case j = <-p.eager:
+		case j = <-queue:
+		}
+		if !eager && !p.v.active.quiet(ctx.Done(), nil) {
+			return
 		}
 		if j.data == nil {
 			p.push(j, buf)
 		} else {
 			p.pushKept(j)
 		}
-		p.eagerBytes.Add(-int64(len(j.data)))
+		if eager {
+			p.eagerBytes.Add(-int64(len(j.data)))
+		}
 		p.queued.Add(-1)
 	}
 }
@@ -222,25 +232,6 @@ func (p *prefetch) readIn(n *node) {
 		if j.n != n {
 			p.offerKept(j)
 		}
-	}
-}
-
-func (p *prefetch) work(ctx context.Context) {
-	buf := make([]byte, maxPush+1)
-	for {
-		var j pushJob
-		select {
-		case <-ctx.Done():
-			return
-		case j = <-p.queue:
-		}
-		// Background work: while an agent's command is running, its
-		// requests go first (a push races the walker's own READ anyway).
-		if !p.v.active.quiet(ctx.Done(), nil) {
-			return
-		}
-		p.push(j, buf)
-		p.queued.Add(-1)
 	}
 }
 
