@@ -66,7 +66,8 @@ func (g *Guard) entryRules(root *Root, rel string) (r *entryRules, ok bool) {
 	if g.Denied(root, rel) {
 		return nil, false
 	}
-	r = &entryRules{fold: g.pol.Folds(), relSegs: splitDir(rel, g.pol.Folds())}
+	fold := g.folds(root)
+	r = &entryRules{fold: fold, relSegs: splitDir(rel, fold)}
 	for i, base := range []string{root.Real, root.Path} {
 		if i == 1 && root.Path == root.Real {
 			break
@@ -126,7 +127,11 @@ func (g *Guard) entryDenied(r *entryRules, name string) bool {
 	for _, a := range r.abs {
 		// A deny path the directory is not under can hold the entry only
 		// by being it.
-		if slices.ContainsFunc(g.denyPaths, func(d string) bool { return isEntryOf(d, a.path, name) }) {
+		paths := g.denyPaths
+		if r.fold {
+			paths = g.foldedDenyPaths
+		}
+		if slices.ContainsFunc(paths, func(d string) bool { return isEntryOf(d, a.path, name) }) {
 			return true
 		}
 		var absSegs []string

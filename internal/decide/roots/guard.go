@@ -39,9 +39,10 @@ type Guard struct {
 	// denials is shared by the guards As makes.
 	denials *denials
 	// denyPaths is the policy's [deny] paths, folded when its rules fold;
-	// absGlobs: some deny glob is absolute.
-	denyPaths []string
-	absGlobs  bool
+	// foldedDenyPaths, folded always, for roots that fold when the policy
+	// does not (see folds); absGlobs: some deny glob is absolute.
+	denyPaths, foldedDenyPaths []string
+	absGlobs                   bool
 }
 
 // Access runs file-system work with some identity's rights (a
@@ -108,6 +109,9 @@ type Root struct {
 	// beneath caches the mount points beneath the root it must not show.
 	view    *rootFD
 	beneath atomic.Pointer[beneath]
+	// caseFolds: a directory beneath the root may fold case (see
+	// mayFoldCase), so its names are compared folded whatever the policy.
+	caseFolds bool
 }
 
 // noteMount records whether the mount of fd, a directory beneath the
@@ -128,8 +132,10 @@ func (r *Root) CrossMounts() bool { return r.crossMounts }
 func New(p *policy.Policy) (*Guard, error) {
 	g := &Guard{pol: p, denials: &denials{}}
 	for _, d := range p.Deny.Paths {
+		folded := "/" + strings.Join(policy.SplitName(d, true), "/")
+		g.foldedDenyPaths = append(g.foldedDenyPaths, folded)
 		if p.Folds() {
-			d = "/" + strings.Join(policy.SplitName(d, true), "/")
+			d = folded
 		}
 		g.denyPaths = append(g.denyPaths, d)
 	}
@@ -150,6 +156,7 @@ func New(p *policy.Policy) (*Guard, error) {
 		}
 		r := &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, crossMounts: pr.CrossMounts, rfd: rootFD{fd: fd}}
 		r.noteMount(fd)
+		r.caseFolds = mayFoldCase(fd, r.crossMounts)
 		if !r.crossMounts {
 			if vfd, err := openView(fd); err == nil {
 				r.view = &rootFD{fd: vfd}
@@ -196,13 +203,13 @@ func (g *Guard) deniedAbs(root *Root, rel, abs string) bool {
 	if IsTemp(filepath.Base(rel)) {
 		return true // a write in progress, or one a kill left behind
 	}
-	fold := g.pol.Folds()
+	fold := g.folds(root)
 	if len(g.denyPaths) > 0 {
-		cmp := abs
+		cmp, paths := abs, g.denyPaths
 		if fold {
-			cmp = "/" + strings.Join(policy.SplitName(abs, true), "/")
+			cmp, paths = "/"+strings.Join(policy.SplitName(abs, true), "/"), g.foldedDenyPaths
 		}
-		for _, d := range g.denyPaths {
+		for _, d := range paths {
 			if cmp == d || strings.HasPrefix(cmp, d+"/") || d == "/" {
 				return true
 			}
@@ -236,7 +243,7 @@ func IsTemp(name string) bool {
 // agent knows it is policy and not a transient failure.
 func (g *Guard) WriteDenied(p Path) error {
 	for _, base := range []string{p.Root.Real, p.Root.Path} {
-		if i := policy.MatchGlobs(g.pol.Write.DenyGlobs, p.Rel, filepath.Join(base, p.Rel), g.pol.Folds()); i >= 0 {
+		if i := policy.MatchGlobs(g.pol.Write.DenyGlobs, p.Rel, filepath.Join(base, p.Rel), g.folds(p.Root)); i >= 0 {
 			rule := g.pol.Write.DenyGlobs[i].String()
 			return refusal.Of(refusal.WriteDeniedRule, refusal.OpWrite, p.Shown, refusal.Facts{Rule: rule})
 		}
