@@ -1,7 +1,12 @@
-// Package history finds what a git repository's history holds that the
-// view hides: paths the deny list matches in any commit of any ref, and
-// private keys and credentials among its blobs (the view masks a
-// credential in a file; a git object holding it is served as it is). The mount filters files, not git objects:
+// Package history finds what a git repository's object database and
+// index hold that the view hides: paths the deny list matches in any
+// commit of any ref, among the staged entries of the index, and in
+// commits and trees no ref reaches; and private keys and credentials among
+// the blobs of all three (the view masks a credential in a file; a git
+// object holding it is served as it is). A staged-but-never-committed
+// .env, or a blob left dangling by `git add` then `git reset`, is as
+// readable through the mount (`git show :.env`, `git cat-file -p OID`)
+// as a committed one. The mount filters files, not git objects:
 // `git show HEAD~1:.env` or `git log -p` through the mount prints whatever
 // the object database holds. This package reports it, so an operator can
 // rewrite history, or hide the repository's .git ([git] history = "hide").
@@ -14,6 +19,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -33,17 +39,30 @@ import (
 
 // Finding is one thing a repository's history exposes.
 type Finding struct {
-	Path   string `json:"path"`   // in the repository
-	Commit string `json:"commit"` // a commit that holds it
-	Why    string `json:"why"`    // "denied path" or "private key"
+	Path   string `json:"path"`             // in the repository; "" for an unreachable blob no tree names
+	Commit string `json:"commit,omitempty"` // a commit that holds it (Where "commit")
+	Object string `json:"object,omitempty"` // the blob (Where "unreachable")
+	// Where is what holds it: "commit" (a commit some ref reaches),
+	// "staged" (the index) or "unreachable" (an object no ref reaches:
+	// dangling, or only in a reflog).
+	Where string `json:"where"`
+	Why   string `json:"why"` // "denied path", "private key", "credential (FAMILY)"
 }
+
+// Where a finding is.
+const (
+	InCommit      = "commit"
+	InIndex       = "staged"
+	InUnreachable = "unreachable"
+)
 
 // Report is what one repository's history exposes.
 type Report struct {
 	Root     *roots.Root `json:"-"`
 	Repo     string      `json:"repo"` // the working tree, relative to its root
 	Findings []Finding   `json:"findings"`
-	// Incomplete says the blob scan stopped at the byte budget.
+	// Incomplete says the blob scan stopped at the byte budget, or git
+	// could not list every unreachable object (a broken repository).
 	Incomplete bool `json:"incomplete,omitempty"`
 }
 
@@ -179,20 +198,27 @@ func scanRepo(ctx context.Context, g *roots.Guard, at roots.Path, o Options) (Re
 	}
 	defer d.Close()
 	dir := d.File
-	seen := map[string]bool{}
+	seen := map[string]bool{} // where+path already reported
+	report := func(f Finding) {
+		k := f.Where + "\x00" + f.Path
+		if f.Path == "" {
+			k += "\x00" + f.Object
+		}
+		if !seen[k] {
+			seen[k] = true
+			rep.Findings = append(rep.Findings, f)
+		}
+	}
+	denied := func(p string) bool { return p != "" && g.Denied(at.Root, filepath.Join(at.Rel, p)) }
 	// Paths: every path any commit of any ref touched.
 	commit := ""
-	err = gitLines(ctx, o, dir, []string{"log", "--all", "--no-renames", "--format=%x00%H", "--name-only"}, func(line string) {
+	err = gitLines(ctx, o, dir, []string{"log", "--all", "--no-renames", "--no-ext-diff", "--no-textconv", "--format=%x00%H", "--name-only"}, func(line string) {
 		if strings.HasPrefix(line, "\x00") {
 			commit = line[1:]
 			return
 		}
-		if line == "" || seen[line] {
-			return
-		}
-		if g.Denied(at.Root, filepath.Join(at.Rel, line)) {
-			seen[line] = true
-			rep.Findings = append(rep.Findings, Finding{Path: line, Commit: commit, Why: "denied path"})
+		if denied(line) {
+			report(Finding{Path: line, Commit: commit, Where: InCommit, Why: "denied path"})
 		}
 	})
 	if err != nil {
@@ -200,16 +226,99 @@ func scanRepo(ctx context.Context, g *roots.Guard, at roots.Path, o Options) (Re
 	}
 	// Blobs: every object of every ref, with the path it was reached by.
 	var blobs []string
-	paths := map[string]string{}
+	type blobAt struct{ path, where string }
+	at2 := map[string]blobAt{}
+	add := func(oid, p, where string) {
+		if _, ok := at2[oid]; !ok {
+			blobs = append(blobs, oid)
+			at2[oid] = blobAt{p, where}
+		}
+	}
+	reachable := map[string]bool{}
 	err = gitLines(ctx, o, dir, []string{"rev-list", "--all", "--objects"}, func(line string) {
 		oid, p, ok := strings.Cut(line, " ")
+		reachable[oid] = true
 		if ok && p != "" {
-			blobs = append(blobs, oid)
-			paths[oid] = p
+			add(oid, p, InCommit)
 		}
 	})
 	if err != nil {
 		return rep, err
+	}
+	// The index: every staged entry, committed or not, by name and by
+	// content (a blob a commit holds too is scanned once, as the commit's).
+	err = gitLinesZ(ctx, o, dir, []string{"ls-files", "--stage", "-z"}, func(entry string) {
+		meta, p, ok := strings.Cut(entry, "\t")
+		f := strings.Fields(meta) // mode oid stage
+		if !ok || len(f) != 3 || f[0] == "160000" {
+			return // a submodule's commit: its objects are another repository's
+		}
+		if denied(p) {
+			report(Finding{Path: p, Where: InIndex, Why: "denied path"})
+		}
+		add(f[1], p, InIndex)
+	})
+	if err != nil {
+		return rep, err
+	}
+	// Objects no ref reaches (dangling, or only in a reflog): git works
+	// out the difference, so the daemon holds no list of every object.
+	var loose, tips []string
+	// fsck exits non-zero on a repository with a broken link, which the
+	// agent can make: what it listed is used, the report says it is not
+	// whole, and the other repositories are still checked.
+	ferr := gitLines(ctx, o, dir, []string{"fsck", "--connectivity-only", "--unreachable", "--no-reflogs", "--no-progress"}, func(line string) {
+		f := strings.Fields(line) // unreachable TYPE OID
+		if len(f) != 3 || f[0] != "unreachable" || reachable[f[2]] {
+			return
+		}
+		switch f[1] {
+		case "blob":
+			loose = append(loose, f[2])
+		case "commit", "tree", "tag":
+			tips = append(tips, f[1]+" "+f[2])
+		}
+	})
+	if ferr != nil {
+		var exit *exec.ExitError
+		if !errors.As(ferr, &exit) {
+			return rep, ferr // stopped, or git did not start
+		}
+		rep.Incomplete = true
+	}
+	// What the unreachable commits and trees name: their paths, by the
+	// deny rules, and their blobs' paths. Commits first, for paths from
+	// the top of the tree; then the trees no unreachable commit holds (a
+	// tree's paths start at itself).
+	met := map[string]bool{}
+	name := func(line string) {
+		oid, p, ok := strings.Cut(line, " ")
+		met[oid] = true
+		if !ok || p == "" {
+			return
+		}
+		if denied(p) {
+			report(Finding{Path: p, Object: oid, Where: InUnreachable, Why: "denied path"})
+		}
+		add(oid, p, InUnreachable)
+	}
+	for pass := range 2 {
+		var from []string
+		for _, t := range tips {
+			kind, oid, _ := strings.Cut(t, " ")
+			if !met[oid] && (pass == 1) == (kind == "tree") {
+				from = append(from, oid)
+			}
+		}
+		if len(from) == 0 {
+			continue
+		}
+		if err := gitLinesIn(ctx, o, dir, []string{"rev-list", "--objects", "--stdin", "--not", "--all"}, from, name); err != nil {
+			return rep, err
+		}
+	}
+	for _, oid := range loose {
+		add(oid, "", InUnreachable)
 	}
 	budget := o.MaxBlobBytes
 	if budget <= 0 {
@@ -219,17 +328,26 @@ func scanRepo(ctx context.Context, g *roots.Guard, at roots.Path, o Options) (Re
 	if err != nil {
 		return rep, err
 	}
-	rep.Incomplete = incomplete
+	rep.Incomplete = rep.Incomplete || incomplete
 	for _, b := range found {
-		p := paths[b.oid]
-		if seen[p] {
-			continue
+		w := at2[b.oid]
+		f := Finding{Path: w.path, Where: w.where, Why: b.why}
+		switch w.where {
+		case InCommit:
+			c, _ := gitOutput(ctx, dir, "log", "--all", "--format=%H", "-1", "--find-object="+b.oid)
+			f.Commit = strings.TrimSpace(c)
+		case InUnreachable:
+			f.Object = b.oid
 		}
-		seen[p] = true
-		c, _ := gitOutput(ctx, dir, "log", "--all", "--format=%H", "-1", "--find-object="+b.oid)
-		rep.Findings = append(rep.Findings, Finding{Path: p, Commit: strings.TrimSpace(c), Why: b.why})
+		report(f)
 	}
-	sort.Slice(rep.Findings, func(i, j int) bool { return rep.Findings[i].Path < rep.Findings[j].Path })
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		a, b := rep.Findings[i], rep.Findings[j]
+		if a.Where != b.Where {
+			return a.Where < b.Where
+		}
+		return a.Path < b.Path
+	})
 	return rep, nil
 }
 
@@ -313,16 +431,41 @@ func secretBlobs(ctx context.Context, o Options, dir *os.File, oids []string, bu
 	return found, incomplete, err
 }
 
+// overrides are the settings gitCmd forces.
+var overrides = [][2]string{
+	{"core.fsmonitor", "false"}, {"core.hooksPath", "/dev/null"}, {"core.untrackedCache", "false"},
+	{"core.splitIndex", "false"}, {"log.showSignature", "false"}, {"gpg.program", "false"},
+	{"diff.external", ""}, {"core.pager", "cat"}, {"protocol.allow", "never"}, {"core.alternateRefsCommand", ""},
+}
+
 // gitCmd is git in the repository dir, run as the repository's owner: a
 // root daemon never runs git (and whatever a repository's configuration
 // may make git run) with root's rights on a tree someone else controls,
 // and git's safe.directory check sees the owner it expects.
+//
+// The repository's own configuration is the agent's to write, so every
+// setting through which git would run a command or show other bytes than
+// the object's is overridden in git's command-line scope, which wins
+// over any file: core.fsmonitor (run by every command that reads the index: fsck,
+// ls-files), core.hooksPath, log.showSignature (runs gpg.program on a
+// signed commit), external diff and textconv drivers, the pager. No
+// system or global file is read, and replace refs are ignored, so the
+// scan reads the bytes an object id names, as `git cat-file` through the
+// mount with --no-replace-objects would.
 func gitCmd(ctx context.Context, dir *os.File, args ...string) *exec.Cmd {
 	// The directory is the child's descriptor 3: /proc/self/fd/3 is where
 	// it is, whatever has been renamed or swapped since it was opened.
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", "/proc/self/fd/3"}, args...)...)
 	cmd.ExtraFiles = []*os.File{dir}
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "HOME=/nonexistent")
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1",
+		"GIT_NO_REPLACE_OBJECTS=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_PAGER=cat", "GIT_EXTERNAL_DIFF=",
+		"HOME=/nonexistent", "GIT_CONFIG_PARAMETERS=")
+	// GIT_CONFIG_COUNT settings are git's command-line scope (-c): they
+	// win over every file, the repository's own included.
+	cmd.Env = append(cmd.Env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(overrides)))
+	for i, kv := range overrides {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
+	}
 	var st syscall.Stat_t
 	if syscall.Fstat(int(dir.Fd()), &st) == nil && os.Geteuid() == 0 && st.Uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
@@ -338,20 +481,49 @@ func gitOutput(ctx context.Context, dir *os.File, args ...string) (string, error
 // gitLines runs git and calls each for every line of its output, pacing
 // itself by o.
 func gitLines(ctx context.Context, o Options, dir *os.File, args []string, each func(string)) error {
+	return gitRun(ctx, o, dir, args, nil, '\n', each)
+}
+
+// gitLinesZ is gitLines for output whose records end in NUL (-z): a path
+// may hold a newline.
+func gitLinesZ(ctx context.Context, o Options, dir *os.File, args []string, each func(string)) error {
+	return gitRun(ctx, o, dir, args, nil, 0, each)
+}
+
+// gitLinesIn is gitLines with stdin, one line per string (--stdin).
+func gitLinesIn(ctx context.Context, o Options, dir *os.File, args, stdin []string, each func(string)) error {
+	return gitRun(ctx, o, dir, args, stdin, '\n', each)
+}
+
+func gitRun(ctx context.Context, o Options, dir *os.File, args, stdin []string, sep byte, each func(string)) error {
 	ctx, stop := context.WithCancel(ctx) // a pause's error ends git too
 	defer stop()
 	cmd := gitCmd(ctx, dir, args...)
+	if stdin != nil {
+		cmd.Stdin = strings.NewReader(strings.Join(stdin, "\n") + "\n")
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
 	}
 	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	cmd.Stderr = &limited{&errb, 64 << 10}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 1<<20)
+	if sep != '\n' {
+		sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+			if i := bytes.IndexByte(data, sep); i >= 0 {
+				return i + 1, data[:i], nil
+			}
+			if atEOF && len(data) > 0 {
+				return len(data), data, nil
+			}
+			return 0, nil, nil
+		})
+	}
 	for sc.Scan() {
 		if err := o.pace(ctx); err != nil {
 			stop()
@@ -364,23 +536,59 @@ func gitLines(ctx context.Context, o Options, dir *os.File, args []string, each 
 		if strings.Contains(errb.String(), "does not have any commits") {
 			return nil
 		}
-		return fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
+		return fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(errb.String()))
 	}
 	return nil
+}
+
+// limited keeps the first n bytes written to it: git's error output, of a
+// repository the agent wrote, is bounded like any other answer.
+type limited struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // Summary is the one-line warning for a report.
 func (r Report) Summary() string {
 	var parts []string
 	for _, f := range r.Findings {
-		parts = append(parts, fmt.Sprintf("%s (%s, commit %.12s)", f.Path, f.Why, f.Commit))
+		parts = append(parts, f.String())
 	}
-	s := fmt.Sprintf("the git history of %s holds what the view hides: %s; the mount cannot filter git objects (git show, git log -p print them): rewrite the history, or set [git] history = \"hide\"",
+	s := fmt.Sprintf("the git history of %s holds what the view hides: %s; the mount cannot filter git objects (git show, git log -p, git cat-file print them): rewrite the history, drop what is staged, prune what no ref reaches (git reflog expire --expire-unreachable=now --all; git gc --prune=now), or set [git] history = \"hide\"",
 		filepath.Join(r.Root.Path, r.Repo), strings.Join(parts, ", "))
 	if r.Incomplete {
-		s += " (the blob scan stopped at its byte budget)"
+		s += " (the scan is not whole: it stopped at its byte budget, or git fsck could not list every unreachable object)"
 	}
 	return s
+}
+
+// String says what the finding is and where: "staged .env (denied path)",
+// "unreachable blob 1a2b3c4d5e6f holding a private key".
+func (f Finding) String() string {
+	// A path is the agent's to choose: one with a control character or
+	// other unprintable byte is quoted, so it cannot rewrite the
+	// operator's terminal.
+	p := f.Path
+	if q := strconv.Quote(p); q[1:len(q)-1] != p {
+		p = q
+	}
+	switch f.Where {
+	case InIndex:
+		return fmt.Sprintf("staged %s (%s)", p, f.Why)
+	case InUnreachable:
+		if f.Path == "" {
+			return fmt.Sprintf("unreachable blob %.12s holding a %s", f.Object, f.Why)
+		}
+		return fmt.Sprintf("unreachable %s (%s, object %.12s)", p, f.Why, f.Object)
+	}
+	return fmt.Sprintf("%s (%s, commit %.12s)", p, f.Why, f.Commit)
 }
 
 // CredentialsUnder is the credential finder pol's [secrets] section asks

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
@@ -164,5 +165,165 @@ func TestCredentialsInHistoryAreReported(t *testing.T) {
 		if !masks && len(got) != 0 {
 			t.Errorf("masking off: findings %+v, want none", got)
 		}
+	}
+}
+
+// gitIn runs git in dir for a test, with an identity and no user config.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+const testKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"
+
+// TestIndexAndUnreachableAreReported: what git serves through the mount
+// but no commit of a ref holds is reported: a staged .env never committed
+// (git show :.env), a staged key, a blob left dangling by git add then git
+// reset (git cat-file -p OID), and a commit no ref reaches any more (a
+// deleted branch: git show OID), by its denied paths and its key.
+func TestIndexAndUnreachableAreReported(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	root := t.TempDir()
+	gitIn(t, root, "init", "-q")
+	testenv.WriteTree(t, root, map[string]string{"README.md": "# hi\n"})
+	gitIn(t, root, "add", "README.md")
+	gitIn(t, root, "commit", "-qm", "one")
+	// A commit on a branch deleted since: no ref reaches it.
+	gitIn(t, root, "checkout", "-qb", "gone")
+	testenv.WriteTree(t, root, map[string]string{".env.production": "DB_PASSWORD=hunter2\n", "old/notes.txt": "old\n" + testKey})
+	gitIn(t, root, "add", ".env.production", "old/notes.txt")
+	gitIn(t, root, "commit", "-qm", "oops")
+	lost := gitIn(t, root, "rev-parse", "HEAD")
+	gitIn(t, root, "checkout", "-q", "main")
+	gitIn(t, root, "branch", "-qD", "gone")
+	os.RemoveAll(filepath.Join(root, "old"))
+	os.Remove(filepath.Join(root, ".env.production"))
+	// A dangling blob holding a key.
+	testenv.WriteTree(t, root, map[string]string{"scratch.txt": "scratch\n" + testKey})
+	gitIn(t, root, "add", "scratch.txt")
+	dangling := gitIn(t, root, "rev-parse", ":scratch.txt")
+	gitIn(t, root, "reset", "-q")
+	os.Remove(filepath.Join(root, "scratch.txt"))
+	// Staged, never committed.
+	testenv.WriteTree(t, root, map[string]string{".env": "API=1\n", "deploy/key.txt": testKey})
+	gitIn(t, root, "add", ".env", "deploy/key.txt")
+
+	pol, err := policy.Parse([]byte(fmt.Sprintf("[[root]]\npath = %q\n", root)))
+	testenv.Must(t, err)
+	g, err := roots.New(pol)
+	testenv.Must(t, err)
+	defer g.Close()
+	reps, err := Scan(context.Background(), g, Options{})
+	testenv.Must(t, err)
+	if len(reps) != 1 {
+		t.Fatalf("reports: %+v, want one", reps)
+	}
+	var got []string
+	for _, f := range reps[0].Findings {
+		got = append(got, f.String())
+	}
+	want := []string{
+		"staged .env (denied path)",
+		"staged deploy/key.txt (private key)",
+		fmt.Sprintf("unreachable blob %.12s holding a private key", dangling),
+		"unreachable .env.production (denied path, object ",
+		"unreachable old/notes.txt (private key, object ",
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, w) }) {
+			t.Errorf("no finding %q among %q", w, got)
+		}
+	}
+	if sum := reps[0].Summary(); !strings.Contains(sum, "staged .env (denied path)") || !strings.Contains(sum, "unreachable blob "+dangling[:12]) {
+		t.Errorf("summary: %s", sum)
+	}
+	if reps[0].Incomplete {
+		t.Error("the scan says it is not whole")
+	}
+	_ = lost
+}
+
+// TestScanRunsNothingTheRepositorySays: the repository's configuration is
+// the agent's to write; the scan's git commands run none of the commands
+// it names (fsmonitor, run by every command that reads the index; gpg on
+// a signed commit with log.showSignature; hooks; external diff; a pager),
+// and replace refs do not hide an object's bytes from it.
+func TestScanRunsNothingTheRepositorySays(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	base := t.TempDir()
+	root, pwned := filepath.Join(base, "root"), filepath.Join(base, "pwned")
+	os.Mkdir(root, 0o755)
+	os.Mkdir(pwned, 0o777)
+	gitIn(t, root, "init", "-q")
+	testenv.WriteTree(t, root, map[string]string{"a.txt": "a\n", "id.txt": testKey})
+	gitIn(t, root, "add", "a.txt", "id.txt")
+	gitIn(t, root, "commit", "-qm", "one")
+	// A signed-looking commit: git log --show-signature runs gpg.program on it.
+	raw := gitIn(t, root, "cat-file", "commit", "HEAD")
+	hdr, msg, _ := strings.Cut(raw, "\n\n")
+	signed := hdr + "\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n =abcd\n -----END PGP SIGNATURE-----\n\n" + msg + "\n"
+	hash := exec.Command("git", "-C", root, "hash-object", "-t", "commit", "-w", "--stdin")
+	hash.Stdin = strings.NewReader(signed)
+	out, err := hash.Output()
+	testenv.Must(t, err)
+	gitIn(t, root, "update-ref", "refs/heads/signed", strings.TrimSpace(string(out)))
+	// The key's blob replaced by an innocent one.
+	innocent := exec.Command("git", "-C", root, "hash-object", "-w", "--stdin")
+	innocent.Stdin = strings.NewReader("nothing here\n")
+	io, err := innocent.Output()
+	testenv.Must(t, err)
+	gitIn(t, root, "replace", gitIn(t, root, "rev-parse", "HEAD:id.txt"), strings.TrimSpace(string(io)))
+	run := func(name string) string {
+		p := filepath.Join(pwned, name)
+		return fmt.Sprintf("sh -c 'touch %s' #", p)
+	}
+	for k, v := range map[string]string{
+		"core.fsmonitor":            run("fsmonitor"),
+		"log.showSignature":         "true",
+		"gpg.program":               filepath.Join(pwned, "gpg.sh"),
+		"core.hooksPath":            pwned,
+		"diff.external":             run("diff"),
+		"core.pager":                run("pager"),
+		"core.alternateRefsCommand": run("altrefs"),
+	} {
+		gitIn(t, root, "config", k, v)
+	}
+	os.WriteFile(filepath.Join(pwned, "gpg.sh"), []byte("#!/bin/sh\ntouch "+filepath.Join(pwned, "gpg")+"\n"), 0o755)
+	for _, h := range []string{"post-index-change", "reference-transaction", "post-checkout"} {
+		os.WriteFile(filepath.Join(pwned, h), []byte("#!/bin/sh\ntouch "+filepath.Join(pwned, "hook-"+h)+"\n"), 0o755)
+	}
+	pol, err := policy.Parse([]byte(fmt.Sprintf("[[root]]\npath = %q\n", root)))
+	testenv.Must(t, err)
+	g, err := roots.New(pol)
+	testenv.Must(t, err)
+	defer g.Close()
+	reps, err := Scan(context.Background(), g, Options{})
+	testenv.Must(t, err)
+	ents, _ := os.ReadDir(pwned)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".sh") && !strings.HasPrefix(e.Name(), "post-") && e.Name() != "reference-transaction" {
+			t.Errorf("the scan ran what the repository's configuration names: %s", e.Name())
+		}
+	}
+	var got []string
+	for _, r := range reps {
+		for _, f := range r.Findings {
+			got = append(got, f.String())
+		}
+	}
+	if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "id.txt (private key") }) {
+		t.Errorf("a replace ref hid the key's blob from the scan: findings %q", got)
 	}
 }
