@@ -234,10 +234,8 @@ func scanRepo(ctx context.Context, g *roots.Guard, at roots.Path, o Options) (Re
 			at2[oid] = blobAt{p, where}
 		}
 	}
-	reachable := map[string]bool{}
 	err = gitLines(ctx, o, dir, []string{"rev-list", "--all", "--objects"}, func(line string) {
 		oid, p, ok := strings.Cut(line, " ")
-		reachable[oid] = true
 		if ok && p != "" {
 			add(oid, p, InCommit)
 		}
@@ -253,7 +251,7 @@ func scanRepo(ctx context.Context, g *roots.Guard, at roots.Path, o Options) (Re
 		if !ok || len(f) != 3 || f[0] == "160000" {
 			return // a submodule's commit: its objects are another repository's
 		}
-		if denied(p) {
+		if denied(p) && !seen[InCommit+"\x00"+p] { // a committed one is named once, by its commit
 			report(Finding{Path: p, Where: InIndex, Why: "denied path"})
 		}
 		add(f[1], p, InIndex)
@@ -269,7 +267,7 @@ func scanRepo(ctx context.Context, g *roots.Guard, at roots.Path, o Options) (Re
 	// whole, and the other repositories are still checked.
 	ferr := gitLines(ctx, o, dir, []string{"fsck", "--connectivity-only", "--unreachable", "--no-reflogs", "--no-progress"}, func(line string) {
 		f := strings.Fields(line) // unreachable TYPE OID
-		if len(f) != 3 || f[0] != "unreachable" || reachable[f[2]] {
+		if len(f) != 3 || f[0] != "unreachable" {
 			return
 		}
 		switch f[1] {
