@@ -30,6 +30,7 @@ import (
 	"github.com/fsguard/fsguard/internal/service/session"
 	"github.com/fsguard/fsguard/internal/store/blobs"
 	"github.com/fsguard/fsguard/internal/store/journal"
+	"github.com/fsguard/fsguard/internal/store/sqlitedb"
 	"github.com/fsguard/fsguard/internal/view/mount"
 	"github.com/fsguard/fsguard/internal/view/opens"
 )
@@ -97,6 +98,11 @@ func Start(cfg Config) (*Daemon, error) {
 	pol := d.overridden(cfg.Policy)
 	var jerr error
 	if cfg.JournalPath != "" {
+		// Made private before anything is written in it (journal.Open
+		// would too, without a word): the log says what was changed.
+		if did, err := sqlitedb.PrivateDir(cfg.JournalPath); err == nil && did != "" {
+			d.log.Warn("journal directory made private", "dir", filepath.Dir(cfg.JournalPath), "change", did)
+		}
 		if d.journal, jerr = journal.Open(cfg.JournalPath); jerr != nil {
 			if pol.Journal.Required {
 				return nil, fmt.Errorf("the journal cannot be opened (%v), and the policy requires it ([journal] required = true)", jerr)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -38,14 +39,22 @@ func (j *Journal) remember() error {
 	case !errors.Is(err, os.ErrNotExist):
 		return nil // unreadable: nothing to compare with
 	}
-	tmp := IDFile(j.path) + ".tmp"
-	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+	// A new file of its own (0600 whatever the umask, never an existing
+	// one or a symlink's target), renamed into place.
+	f, err := os.CreateTemp(filepath.Dir(j.path), filepath.Base(IDFile(j.path))+".tmp-*")
+	if err != nil {
 		return nil
 	}
-	if f, err := os.Open(tmp); err == nil {
-		f.Sync()
-		f.Close()
+	defer os.Remove(f.Name()) // after the rename: nothing
+	_, werr := f.WriteString(id + "\n")
+	if serr := f.Sync(); werr == nil {
+		werr = serr
 	}
-	os.Rename(tmp, IDFile(j.path))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		os.Rename(f.Name(), IDFile(j.path))
+	}
 	return nil
 }

@@ -1,13 +1,12 @@
 // Package sqlitedb opens fsguard's SQLite files (the journal, the
-// held-content store) one way: the directory made private if missing, WAL,
-// a 30 s busy timeout, and BEGIN IMMEDIATE, so any number of processes
-// write without SQLITE_BUSY; durability is the caller's choice.
+// held-content store) one way: in a private directory, the files the
+// daemon's user's alone (0600) whatever the umask, WAL, a 30 s busy
+// timeout, and BEGIN IMMEDIATE, so any number of processes write without
+// SQLITE_BUSY; durability is the caller's choice.
 package sqlitedb
 
 import (
 	"database/sql"
-	"os"
-	"path/filepath"
 
 	_ "modernc.org/sqlite" // the pure-Go driver: static builds, no cgo
 )
@@ -23,10 +22,22 @@ const (
 	Normal Sync = "NORMAL"
 )
 
-// Open opens (creating if need be) the database at path.
+// Open opens (creating if need be) the database at path. Its directory
+// must be private (see PrivateDir); the database file is made 0600 before
+// SQLite opens it, because SQLite gives the WAL and shared-memory files it
+// creates the database file's mode, and creates a missing database file
+// 0644 less the umask.
 func Open(path string, sync Sync) (*sql.DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if _, err := PrivateDir(path); err != nil {
 		return nil, err
+	}
+	if err := Private(path, true); err != nil {
+		return nil, err
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		if err := Private(path+side, false); err != nil {
+			return nil, err
+		}
 	}
 	dsn := "file:" + path + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + string(sync) + ")"
