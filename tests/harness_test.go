@@ -23,6 +23,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(helperRole); role != "" {
+		os.Exit(runHelper(role))
+	}
 	dir, err := os.MkdirTemp("", "fsguard-bin")
 	if err != nil {
 		panic(err)
@@ -129,9 +132,18 @@ func startMount(t testing.TB, mp string, args ...string) *daemon {
 // FSGUARD_JOURNAL=... moves the journal).
 func startMountEnv(t testing.TB, mp string, env []string, args ...string) *daemon {
 	t.Helper()
+	return startMountVia(t, nil, mp, env, args...)
+}
+
+// startMountVia is startMountEnv with the daemon run by a wrapper: via is
+// a command line to which fsguard's own is appended (a shell setting the
+// umask first), nil for none.
+func startMountVia(t testing.TB, via []string, mp string, env []string, args ...string) *daemon {
+	t.Helper()
 	testenv.RequireFUSEOrFusermount(t)
 	d := &daemon{t: t, mp: mp, log: newLogBuffer(), done: make(chan struct{})}
-	d.cmd = exec.Command(binary, append(append([]string{"mount"}, args...), mp)...)
+	argv := append(append(append(via, binary, "mount"), args...), mp)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.journal = filepath.Join(filepath.Dir(mp), "journal.db")
 	d.cmd.Env = append(append(os.Environ(), "FSGUARD_JOURNAL="+d.journal), env...)
 	d.cmd.Stderr = d.log

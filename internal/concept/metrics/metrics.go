@@ -150,6 +150,7 @@ type Set struct {
 	Prefetched    Counter
 	ListedAhead   Counter
 	Masked        Counter
+	SocketRefused Counter
 	FuseOps       Histogram
 	// HeldBytes, when set, is the held-content store's size, read at
 	// each scrape.
@@ -174,6 +175,7 @@ func New() *Set {
 		Prefetched:    Counter{Name: "fsguard_prefetch_files_total", Help: "Small files pushed into the kernel's page cache after a listing named them (pushed), not pushed because the queue was full (dropped) or the kernel did not know the file in time (unknown), invalidated because they changed while pushed (changed), or not pushed again by a refill because the kernel still held them whole (held).", Label: "result"},
 		Masked:        Counter{Name: "fsguard_masked_spans_total", Help: "Credentials found in file versions and shown masked through every door, by family (a version counted once, when decided).", Label: "family"},
 		ListedAhead:   Counter{Name: "fsguard_listed_ahead_total", Help: "Directories listed in the background before the walker that listed their parent asked: used by its listing, dropped because something in them changed (stale), or never asked for in time (unused).", Label: "result"},
+		SocketRefused: Counter{Name: "fsguard_socket_refused_total", Help: "Connections and requests the control socket turned away unserved, by reason: a uid the policy does not allow (uid), no peer credentials (credentials), a uid at its share of connections (connections), no request slot within the wait (busy), a request line not sent in time (timeout).", Label: "reason"},
 		FuseOps: Histogram{Name: "fsguard_fuse_op_seconds", Help: "Latency of FUSE operations served by the daemon.", Label: "op",
 			Buckets: []float64{10e-6, 50e-6, 100e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 1}},
 	}
@@ -194,6 +196,7 @@ func (s *Set) Write(w io.Writer) {
 	s.OpensLost.write(w)
 	s.Prefetched.write(w)
 	s.ListedAhead.write(w)
+	s.SocketRefused.write(w)
 	s.FuseOps.write(w)
 	if s.HeldBytes != nil {
 		if n, err := s.HeldBytes(); err == nil {

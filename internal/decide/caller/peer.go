@@ -32,7 +32,27 @@ func OfConn(c net.Conn) (*Caller, error) {
 	return out, oerr
 }
 
-func ofFD(fd int) (*Caller, error) {
+// CredsOf is OfConn without the reads of /proc: pid, uid, gid and groups
+// only, the kernel's record, enough to decide whether to serve the peer at
+// all, at the cost of two getsockopt calls.
+func CredsOf(c net.Conn) (*Caller, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return nil, errors.New("not a unix socket")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var out *Caller
+	var oerr error
+	if err := raw.Control(func(fd uintptr) { out, oerr = credsOfFD(int(fd)) }); err != nil {
+		return nil, err
+	}
+	return out, oerr
+}
+
+func credsOfFD(fd int) (*Caller, error) {
 	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
 		return nil, err
@@ -41,7 +61,15 @@ func ofFD(fd int) (*Caller, error) {
 	if c.Groups, err = peerGroups(fd); err != nil {
 		return nil, err
 	}
-	pid := strconv.Itoa(int(cred.Pid))
+	return c, nil
+}
+
+func ofFD(fd int) (*Caller, error) {
+	c, err := credsOfFD(fd)
+	if err != nil {
+		return nil, err
+	}
+	pid := strconv.Itoa(int(c.Pid))
 	ns, name := pidNS(pid), ProcessName(c.Pid)
 	if pidfd, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
 		alive := unix.PidfdSendSignal(pidfd, 0, nil, 0) == nil

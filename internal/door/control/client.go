@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsguard/fsguard/internal/service/api"
@@ -31,7 +32,7 @@ func clientFor(socket string) *http.Client {
 		Timeout: 5 * time.Minute,
 		Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+				return dial(ctx, socket)
 			},
 			MaxIdleConnsPerHost:   2,
 			IdleConnTimeout:       30 * time.Second,
@@ -40,6 +41,57 @@ func clientFor(socket string) *http.Client {
 	}
 	actual, _ := clients.LoadOrStore(socket, c)
 	return actual.(*http.Client)
+}
+
+// dial connects to the socket. A full backlog (EAGAIN: connections
+// arrive faster than the daemon accepts them, as in a flood by a refused
+// uid) is waited out, with backoff, until ctx ends. The connection reads
+// nothing before its first write (see writeFirst).
+func dial(ctx context.Context, socket string) (net.Conn, error) {
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		if err == nil {
+			return &writeFirst{Conn: c, wrote: make(chan struct{}), closed: make(chan struct{})}, nil
+		}
+		if !errors.Is(err, syscall.EAGAIN) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// writeFirst holds a connection's reads until its first write. A daemon
+// that refuses a peer answers at once, maybe before the request is sent;
+// net/http's transport, reading a fresh connection before it has
+// registered the request, would take that answer for an unsolicited one
+// and drop it.
+type writeFirst struct {
+	net.Conn
+	once, closeOnce sync.Once
+	wrote, closed   chan struct{}
+}
+
+func (c *writeFirst) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.once.Do(func() { close(c.wrote) })
+	return n, err
+}
+
+func (c *writeFirst) Read(b []byte) (int, error) {
+	select {
+	case <-c.wrote:
+	case <-c.closed:
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *writeFirst) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
 }
 
 // Call sends a request (and a write's content, streamed; nil for none) to

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,6 +26,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/metrics"
@@ -39,6 +41,14 @@ type peerKey struct{}
 
 // Server answers requests with the agent service in force at that moment
 // (so a policy reload is seen at once), made for each request's caller.
+//
+// Fairness: connections and request slots are shared per uid (see share):
+// no uid holds more than a quarter of either, and root and the daemon's
+// own uid always find one. A slot is taken only once the request line has
+// arrived (for anything but a write, the whole body), so a client that
+// sends headers and no body holds a connection of its own share, never a
+// slot. A refused peer costs two getsockopt calls, a short answer and a
+// close.
 type Server struct {
 	// Service returns a service for the current guard and journal.
 	Service func() *session.Service
@@ -48,6 +58,15 @@ type Server struct {
 	// BusyWait, then get a busy answer. 0 means 16.
 	MaxRequests int
 	BusyWait    time.Duration
+	// MaxConns bounds the connections open at once. 0 means 256.
+	MaxConns int
+	// BodyWait bounds how long a request's line may take to arrive after
+	// its headers, and how long a write's content may pause. 0 means 30 s.
+	BodyWait time.Duration
+	// RefusalLogEvery is the least time between two log lines about one
+	// uid's refused connections (the rest are counted into the next).
+	// 0 means 10 s.
+	RefusalLogEvery time.Duration
 	// MountDev is the mount's device ("major:minor") by which the peer's
 	// view of the mount is found in its mountinfo.
 	MountDev string
@@ -55,7 +74,13 @@ type Server struct {
 	Metrics *metrics.Set
 	Log     *slog.Logger
 	http    *http.Server
-	slots   chan struct{}
+	conns   *share
+	slots   *share
+	// lingering bounds the refused connections waiting for their
+	// request to arrive (so the client reads the answer, not a broken
+	// pipe); when it is full, a refused connection is closed at once.
+	lingering chan struct{}
+	refusals  logEvery
 }
 
 // MaxRequestLine bounds the JSON request line (an edit's text included).
@@ -78,10 +103,21 @@ func (s *Server) Serve(path string) error {
 	if s.BusyWait <= 0 {
 		s.BusyWait = time.Minute
 	}
+	if s.MaxConns <= 0 {
+		s.MaxConns = 256
+	}
+	if s.BodyWait <= 0 {
+		s.BodyWait = 30 * time.Second
+	}
+	if s.RefusalLogEvery <= 0 {
+		s.RefusalLogEvery = 10 * time.Second
+	}
 	if s.Log == nil {
 		s.Log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
-	s.slots = make(chan struct{}, s.MaxRequests)
+	s.slots, s.conns = newShare(s.MaxRequests), newShare(s.MaxConns)
+	s.lingering = make(chan struct{}, 16)
+	s.refusals.every = s.RefusalLogEvery
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/op", s.handle)
 	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
@@ -129,49 +165,110 @@ func Allowed(c policy.Control, who *caller.Caller) bool {
 	return false
 }
 
-// gate admits only connections whose peer the policy allows. A refused
-// peer gets a complete HTTP answer saying why, then the connection closes.
+// privileged is whether uid always finds a connection and a slot: root,
+// and the daemon's own user.
+func privileged(uid uint32) bool { return uid == 0 || uid == uint32(os.Geteuid()) }
+
+// gate admits only connections whose peer the policy allows, within the
+// peer's share of connections. A refused peer gets a complete HTTP answer
+// saying why, at once, then the connection closes.
 type gate struct {
 	net.Listener
 	s *Server
 }
 
+// peerConn is an admitted connection; closing it gives its unit of the
+// connection share back, once.
 type peerConn struct {
 	net.Conn
-	who *caller.Caller
+	who   *caller.Caller
+	conns *share
+	once  sync.Once
+}
+
+func (c *peerConn) Close() error {
+	c.once.Do(func() { c.conns.give(c.who.Uid) })
+	return c.Conn.Close()
 }
 
 func (g *gate) Accept() (net.Conn, error) {
+	s := g.s
 	for {
 		c, err := g.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
+		// The kernel's record alone decides; /proc is read only for a
+		// peer that is served, or for a refusal's (rate-limited) log line.
+		cred, err := caller.CredsOf(c)
+		if err != nil {
+			s.refuse(c, nil, "credentials", http.StatusForbidden, "PERMISSION_DENIED", "no peer credentials")
+			continue
+		}
+		if !Allowed(s.Policy(), cred) {
+			s.refuse(c, cred, "uid", http.StatusForbidden, "PERMISSION_DENIED", fmt.Sprintf("uid %d may not use the fsguard control socket: the daemon serves root and the uids and gids that the policy's [control] allow_uids and allow_gids name; ask the operator to add yours", cred.Uid))
+			continue
+		}
+		if !s.conns.try(cred.Uid, privileged(cred.Uid)) {
+			s.refuse(c, cred, "connections", http.StatusServiceUnavailable, "BUSY", fmt.Sprintf("uid %d holds its share of the fsguard control socket's connections (%d of %d): close idle ones, or wait for its requests to finish, and try again", cred.Uid, s.conns.held(cred.Uid), s.MaxConns))
+			continue
+		}
 		who, err := caller.OfConn(c)
-		if err == nil && Allowed(g.s.Policy(), who) {
-			return &peerConn{Conn: c, who: who}, nil
+		if err != nil {
+			who = cred // gone meanwhile: served as the kernel recorded it
 		}
-		msg := "no peer credentials"
-		if err == nil {
-			msg = fmt.Sprintf("uid %d may not use the fsguard control socket: the daemon serves root and the uids and gids that the policy's [control] allow_uids and allow_gids name; ask the operator to add yours", who.Uid)
-			g.s.Log.Warn("control connection refused", "uid", who.Uid, "gid", who.Gid, "pid", who.Pid, "process", who.Process)
-		}
-		go refuseConn(c, msg)
+		who.Uid = cred.Uid // the unit is given back under the uid it was taken for
+		return &peerConn{Conn: c, who: who, conns: s.conns}, nil
 	}
 }
 
-// refuseConn answers one refused connection and closes it. The request is
-// read first (a small body drained; a write's waits for "100 Continue",
-// which never comes), so the client reads the answer instead of a broken
-// pipe.
-func refuseConn(c net.Conn, msg string) {
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil && req.Header.Get("Expect") == "" {
-		io.Copy(io.Discard, io.LimitReader(req.Body, 1<<20))
+// refuseWait bounds how long a refused connection is kept to read its
+// request, and its answer's write.
+const refuseWait = time.Second
+
+// refuse counts, logs (at most a line per uid and reason per interval,
+// with the count since the last) and answers one refused connection, and
+// closes it. The answer is written at once; then, while fewer than
+// cap(lingering) are, the connection is kept up to refuseWait to read the
+// request the client sends, so that it reads the answer rather than a
+// broken pipe. Beyond that it is closed at once: a flood of refused
+// connections costs a bounded number of descriptors.
+func (s *Server) refuse(c net.Conn, who *caller.Caller, reason string, status int, code, msg string) {
+	if s.Metrics != nil {
+		s.Metrics.SocketRefused.Add(reason, 1)
 	}
-	body, _ := json.Marshal(session.Output{Stderr: "Error: " + msg + "\n", Exit: session.ExitFail, Code: "PERMISSION_DENIED", Message: msg})
-	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	var uid uint32
+	if who != nil {
+		uid = who.Uid
+	}
+	if n, say := s.refusals.note(fmt.Sprintf("%s/%d", reason, uid), time.Now()); say {
+		args := []any{"reason", reason, "count", n, "interval", s.RefusalLogEvery.String()}
+		if who != nil {
+			args = append(args, "uid", who.Uid, "gid", who.Gid, "pid", who.Pid, "process", caller.ProcessName(who.Pid))
+		}
+		s.Log.Warn("control connection refused", args...)
+	}
+	body, _ := json.Marshal(session.Output{Stderr: "Error: " + msg + "\n", Exit: session.ExitFail, Code: code, Message: msg})
+	answer := fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, http.StatusText(status), len(body), body)
+	select {
+	case s.lingering <- struct{}{}:
+		go func() {
+			defer func() { <-s.lingering }()
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(refuseWait))
+			if _, err := c.Write(answer); err != nil {
+				return
+			}
+			// The request (a write's stops at its headers: it waits for
+			// "100 Continue", which never comes); the client closes once
+			// it has read the answer.
+			io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+		}()
+	default:
+		c.SetWriteDeadline(time.Now().Add(refuseWait / 10))
+		c.Write(answer)
+		c.Close()
+	}
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
@@ -180,22 +277,41 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no peer credentials", http.StatusForbidden)
 		return
 	}
-	busy := time.NewTimer(s.BusyWait)
-	defer busy.Stop()
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	case <-busy.C:
-		reply(w, session.Output{Stderr: "Error: the fsguard daemon is busy (all request slots in use); try again\n", Exit: session.ExitFail, Code: "BUSY", Message: "the fsguard daemon is busy (all request slots in use); try again"})
-		return
-	case <-r.Context().Done():
-		return
-	}
+	// The request line must arrive within BodyWait of the headers, and
+	// before a slot is taken: a client that sends headers and no body
+	// holds a connection of its own share, never a slot. Anything but a
+	// write has nothing after the line, so its whole body is here.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.BodyWait))
 	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, MaxRequestLine+api.MaxContent+1), 64<<10)
 	var req api.Request
 	if err := decodeLine(body, &req); err != nil {
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			s.count("timeout")
+			msg := fmt.Sprintf("the request line did not arrive within %v of the request's headers", s.BodyWait)
+			reply(w, session.Output{Stderr: "Error: " + msg + "\n", Exit: session.ExitFail, Code: "BUSY", Message: msg})
+			return
+		}
 		reply(w, session.Output{Stderr: "Error: bad request: " + err.Error() + "\n", Exit: session.ExitUsage, Message: "bad request: " + err.Error()})
 		return
+	}
+	if req.Op != "write" {
+		body.Peek(1) // the body's end, or what follows the line
+	}
+	if !s.slots.take(r.Context(), who.Uid, privileged(who.Uid), s.BusyWait) {
+		if r.Context().Err() == nil {
+			s.count("busy")
+			reply(w, session.Output{Stderr: "Error: the fsguard daemon is busy (all request slots in use, or this uid's share of them); try again\n", Exit: session.ExitFail, Code: "BUSY", Message: "the fsguard daemon is busy (all request slots in use, or this uid's share of them); try again"})
+		}
+		return
+	}
+	defer s.slots.give(who.Uid)
+	// A write's content streams into the file under the slot; it may
+	// pause at most BodyWait at a time.
+	rc.SetReadDeadline(time.Time{})
+	var content io.Reader = body
+	if req.Op == "write" {
+		content = &paced{r: body, rc: rc, wait: s.BodyWait}
 	}
 	prefix, err := mountinfo.Where(int(who.Pid), s.MountDev)
 	if err != nil {
@@ -209,7 +325,26 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if req.Via == "cli" || req.Via == "mcp" {
 		svc.Door = req.Via
 	}
-	reply(w, api.Do(svc, req, body))
+	reply(w, api.Do(svc, req, content))
+}
+
+// count counts a request turned away unserved.
+func (s *Server) count(reason string) {
+	if s.Metrics != nil {
+		s.Metrics.SocketRefused.Add(reason, 1)
+	}
+}
+
+// paced reads a write's content, allowing each read at most wait.
+type paced struct {
+	r    io.Reader
+	rc   *http.ResponseController
+	wait time.Duration
+}
+
+func (p *paced) Read(b []byte) (int, error) {
+	p.rc.SetReadDeadline(time.Now().Add(p.wait))
+	return p.r.Read(b)
 }
 
 // decodeLine reads the request's first line, at most MaxRequestLine bytes,
