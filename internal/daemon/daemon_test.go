@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -124,8 +127,10 @@ func TestDaemonLifecycle(t *testing.T) {
 }
 
 // TestDenialSinkNeverDropsSilently: a flood of denials larger than the
-// queue ends up in the journal, each one recorded or counted in a
-// DENIALS_DROPPED record, and a denial never waits for the disk.
+// queue, from more (process, directory) pairs than an interval names,
+// ends up in the journal, each one named in a record's count or counted in
+// a DENIALS_OVERFLOW or DENIALS_DROPPED record, in a bounded number of
+// records, and a denial never waits for the disk.
 func TestDenialSinkNeverDropsSilently(t *testing.T) {
 	t.Parallel()
 	j, err := journal.Open(filepath.Join(t.TempDir(), "j.db"))
@@ -133,32 +138,142 @@ func TestDenialSinkNeverDropsSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	s := newDenialSink(j, slog.New(slog.NewJSONHandler(io.Discard, nil)), metrics.New(), nil, "")
+	m := metrics.New()
+	s := newDenialSink(j, slog.New(slog.NewJSONHandler(io.Discard, nil)), m, nil, "")
+	s.every = time.Hour // one interval: the bound below does not depend on the machine's speed
 	const n = 3 * queueLen
 	for i := range n {
-		s.Denial(mount.Denial{Time: time.Now(), Path: "/x" + strings.Repeat("y", i%3), Code: refusal.Denied})
+		s.Denial(mount.Denial{Time: time.Now(), Path: fmt.Sprintf("/d%d/.env", i%(2*maxDenialKeys)), Pid: uint32(1 + i%3), Code: refusal.Denied})
 	}
 	s.close()
 	recs, err := j.Query(journal.Filter{Kind: journal.KindDenial})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var one, counted int
+	sum, codes := int64(0), map[string]int{}
 	for _, r := range recs {
-		if r.Code == "DENIALS_DROPPED" {
-			var k int
-			if _, err := fmt.Sscan(r.Detail, &k); err != nil {
-				t.Fatalf("bad count record %q", r.Detail)
-			}
-			counted += k
-		} else {
-			one++
+		sum += max(r.Count, 1)
+		codes[r.Code]++
+	}
+	if sum != n || len(recs) > maxDenialKeys+2 {
+		t.Fatalf("%d records (%v) counting %d denials, want %d in at most %d", len(recs), codes, sum, n, maxDenialKeys+2)
+	}
+	if codes["DENIALS_OVERFLOW"] != 1 {
+		t.Errorf("records %v: want one DENIALS_OVERFLOW for the pairs beyond %d", codes, maxDenialKeys)
+	}
+	if got := denialMetric(m); got != n {
+		t.Errorf("metrics count %d denials, want %d", got, n)
+	}
+	t.Logf("%d denials in %d records: %v", n, len(recs), codes)
+}
+
+// denialMetric is the mount's DENIED count in m.
+func denialMetric(m *metrics.Set) int {
+	var b strings.Builder
+	m.Write(&b)
+	var n int
+	for _, line := range strings.Split(b.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, `fsguard_denials_total{source="mount",code="DENIED"} `); ok {
+			fmt.Sscan(v, &n)
 		}
 	}
-	if one+counted != n {
-		t.Fatalf("%d recorded + %d counted, want %d", one, counted, n)
+	return n
+}
+
+// TestDenialFloodCostsBoundedJournal: one process looking up 20,000
+// distinct denied names through a real mount costs the journal and the
+// log a record an interval, not a record a denial; the records' counts add
+// up to every denial, and so do the metrics.
+func TestDenialFloodCostsBoundedJournal(t *testing.T) {
+	t.Parallel()
+	testenv.RequireFUSE(t)
+	base := t.TempDir()
+	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
+	os.MkdirAll(root, 0o755)
+	os.MkdirAll(mp, 0o755)
+	jpath := filepath.Join(base, "journal.db")
+	var logged lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&logged, nil))
+	d, err := Start(Config{Policy: loadPolicy(t, base, "[[root]]\npath = \""+root+"\"\n"), MountPoint: mp, JournalPath: jpath, Log: log, Denials: mount.LogLines{Log: log}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%d recorded one by one, %d counted", one, counted)
+	stopped := false
+	defer func() {
+		if !stopped {
+			d.Stop()
+		}
+	}()
+	const n = 20_000
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf(".env.%d", i)
+	}
+	// One process (stat is single-threaded), each name looked up once.
+	start := time.Now()
+	stat := exec.Command("stat", append([]string{"-c", "%n"}, names...)...)
+	stat.Dir = mp
+	if out, err := stat.CombinedOutput(); err == nil || bytes.Count(out, []byte("No such file")) != n {
+		t.Fatalf("stat of %d denied names: %v, %d refused", n, err, bytes.Count(out, []byte("No such file")))
+	}
+	testenv.Within(t, testenv.HangGuard, "every denial counted in the metrics", func() error {
+		if got := denialMetric(d.Metrics); got != n {
+			return fmt.Errorf("%d of %d", got, n)
+		}
+		return nil
+	})
+	stopped = true
+	if err := d.Stop(); err != nil { // writes what is pending
+		t.Fatal(err)
+	}
+	intervals := int(time.Since(start)/denialInterval) + 2
+	j, err := journal.Open(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	recs, err := j.Query(journal.Filter{Kind: journal.KindDenial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, r := range recs {
+		sum += max(r.Count, 1)
+		if r.Code == string(refusal.Denied) && (r.Pid != uint32(stat.Process.Pid) || r.Process != "stat" || !strings.HasPrefix(r.Path, filepath.Join(mp, ".env."))) {
+			t.Errorf("record %+v: want stat's denial of a .env.N", r)
+		}
+	}
+	// Per interval: this process's one record, an overflow and a count
+	// of what the queue dropped, at most.
+	if sum != n || len(recs) > 3*intervals {
+		t.Fatalf("%d records counting %d denials; want %d denials in at most %d records (%d intervals)", len(recs), sum, n, 3*intervals, intervals)
+	}
+	if lines := strings.Count(logged.String(), `"msg":"denied"`); lines > 3*intervals {
+		t.Errorf("%d log lines for %d denials in %d intervals", lines, n, intervals)
+	}
+	st, err := j.Stats()
+	if err != nil || st.Denials != n {
+		t.Errorf("journal stats: %d denials, %v; want %d", st.Denials, err, n)
+	}
+	t.Logf("%d denials: %d records in %d intervals", n, len(recs), intervals)
+}
+
+// lockedBuffer is a log destination that goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestRequiredJournalKeepsTheDaemonDown: with [journal] required = true the

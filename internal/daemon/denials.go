@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,25 +14,36 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fsguard/fsguard/internal/concept/metrics"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/store/journal"
 	"github.com/fsguard/fsguard/internal/view/mount"
 )
 
 // denialSink takes the mount's denials off the FUSE path: a handler hands a
-// denial to a bounded queue and returns; one goroutine writes the queue to
-// the journal in batches (one transaction, one fsync, for many). A denial
-// that finds the queue full is counted, and the count is journaled as soon
-// as there is room: never dropped silently.
+// denial to a bounded queue and returns; one goroutine coalesces the queue
+// and writes it to the journal once an interval. A denial that finds the
+// queue full is counted, and the count is journaled as soon as there is
+// room: never dropped silently.
+//
+// Coalescing: within an interval, the denials of one process (pid and
+// name) in one directory with one code are one record, naming the first
+// denied path, with their count; at most maxDenialKeys such records an
+// interval, and one DENIALS_OVERFLOW record counting the rest. So a flood
+// of denials costs the journal and the log a bounded number of records an
+// interval, whatever its size, while the metrics count every denial and
+// the counts of the records add up to every denial.
 type denialSink struct {
 	q       chan mount.Denial
 	j       *journal.Journal
 	log     *slog.Logger
 	m       *metrics.Set
-	lines   mount.Auditor // also logged, when set
+	lines   mount.Auditor // also logged, when set: a line per record
 	mu      sync.Mutex
 	dropped int64
 	done    chan struct{}
 	session string
+	// every is the coalescing interval.
+	every time.Duration
 	// dev is the mount's device, once mounted: a denial's path is put in
 	// the caller's view through it (views caches a prefix per mount
 	// namespace; only the writing goroutine touches it).
@@ -39,11 +51,20 @@ type denialSink struct {
 	views map[uint64]string
 }
 
-// queueLen bounds the denials waiting to be written.
-const queueLen = 4096
+const (
+	// queueLen bounds the denials waiting to be coalesced.
+	queueLen = 4096
+	// denialInterval is how long denials are coalesced before they are
+	// written.
+	denialInterval = time.Second
+	// maxDenialKeys bounds the records (process, directory, code) of one
+	// interval; the denials beyond them are counted in one record.
+	maxDenialKeys = 128
+)
 
 func newDenialSink(j *journal.Journal, log *slog.Logger, m *metrics.Set, lines mount.Auditor, session string) *denialSink {
-	s := &denialSink{q: make(chan mount.Denial, queueLen), j: j, log: log, m: m, lines: lines, done: make(chan struct{}), session: session, views: map[uint64]string{}}
+	s := &denialSink{q: make(chan mount.Denial, queueLen), j: j, log: log, m: m, lines: lines, done: make(chan struct{}), session: session,
+		every: denialInterval, views: map[uint64]string{}}
 	go s.run()
 	return s
 }
@@ -51,9 +72,6 @@ func newDenialSink(j *journal.Journal, log *slog.Logger, m *metrics.Set, lines m
 // Denial implements mount.Auditor; it never blocks.
 func (s *denialSink) Denial(d mount.Denial) {
 	s.m.Denials.Add("mount,"+string(d.Code), 1)
-	if s.lines != nil {
-		s.lines.Denial(d)
-	}
 	select {
 	case s.q <- d:
 	default:
@@ -63,41 +81,105 @@ func (s *denialSink) Denial(d mount.Denial) {
 	}
 }
 
-func (s *denialSink) run() {
-	defer close(s.done)
-	for d := range s.q {
-		batch := []mount.Denial{d}
-	more:
-		for len(batch) < 512 {
-			select {
-			case d, ok := <-s.q:
-				if !ok {
-					break more
-				}
-				batch = append(batch, d)
-			default:
-				break more
-			}
-		}
-		s.write(batch)
-	}
-	s.write(nil) // a last count of what did not fit
+// denialKey is what makes two denials one record.
+type denialKey struct {
+	pid, uid uint32
+	process  string
+	dir      string
+	code     refusal.Code
 }
 
-func (s *denialSink) write(batch []mount.Denial) {
-	recs := make([]*journal.Record, 0, len(batch)+1)
-	clear(s.views) // a namespace's mounts may have moved since the last batch
-	for _, d := range batch {
-		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: d.Time, Session: s.session, Path: s.inView(d), RealPath: d.RealPath, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process})
+// window is the denials of the interval under way.
+type window struct {
+	keys     map[denialKey]*mount.Denial // the first of each, with its count
+	order    []*mount.Denial
+	overflow int64
+	first    time.Time // of the overflow
+}
+
+func (s *denialSink) run() {
+	defer close(s.done)
+	w := &window{keys: map[denialKey]*mount.Denial{}}
+	var flush <-chan time.Time
+	for {
+		select {
+		case d, ok := <-s.q:
+			if !ok {
+				s.write(w) // what is pending, and a last count of what did not fit
+				return
+			}
+			s.add(w, d)
+			if flush == nil { // the interval starts with its first denial
+				flush = time.After(s.every)
+			}
+		case <-flush:
+			s.write(w)
+			flush = nil
+			if s.droppedSince() {
+				flush = time.After(s.every)
+			}
+		}
 	}
+}
+
+// droppedSince reports whether denials were dropped that no interval
+// under way will count.
+func (s *denialSink) droppedSince() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped > 0
+}
+
+func (s *denialSink) add(w *window, d mount.Denial) {
+	k := denialKey{pid: d.Pid, uid: d.Uid, process: d.Process, dir: path.Dir(d.Path), code: d.Code}
+	if first, ok := w.keys[k]; ok {
+		first.Count++
+		return
+	}
+	if len(w.keys) >= maxDenialKeys {
+		if w.overflow == 0 {
+			w.first = d.Time
+		}
+		w.overflow++
+		return
+	}
+	// The path in the caller's view is found now, while the caller most
+	// likely still runs.
+	d.Path, d.Count = s.inView(d), 1
+	w.keys[k] = &d
+	w.order = append(w.order, &d)
+}
+
+// write journals (and logs) the window's records, and empties it.
+func (s *denialSink) write(w *window) {
+	recs := make([]*journal.Record, 0, len(w.order)+2)
+	for _, d := range w.order {
+		r := &journal.Record{Kind: journal.KindDenial, Time: d.Time, Session: s.session, Path: d.Path, RealPath: d.RealPath, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process}
+		if d.Count > 1 {
+			r.Count = d.Count
+			r.Detail = fmt.Sprintf("%d denials of this process in this directory with this code within %s; the path is the first's", d.Count, s.every)
+		}
+		recs = append(recs, r)
+		if s.lines != nil {
+			s.lines.Denial(*d)
+		}
+	}
+	if w.overflow > 0 {
+		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: w.first, Session: s.session, Code: "DENIALS_OVERFLOW", Count: w.overflow,
+			Detail: fmt.Sprintf("%d denials beyond the %d (process, directory, code) recorded in this interval of %s are counted here, not named", w.overflow, maxDenialKeys, s.every)})
+		s.log.Warn("denials counted, not named: too many distinct denials in one interval", "count", w.overflow, "interval", s.every.String())
+	}
+	clear(w.keys)
+	w.order, w.overflow = w.order[:0], 0
+	clear(s.views) // a namespace's mounts may have moved since the last interval
 	s.mu.Lock()
 	dropped := s.dropped
 	s.dropped = 0
 	s.mu.Unlock()
 	if dropped > 0 {
-		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: time.Now().UTC(), Session: s.session, Code: "DENIALS_DROPPED",
-			Detail: fmt.Sprintf("%d denials arrived while the queue of %d was full and are not recorded one by one", dropped, queueLen)})
-		s.log.Warn("denials not recorded one by one: the queue was full", "count", dropped)
+		recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: time.Now().UTC(), Session: s.session, Code: "DENIALS_DROPPED", Count: dropped,
+			Detail: fmt.Sprintf("%d denials arrived while the queue of %d was full and are counted here, not named", dropped, queueLen)})
+		s.log.Warn("denials counted, not named: the queue was full", "count", dropped)
 	}
 	if len(recs) == 0 || s.j == nil {
 		return

@@ -96,6 +96,11 @@ type Record struct {
 	// reported in the interval (it merges repeats that wait in its queue:
 	// a lower bound of the opens made).
 	Opens int64 `json:"opens,omitempty"`
+	// Count is how many denials a denial record stands for: the mount's
+	// repeated denials of one process in one directory by one code within
+	// an interval are one record (Path names the first). Absent (0) on a
+	// record of one denial, and on every record of an older journal.
+	Count int64 `json:"count,omitempty"`
 
 	// Observations.
 	Origin           string           `json:"origin,omitempty"`

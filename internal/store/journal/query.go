@@ -116,7 +116,7 @@ type Stats struct {
 	Diffs          int64            `json:"diffs"`
 	Edits          int64            `json:"edits"`
 	Evictions      int64            `json:"evictions"`
-	Denials        int64            `json:"denials"`
+	Denials        int64            `json:"denials"` // denials, not records (a record's count)
 	DenialsByCode  map[string]int64 `json:"denialsByCode"`
 	BytesDelivered int64            `json:"bytesDelivered"`
 	BytesSaved     int64            `json:"bytesSaved"`
@@ -140,8 +140,11 @@ type ProcessAccess struct {
 // Stats computes the summary.
 func (j *Journal) Stats() (*Stats, error) {
 	s := &Stats{DenialsByCode: map[string]int64{}, Accesses: map[string]*ProcessAccess{}}
+	// A denial record may stand for many denials (Count); the others are
+	// one each.
 	rows, err := j.db.Query(`SELECT kind, origin, code, count(*),
-		coalesce(sum(json_extract(body, '$.delivered')), 0), coalesce(sum(json_extract(body, '$.saved')), 0)
+		coalesce(sum(json_extract(body, '$.delivered')), 0), coalesce(sum(json_extract(body, '$.saved')), 0),
+		sum(CASE WHEN kind = 'denial' THEN coalesce(json_extract(body, '$.count'), 1) ELSE 1 END)
 		FROM records GROUP BY kind, origin, code`)
 	if err != nil {
 		return nil, j.damage(err)
@@ -149,8 +152,8 @@ func (j *Journal) Stats() (*Stats, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var kind, origin, code string
-		var n, delivered, saved int64
-		if err := rows.Scan(&kind, &origin, &code, &n, &delivered, &saved); err != nil {
+		var n, delivered, saved, events int64
+		if err := rows.Scan(&kind, &origin, &code, &n, &delivered, &saved, &events); err != nil {
 			return nil, j.damage(err)
 		}
 		s.Records += n
@@ -158,8 +161,8 @@ func (j *Journal) Stats() (*Stats, error) {
 		s.BytesSaved += saved
 		switch {
 		case kind == KindDenial:
-			s.Denials += n
-			s.DenialsByCode[code] += n
+			s.Denials += events
+			s.DenialsByCode[code] += events
 		case origin == OriginRead:
 			s.Reads += n
 		case origin == OriginWrite:

@@ -22,6 +22,9 @@ type Denial struct {
 	Pid      uint32       `json:"pid"`
 	Uid      uint32       `json:"uid"`
 	Process  string       `json:"process"`
+	// Count is how many denials this one stands for (an auditor that
+	// coalesces repeats sets it); 0 is one.
+	Count int64 `json:"count,omitempty"`
 }
 
 // Auditor receives denials. The daemon's sink journals them; LogLines
@@ -44,5 +47,9 @@ func newDenial(c *fuse.Caller, shown string, code refusal.Code) Denial {
 type LogLines struct{ Log *slog.Logger }
 
 func (l LogLines) Denial(d Denial) {
+	if d.Count > 1 {
+		l.Log.Warn("denied", "path", d.Path, "realPath", d.RealPath, "code", string(d.Code), "pid", d.Pid, "uid", d.Uid, "process", d.Process, "count", d.Count)
+		return
+	}
 	l.Log.Warn("denied", "path", d.Path, "realPath", d.RealPath, "code", string(d.Code), "pid", d.Pid, "uid", d.Uid, "process", d.Process)
 }
