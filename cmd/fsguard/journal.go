@@ -5,19 +5,18 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/fsguard/fsguard/internal/concept/policy"
-	"github.com/fsguard/fsguard/internal/store/blobs"
 	"io"
 	"maps"
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
+	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
+	"github.com/fsguard/fsguard/internal/store/blobs"
 	"github.com/fsguard/fsguard/internal/store/journal"
 )
 
@@ -259,15 +258,15 @@ func (c *journalCmd) stats() int {
 	}
 	if *c.format == "json" {
 		b, _ := json.MarshalIndent(st, "", "  ")
-		fmt.Fprintf(c.stdout, "%s\n", b)
+		fmt.Fprintf(c.stdout, "%s\n", termsafe.JSON(b))
 		return 0
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "journal\t%s\n", c.path)
+	fmt.Fprintf(tw, "journal\t%s\n", shown(c.path))
 	fmt.Fprintf(tw, "records\t%d\nsessions\t%d\nreads\t%d\nwrites\t%d\nedits\t%d\nledger notices\t%d\ndiffs\t%d\nheld content evicted\t%d\ndenials\t%d\n",
 		st.Records, st.Sessions, st.Reads, st.Writes, st.Edits, st.LedgerNotices, st.Diffs, st.Evictions, st.Denials)
-	for code, n := range st.DenialsByCode {
-		fmt.Fprintf(tw, "  %s\t%d\n", code, n)
+	for _, code := range slices.Sorted(maps.Keys(st.DenialsByCode)) {
+		fmt.Fprintf(tw, "  %s\t%d\n", shown(code), st.DenialsByCode[code])
 	}
 	fmt.Fprintf(tw, "bytes delivered\t%d\nbytes saved by the ledger and diffs\t%d\n", st.BytesDelivered, st.BytesSaved)
 	tw.Flush()
@@ -286,6 +285,8 @@ func (c *journalCmd) accessStats(st *journal.Stats) {
 		a := st.Accesses[name]
 		if name == "" {
 			name = "(exited before named)"
+		} else {
+			name = shown(name) // a process names itself
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", name, a.Pids, a.Files, a.Versions, a.Opens)
 	}
@@ -383,7 +384,7 @@ func (p *printer) record(r *journal.Record) error {
 			return err
 		}
 		var b bytes.Buffer
-		json.Indent(&b, raw, "  ", "  ")
+		json.Indent(&b, termsafe.JSON(raw), "  ", "  ")
 		sep := ",\n  "
 		if p.n == 0 {
 			sep = "[\n  "
@@ -395,7 +396,7 @@ func (p *printer) record(r *journal.Record) error {
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(p.w, "%s\n", b)
+		_, err = fmt.Fprintf(p.w, "%s\n", termsafe.JSON(b))
 		return err
 	}
 	detail := r.Code
@@ -418,6 +419,13 @@ func (p *printer) record(r *journal.Record) error {
 		detail = fmt.Sprintf("%s lines %d-%d of %d", r.Origin, r.Start, r.End, r.TotalLines)
 		if r.WholeFileVisible {
 			detail += " (whole file)"
+		}
+	case journal.KindDenial:
+		if r.Count > 1 {
+			detail = fmt.Sprintf("%s %d× by %s (pid %d)", r.Code, r.Count, r.Process, r.Pid)
+		}
+		if r.Detail != "" {
+			detail += ": " + r.Detail
 		}
 	}
 	// Paths, sessions and process names come from whoever made them (a
@@ -448,12 +456,8 @@ func given(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// shown is s as it may go to a terminal: quoted (Go syntax) when it holds
-// a control character (an escape sequence, a tab that would break the
-// table's columns, a newline that would forge a row).
-func shown(s string) string {
-	if strings.ContainsFunc(s, unicode.IsControl) {
-		return strconv.Quote(s)
-	}
-	return s
-}
+// shown is s as it may go to a terminal (termsafe.Quote): quoted when it
+// holds a control character (an escape sequence, a tab that would break
+// the table's columns, a newline that would forge a row), a bidi override
+// or anything else a terminal acts on rather than shows.
+func shown(s string) string { return termsafe.Quote(s) }

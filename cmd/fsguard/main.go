@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/service/session"
 	"github.com/fsguard/fsguard/internal/view/mount"
 )
@@ -178,7 +179,7 @@ func loadPolicy(file string) (*policy.Policy, error) {
 }
 
 func fail(stderr io.Writer, err error) int {
-	msg := err.Error()
+	msg := termsafe.Escape(err.Error()) // errors name paths, which others name
 	fmt.Fprintf(stderr, "Error: %s\n", strings.TrimPrefix(msg, "Error: "))
 	return exitFail
 }

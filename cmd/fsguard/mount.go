@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/daemon"
 	"github.com/fsguard/fsguard/internal/store/journal"
 	"github.com/fsguard/fsguard/internal/view/mount"
@@ -54,7 +55,7 @@ flags:
 	if !ok {
 		return code
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log := slog.New(slog.NewJSONHandler(termsafe.Writer(stderr), nil))
 	moreProcs()
 	pol, ok := policyFor(*policyFile, stderr)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/door/control"
 	"github.com/fsguard/fsguard/internal/door/mcp"
 	"github.com/fsguard/fsguard/internal/service/api"
@@ -110,7 +111,8 @@ func performer(policyFile, socket string, stderr io.Writer) (mcp.Perform, func()
 			}
 			out, err := control.Call(socket, req, content)
 			if err != nil {
-				return session.Output{Stderr: "Error: " + err.Error() + "\n", Exit: session.ExitFail, Message: err.Error()}
+				msg := termsafe.Escape(err.Error())
+				return session.Output{Stderr: "Error: " + msg + "\n", Exit: session.ExitFail, Message: msg}
 			}
 			return out
 		}, func() {}, 0

@@ -23,6 +23,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/metrics"
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/history"
 	"github.com/fsguard/fsguard/internal/decide/roots"
@@ -93,7 +94,7 @@ func Start(cfg Config) (*Daemon, error) {
 	d := &Daemon{cfg: cfg, log: cfg.Log, Metrics: metrics.New(), mounted: make(chan struct{})}
 	d.bg, d.stopBg = context.WithCancel(context.Background())
 	if d.log == nil {
-		d.log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		d.log = slog.New(slog.NewJSONHandler(termsafe.Writer(os.Stderr), nil))
 	}
 	pol := d.overridden(cfg.Policy)
 	var jerr error

@@ -2,6 +2,7 @@ package refusal
 
 import (
 	"fmt"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"strings"
 )
 
@@ -71,7 +72,10 @@ func (r Reason) Code() Code {
 	return IOError
 }
 
-// Render returns the refusal's message as door d shows it.
+// Render returns the refusal's message as door d shows it. A message
+// carries strings others chose (paths, arguments, details with either):
+// whatever a row quotes or not, no control character of theirs reaches
+// the caller's terminal raw (termsafe.Escape).
 func (e *Error) Render(d Door) string {
 	w, ok := doors[d]
 	if !ok {
@@ -79,9 +83,9 @@ func (e *Error) Render(d Door) string {
 	}
 	row, ok := table[e.Reason]
 	if !ok { // a refusal made without a reason: its code says what it is
-		return e.cannot() + string(e.Code)
+		return termsafe.Escape(e.cannot() + string(e.Code))
 	}
-	return row.text(e, w)
+	return termsafe.Escape(row.text(e, w))
 }
 
 // cannot is the common start of a message: `cannot read "<path>": `.

@@ -32,6 +32,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/metrics"
 	"github.com/fsguard/fsguard/internal/concept/mountinfo"
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/decide/caller"
 	"github.com/fsguard/fsguard/internal/service/api"
 	"github.com/fsguard/fsguard/internal/service/session"
@@ -113,7 +114,7 @@ func (s *Server) Serve(path string) error {
 		s.RefusalLogEvery = 10 * time.Second
 	}
 	if s.Log == nil {
-		s.Log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		s.Log = slog.New(slog.NewJSONHandler(termsafe.Writer(os.Stderr), nil))
 	}
 	s.slots, s.conns = newShare(s.MaxRequests), newShare(s.MaxConns)
 	s.lingering = make(chan struct{}, 16)

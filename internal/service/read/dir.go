@@ -8,6 +8,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/concept/lines"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 
@@ -82,8 +83,10 @@ func (r *Reader) list(req Request) (*Result, error) {
 }
 
 // visibleName shows a name as a line: its control characters (a newline
-// in a name, an escape sequence) as visible stand-ins.
-func visibleName(name string) string { return lines.Visible(name) }
+// in a name, an escape sequence) as visible stand-ins, and what else a
+// terminal acts on (a bidi override, a line separator, a byte that is not
+// UTF-8) as its escape.
+func visibleName(name string) string { return termsafe.Escape(lines.Visible(name)) }
 
 // page sets the range, footer and continuation of a read paged by items
 // other than lines (a directory's entries, a notebook's cells): the same

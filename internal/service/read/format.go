@@ -7,6 +7,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/lines"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 )
 
 // Text renders the exact text envelope of a successful read.
@@ -14,7 +15,10 @@ func (r *Result) Text() string {
 	var b strings.Builder
 	kind := r.Kind()
 	b.WriteString("<path>")
-	b.WriteString(r.Path)
+	// A name is whatever its maker chose: one holding a control character
+	// (a newline would forge the envelope's lines, an escape sequence
+	// rewrite the terminal) is shown quoted.
+	b.WriteString(termsafe.Quote(r.Path))
 	b.WriteString("</path>\n<type>" + kind + "</type>\n<content>\n")
 	b.WriteString(r.Body)
 	b.WriteString("</content>\n")
@@ -128,11 +132,13 @@ func ErrorJSON(path string, err error, notes []string) []byte {
 	return marshal(e)
 }
 
+// marshal is v's JSON with no rune a terminal acts on left raw
+// (termsafe.JSON): the same value to any JSON reader.
 func marshal(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only unmarshalable types fail, and Envelope has none.
 		panic(err)
 	}
-	return append(b, '\n')
+	return append(termsafe.JSON(b), '\n')
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/service/read"
 )
 
@@ -111,7 +112,8 @@ func ExitOf(code refusal.Code) int {
 
 func errorOutput(err error) Output {
 	code := refusal.CodeOf(err)
-	return Output{Stderr: "Error: " + err.Error() + "\n", Exit: ExitOf(code), Code: string(code), Message: err.Error(), Refusal: asData(err)}
+	msg := termsafe.Escape(err.Error()) // an error that is no refusal may name a path raw
+	return Output{Stderr: "Error: " + msg + "\n", Exit: ExitOf(code), Code: string(code), Message: msg, Refusal: asData(err)}
 }
 
 // asData is the refusal err carries, for a door that renders it in its
@@ -225,7 +227,7 @@ func RenderEdit(res *EditResult, err error) Output {
 		return refused(errorOutput(err))
 	}
 	var b strings.Builder
-	b.WriteString("<path>" + res.Path + "</path>\n<type>edit</type>\n<content>\n" + res.Shown + "\n")
+	b.WriteString("<path>" + termsafe.Quote(res.Path) + "</path>\n<type>edit</type>\n<content>\n" + res.Shown + "\n")
 	moved := ""
 	switch after := res.End < res.TotalLines; {
 	case after && res.Moved > 0:

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/caller"
 	"github.com/fsguard/fsguard/internal/decide/roots"
@@ -443,7 +444,7 @@ func (r *ReadResult) Text() string {
 		return r.Result.Text()
 	}
 	var b strings.Builder
-	b.WriteString("<path>" + r.Path + "</path>\n<type>" + r.Kind() + "</type>\n<content>\n" + r.Notice + "\n")
+	b.WriteString("<path>" + termsafe.Quote(r.Path) + "</path>\n<type>" + r.Kind() + "</type>\n<content>\n" + r.Notice + "\n")
 	if r.Footer != "" {
 		b.WriteString("\n" + r.Footer + "\n")
 	}
