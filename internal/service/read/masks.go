@@ -1,7 +1,6 @@
 package read
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -68,13 +67,6 @@ func maskNotes(ms []Masked) []string {
 	}
 	b.WriteString(". A masked value written back unchanged on its line is restored; never retype one")
 	return []string{b.String()}
-}
-
-// notebookMasked is a notebook's masks, placed in its JSON (the file's
-// lines, not its cells).
-func notebookMasked(data []byte, masks []sniff.Mask) []Masked {
-	ms, _ := locate(bytes.NewReader(data), masks)
-	return ms
 }
 
 // locate is each mask as a read names it.
