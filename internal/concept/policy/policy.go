@@ -133,6 +133,14 @@ type Limits struct {
 	MaxScanBytes  int64 `toml:"max_scan_bytes"`
 	SampleBytes   int   `toml:"sample_bytes"`
 	MaxMediaBytes int64 `toml:"max_media_bytes"`
+	// MaxDirEntries bounds the entries of a directory a read lists: a
+	// larger directory is refused, as the listing holds them all at once.
+	MaxDirEntries int `toml:"max_dir_entries"`
+	// MemoryLimit is the daemon's own memory limit in bytes (the Go
+	// runtime's soft limit: it collects harder as it nears it). 0: the
+	// cgroup's memory.max less headroom, or none outside a bounded cgroup;
+	// GOMEMLIMIT in the environment overrides both.
+	MemoryLimit int64 `toml:"memory_limit"`
 }
 
 // Sniff lists the content classes that are refused outright, by every door
@@ -350,6 +358,7 @@ func defaults() Policy {
 			MaxScanBytes:  1 << 30,
 			SampleBytes:   8192,
 			MaxMediaBytes: 5 << 20,
+			MaxDirEntries: 20000,
 		},
 		Sniff:   Sniff{Refuse: []string{"private-key"}},
 		Journal: Journal{HeldMaxBytes: 256 << 20},
@@ -558,10 +567,14 @@ func (p *Policy) finish(data []byte) error {
 		{"max_lines", int64(l.MaxLines)}, {"max_line_chars", int64(l.MaxLineChars)},
 		{"max_bytes", int64(l.MaxBytes)}, {"max_scan_bytes", l.MaxScanBytes},
 		{"sample_bytes", int64(l.SampleBytes)}, {"max_media_bytes", l.MaxMediaBytes},
+		{"max_dir_entries", int64(l.MaxDirEntries)},
 	} {
 		if c.v <= 0 {
 			return fmt.Errorf("%slimits.%s must be a positive integer, got %d", at(c.key, ""), c.key, c.v)
 		}
+	}
+	if l.MemoryLimit != 0 && l.MemoryLimit < 64<<20 {
+		return fmt.Errorf("%slimits.memory_limit must be 0 (from the cgroup) or at least 67108864 (64 MiB), got %d", at("memory_limit", ""), l.MemoryLimit)
 	}
 	if l.MaxLineChars < 16 || l.MaxBytes < 4*l.MaxLineChars+64 {
 		return fmt.Errorf("%slimits.max_bytes (%d) must hold at least one clamped line: at least 4*max_line_chars+64 = %d", at("max_bytes", ""), l.MaxBytes, 4*l.MaxLineChars+64)
@@ -734,8 +747,8 @@ func (p *Policy) Summary() string {
 	fmt.Fprintf(&b, "globs = %s\n", tomlList(globs))
 	fmt.Fprintf(&b, "hard_links = %q\nfold = %v\n", p.Deny.HardLinks, p.Folds())
 	l := p.Limits
-	fmt.Fprintf(&b, "\n[limits]\nmax_lines = %d\nmax_line_chars = %d\nmax_bytes = %d\nmax_scan_bytes = %d\nsample_bytes = %d\nmax_media_bytes = %d\n",
-		l.MaxLines, l.MaxLineChars, l.MaxBytes, l.MaxScanBytes, l.SampleBytes, l.MaxMediaBytes)
+	fmt.Fprintf(&b, "\n[limits]\nmax_lines = %d\nmax_line_chars = %d\nmax_bytes = %d\nmax_scan_bytes = %d\nsample_bytes = %d\nmax_media_bytes = %d\nmax_dir_entries = %d\nmemory_limit = %d\n",
+		l.MaxLines, l.MaxLineChars, l.MaxBytes, l.MaxScanBytes, l.SampleBytes, l.MaxMediaBytes, l.MaxDirEntries, l.MemoryLimit)
 	var allow []string
 	for _, g := range p.Sniff.AllowGlobs {
 		allow = append(allow, g.String())

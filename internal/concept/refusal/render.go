@@ -194,6 +194,7 @@ const (
 	OutOfRange     Reason = "out-of-range"        // Arg (what names the line), Line, Total, Unit
 	BeyondScan     Reason = "beyond-scan"         // Line, Limit
 	BlockTooLarge  Reason = "block-too-large"     // Limit
+	DirTooLarge    Reason = "directory-too-large" // Limit
 	BinaryFile     Reason = "binary"              // MIME
 	NotUTF8        Reason = "not-utf8"            // MIME
 	BadUTF8        Reason = "bad-utf8"            // At, MIME if known
@@ -380,6 +381,9 @@ var table = map[Reason]row{
 	}),
 	BlockTooLarge: whyf(TooLarge, func(e *Error, _ *words) string {
 		return fmt.Sprintf("block needs the whole file, and it is larger than max_scan_bytes (%d); read a window with offset and limit", e.Limit)
+	}),
+	DirTooLarge: whyf(TooLarge, func(e *Error, _ *words) string {
+		return fmt.Sprintf("the directory has more than %d entries, more than fsguard lists in one read (max_dir_entries); read the files in it by name, or list a subdirectory", e.Limit)
 	}),
 	BinaryFile: whyf(Binary, func(e *Error, _ *words) string {
 		return "binary file (" + e.MIME + "); fsguard shows text files only"

@@ -3,6 +3,7 @@ package roots
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"path/filepath"
 	"strings"
 
@@ -224,6 +225,16 @@ type DirEntry struct {
 // from getdents, so plain files and directories cost no stat; only
 // symbolic links (and entries of unknown type) get the full Entry check.
 func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
+	return g.listAtMost(root, rel, 0)
+}
+
+// ErrTooManyEntries is a listing stopped at its bound: the directory holds
+// more entries than one answer may.
+var ErrTooManyEntries = errors.New("more entries than one listing takes")
+
+// listAtMost is List, stopped with ErrTooManyEntries past max listed
+// entries (0: no bound), so a directory of any size costs a bounded read.
+func (g *Guard) listAtMost(root *Root, rel string, max int) ([]DirEntry, error) {
 	at := root.At(rel)
 	if rel != "." && g.Denied(root, rel) {
 		return nil, deniedErr(at.Shown)
@@ -291,6 +302,9 @@ func (g *Guard) List(root *Root, rel string) ([]DirEntry, error) {
 			default:
 				continue // FIFOs, sockets, devices are never listed
 			}
+			if max > 0 && len(out) >= max {
+				return nil, ErrTooManyEntries
+			}
 			out = append(out, DirEntry{Name: name, Ino: ino, Mode: mode})
 		}
 	}
@@ -324,7 +338,7 @@ func (l *Listing) Path() Path { return Path{Root: l.Root, Rel: l.Rel, Shown: l.S
 // it names: a symbolic link on the way is followed beneath the root and
 // judged where it lands (deny rules there, the same root). A link that
 // leaves the root is refused, as for a file.
-func (g *Guard) ListDir(name, cwd string) (*Listing, error) {
+func (g *Guard) ListDir(name, cwd string, max int) (*Listing, error) {
 	p, err := g.Locate(name, cwd)
 	if err != nil {
 		return nil, err
@@ -347,7 +361,10 @@ func (g *Guard) ListDir(name, cwd string) (*Listing, error) {
 			return nil, err
 		}
 	}
-	ents, err := g.List(p.Root, p.Rel)
+	ents, err := g.listAtMost(p.Root, p.Rel, max)
+	if err == ErrTooManyEntries {
+		return nil, refusal.Of(refusal.DirTooLarge, refusal.OpRead, p.Shown, refusal.Facts{Limit: int64(max)})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -33,9 +33,11 @@ type Entry struct {
 // (the same listing and the same admission, admit.Decider.Shown), sorted,
 // one per line with "/" after a directory, paged by offset and limit like
 // lines. Hidden names are not there to count: the total is of what may be
-// shown. A listing is no observation of any file.
+// shown. A listing is no observation of any file. A directory of more than
+// max_dir_entries entries is refused (TOO_LARGE) before any is decided:
+// sorting and admitting a listing holds every entry at once.
 func (r *Reader) list(req Request) (*Result, error) {
-	l, err := r.Guard.ListDir(req.Path, req.Cwd)
+	l, err := r.Guard.ListDir(req.Path, req.Cwd, r.Guard.Policy().Limits.MaxDirEntries)
 	if err != nil {
 		return nil, err
 	}
