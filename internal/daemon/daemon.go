@@ -97,6 +97,7 @@ func Start(cfg Config) (*Daemon, error) {
 		d.log = slog.New(slog.NewJSONHandler(termsafe.Writer(os.Stderr), nil))
 	}
 	pol := d.overridden(cfg.Policy)
+	d.setMemoryLimit(pol.Limits.MemoryLimit)
 	var jerr error
 	if cfg.JournalPath != "" {
 		// Made private before anything is written in it (journal.Open
@@ -293,7 +294,13 @@ func (d *Daemon) Server() *mount.Server { return d.srv }
 func (d *Daemon) Wait() { d.srv.Wait() }
 
 // Reload swaps in a new policy; a bad one is refused and the old one kept.
-func (d *Daemon) Reload(pol *policy.Policy) error { return d.srv.Reload(d.overridden(pol)) }
+func (d *Daemon) Reload(pol *policy.Policy) error {
+	if err := d.srv.Reload(d.overridden(pol)); err != nil {
+		return err
+	}
+	d.setMemoryLimit(pol.Limits.MemoryLimit)
+	return nil
+}
 
 // Stop unmounts, waits for the mount to be gone, and writes what is left
 // of the denials before closing the journal.

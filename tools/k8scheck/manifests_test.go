@@ -37,6 +37,9 @@ func TestDaemonSet(t *testing.T) {
 	if c.LivenessProbe == nil || c.LivenessProbe.Exec == nil || c.LivenessProbe.Exec.Command[1] != "health" {
 		t.Fatal("no liveness probe on fsguard health")
 	}
+	if mem, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || mem.IsZero() {
+		t.Fatal("the daemon needs a memory limit: it sets its own from the cgroup's")
+	}
 	bidirectional := false
 	for _, m := range c.VolumeMounts {
 		if m.MountPath == "/srv/agent" && m.MountPropagation != nil && *m.MountPropagation == corev1.MountPropagationBidirectional {
