@@ -159,6 +159,7 @@ const (
 	TopHoldsRoots      Reason = "top-holds-roots"
 	DeniedName         Reason = "denied-name"
 	WriteDeniedRule    Reason = "write-denied" // Rule: the [write] deny glob
+	GitDir             Reason = "git-dir"      // Detail: what makes it git's own
 	NoPermission       Reason = "permission"
 	Directory          Reason = "directory"
 	SpecialFile        Reason = "special-file" // Kind: the file's type
@@ -309,6 +310,9 @@ var table = map[Reason]row{
 	DeniedName:    why(Denied, "denied by policy; this path is not available to the agent"),
 	WriteDeniedRule: whyf(WriteDenied, func(e *Error, _ *words) string {
 		return fmt.Sprintf("the policy does not let the agent write here (rule %q in [write] deny_globs): files the host runs on its own are not the agent's to change; leave this change to a person", e.Rule)
+	}),
+	GitDir: whyf(WriteDenied, func(e *Error, _ *words) string {
+		return e.Detail + ": git runs the commands its own files name (hooks, core.fsmonitor, filters), so they are not the agent's to change, whatever the policy; leave this change to a person"
 	}),
 	NoPermission: why(PermissionDenied, "permission denied: fsguard acts with the caller's own rights, and this user may not open it; ask for access, or read another file"),
 	Directory:    why(NotAFile, "not a regular file (directory); list it with ls, or read a file inside it"),

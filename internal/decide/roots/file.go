@@ -176,9 +176,11 @@ type Dir struct {
 }
 
 // OpenParent opens the directory that would hold p, for a write: the
-// entry's own name must not be denied, and the directory must resolve
-// beneath the root to a directory no deny rule matches. It returns the
-// directory and the entry's base name.
+// entry's own name must not be denied, the directory must resolve
+// beneath the root to a directory no deny rule matches, and the write
+// must not land in git's own files (writeIntoGitDir). It returns the
+// directory and the entry's base name. Every write and edit, by every
+// door, opens its directory here, and writes through that descriptor.
 func (g *Guard) OpenParent(p Path) (*Dir, string, error) {
 	if p.Rel == "." {
 		return nil, "", notAFile(p.Shown, "directory")
@@ -194,6 +196,10 @@ func (g *Guard) OpenParent(p Path) (*Dir, string, error) {
 	if g.Denied(p.Root, filepath.Join(d.Rel, name)) {
 		d.Close()
 		return nil, "", deniedErr(p.Shown)
+	}
+	if err := g.writeIntoGitDir(d, name, p.Shown); err != nil {
+		d.Close()
+		return nil, "", err
 	}
 	return d, name, nil
 }

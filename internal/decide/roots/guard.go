@@ -95,6 +95,7 @@ type Root struct {
 	Path string // absolute path as configured
 	Real string // symlink-free path; what fd refers to
 	Dev  uint64 // device of the root directory
+	Ino  uint64 // its inode
 	// crossMounts lets resolution enter mount points below the root; by
 	// default a bind mount inside a root is a wall (RESOLVE_NO_XDEV), so
 	// binding /etc under a root does not put /etc in the view.
@@ -154,7 +155,7 @@ func New(p *policy.Policy) (*Guard, error) {
 			g.Close()
 			return nil, fmt.Errorf("root %s: %w", pr.Path, err)
 		}
-		r := &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, crossMounts: pr.CrossMounts, rfd: rootFD{fd: fd}}
+		r := &Root{Name: pr.Name, Path: pr.Path, Real: pr.Real, Dev: st.Dev, Ino: st.Ino, crossMounts: pr.CrossMounts, rfd: rootFD{fd: fd}}
 		r.noteMount(fd)
 		r.caseFolds = mayFoldCase(fd, r.crossMounts)
 		if !r.crossMounts {

@@ -74,6 +74,12 @@ func (s *Service) check(name, cwd, session string) (*Freshness, error) {
 	if err := s.Guard.WriteDenied(f.Path()); err != nil {
 		return nil, err
 	}
+	// The directory a write would land in answers as a write's would.
+	d, _, err := s.Guard.OpenParent(f.Path())
+	if err != nil {
+		return nil, err
+	}
+	d.Close()
 	if err := s.Guard.Do(func() error { return writable(f) }); err != nil {
 		return nil, writeErr(f.Shown, err)
 	}
@@ -270,29 +276,33 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	if err := s.writeDeniedAsNamed(name, cwd); err != nil {
 		return nil, err
 	}
+	// The directory is opened, and judged (OpenParent), before the
+	// content is made: a write the policy refuses outright is refused
+	// before any precondition of the session's.
 	f, err := s.Guard.Open(name, cwd)
 	switch {
 	case err == nil:
 		defer f.Close()
-		if content, ed, err = newContent(f); err != nil {
-			return nil, err
-		}
 		id := f.Identity()
 		checked, mode, p = &id, f.Stat.Mode&0o777, f.Path()
-		dir, base, err = s.Guard.OpenParent(p)
+		if dir, base, err = s.Guard.OpenParent(p); err == nil {
+			content, ed, err = newContent(f)
+		}
 	case refusal.CodeOf(err) == refusal.NotFound:
 		p, err = s.Guard.Locate(name, cwd)
 		if err == nil {
-			content, ed, err = newContent(nil)
+			content, ed, err = newContent(nil) // no I/O: an edit's "no such file"
 		}
 		if err == nil {
 			dir, base, err = s.Guard.OpenParent(p)
 		}
 	}
+	if dir != nil {
+		defer dir.Close()
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer dir.Close()
 	if s.Journal == nil {
 		return nil, s.notRecorded(refusal.OpWrite, p.Shown)
 	}
