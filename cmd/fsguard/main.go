@@ -13,7 +13,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/service/session"
-	"github.com/fsguard/fsguard/internal/view/mount"
+	"github.com/fsguard/fsguard/internal/view/warm"
 )
 
 // The CLI's names for session's exit statuses (session.ExitStatuses is
@@ -49,8 +49,8 @@ func init() {
 }
 
 func main() {
-	if status, ok := mount.ListerMain(); ok {
-		// A child the mount started to list itself (see mount.ListerMain).
+	if status, ok := warm.ListerMain(); ok {
+		// A child the mount started to list itself (see warm.ListerMain).
 		os.Exit(status)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

@@ -23,12 +23,13 @@ import (
 	"github.com/fsguard/fsguard/internal/store/journal"
 	"github.com/fsguard/fsguard/internal/testenv"
 	"github.com/fsguard/fsguard/internal/view/mount"
+	"github.com/fsguard/fsguard/internal/view/warm"
 )
 
 // TestMain runs the test binary as a lister child when a mount started it
-// as one (see mount.ListerMain), or runs the tests.
+// as one (see warm.ListerMain), or runs the tests.
 func TestMain(m *testing.M) {
-	if status, ok := mount.ListerMain(); ok {
+	if status, ok := warm.ListerMain(); ok {
 		os.Exit(status)
 	}
 	os.Exit(m.Run())

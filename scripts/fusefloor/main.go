@@ -50,7 +50,7 @@ const maxRead = 1<<20 - 8<<10
 
 const timeout = time.Hour
 
-// maxPush is fsguard's largest push (mount.maxPush).
+// maxPush is fsguard's largest push (warm.MaxPush).
 const maxPush = 128 << 10
 
 var (

@@ -16,6 +16,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/testenv"
+	"github.com/fsguard/fsguard/internal/view/warm"
 	"github.com/fsguard/fsguard/internal/view/watch"
 
 	"golang.org/x/sys/unix"
@@ -429,9 +430,9 @@ func TestPushAfterAMoveIntoDenied(t *testing.T) {
 const mapReadEnv = "FSGUARD_TEST_MAPREAD"
 
 // TestMain runs the test binary as one of the children the tests start
-// (a lister, see ListerMain; a mapping child), or runs the tests.
+// (a lister, see warm.ListerMain; a mapping child), or runs the tests.
 func TestMain(m *testing.M) {
-	if status, ok := ListerMain(); ok {
+	if status, ok := warm.ListerMain(); ok {
 		os.Exit(status)
 	}
 	switch {

@@ -19,6 +19,7 @@ import (
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
+	"github.com/fsguard/fsguard/internal/view/warm"
 	"github.com/fsguard/fsguard/internal/view/watch"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -277,6 +278,16 @@ func mountDev(mp string) (string, error) {
 		return "", fmt.Errorf("%s is not in mountinfo", mp)
 	}
 	return dev, nil
+}
+
+// startLister starts a lister child of the mount at mp (see
+// warm.StartLister): call it from a thread locked for the child's life.
+func startLister(mp string) (*warm.Lister, error) {
+	dev, err := mountDev(mp)
+	if err != nil {
+		return nil, err
+	}
+	return warm.StartLister(mp, dev)
 }
 
 // MountPoint returns the absolute mount point.

@@ -14,6 +14,7 @@ import (
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
+	"github.com/fsguard/fsguard/internal/view/warm"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -735,7 +736,7 @@ func (l *listing) keep(rel string, id fileid.Identity, data []byte) {
 	if l.kept == nil {
 		l.kept = map[string]keptFile{}
 	}
-	l.kept[path.Base(rel)] = keptFile{id: id, data: keptCopy(data)}
+	l.kept[path.Base(rel)] = keptFile{id: id, data: warm.KeptCopy(data)}
 	l.keptBytes += len(data)
 }
 
@@ -871,7 +872,7 @@ func (l *listing) Releasedir(context.Context, uint32) {
 // (see keptBufs): no push will be made of it.
 func (l *listing) giveBack() {
 	for _, k := range l.kept {
-		keptDone(k.data)
+		warm.KeptDone(k.data)
 	}
 	l.kept = nil
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fsguard/fsguard/internal/view/warm"
+
 	"github.com/hanwen/go-fuse/v2/fs"
 )
 
@@ -160,6 +162,6 @@ func (p *parked) remove(dir *fs.Inode, read bool) []pushJob {
 // done gives back the buffers of pushes that will not be made.
 func (d *parkedDir) done() {
 	for _, j := range d.jobs {
-		keptDone(j.data)
+		warm.KeptDone(j.data)
 	}
 }

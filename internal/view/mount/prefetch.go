@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
+	"github.com/fsguard/fsguard/internal/view/warm"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 )
@@ -94,9 +95,8 @@ type pushJob struct {
 }
 
 const (
-	// maxPush is the largest file pushed whole; larger ones are read on
-	// demand (their first READs are large anyway).
-	maxPush = 128 << 10
+	// maxPush is the largest file pushed whole (see warm.MaxPush).
+	maxPush = warm.MaxPush
 	// pushWorkers push concurrently; pushQueue bounds the jobs waiting
 	// (a full queue drops the push: the file is then read on demand).
 	pushWorkers = 2
@@ -194,7 +194,7 @@ func (p *prefetch) worker(ctx context.Context, queue <-chan pushJob, eager bool)
 // offered, so it never waits for it: an inode unknown now was forgotten
 // since.
 func (p *prefetch) pushKept(j pushJob) {
-	defer keptDone(j.data) // the store copied it, and the job is done
+	defer warm.KeptDone(j.data) // the store copied it, and the job is done
 	n, result := p.v.push(j.n, j.in, j.id, j.data, nil, false)
 	p.done(j, n, result)
 }

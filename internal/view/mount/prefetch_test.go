@@ -1,7 +1,9 @@
 package mount
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,5 +131,48 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 				t.Errorf("%s: after the push of its old version (count %d, was %d) the mount serves %q", name, count, before, got)
 			}
 		}
+	}
+}
+
+// TestRecycledBuffersServeTheirOwnFile: a walker that reads nothing
+// (find) fills the parked pushes past their budget, and the buffers of
+// those dropped are used again for the next listings' copies; reading
+// every file afterwards (the parked pushes of the directories still
+// held go in then) must show each file's own bytes. A buffer given back
+// while a push still held it would put another file's bytes in its
+// place.
+func TestRecycledBuffersServeTheirOwnFile(t *testing.T) {
+	testenv.RequireFUSE(t)
+	needWarm(t)
+	t.Parallel()
+	root := t.TempDir()
+	const dirs, files, size = 48, 16, 32 << 10 // 24 MiB: past maxParkedBytes
+	for d := range dirs {
+		dir := filepath.Join(root, fmt.Sprintf("d%02d", d))
+		quietDir(t, dir, func() { // the listings keep content
+			for f := range files {
+				name := fmt.Sprintf("f%02d.txt", f)
+				line := fmt.Sprintf("%s/%s ", filepath.Base(dir), name)
+				body := strings.Repeat(line, size/len(line)+1)[:size-1] + "\n"
+				testenv.Must(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+			}
+		})
+	}
+	_, mp := mountRoot(t, root, Config{})
+	sum := func(dir string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", "find . -type f | sort | xargs cat | sha256sum")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", dir, err, out)
+		}
+		return string(out)
+	}
+	if out, err := exec.Command("find", mp).CombinedOutput(); err != nil { // lists, reads nothing
+		t.Fatalf("find: %v: %s", err, out)
+	}
+	if got, want := sum(mp), sum(root); got != want {
+		t.Fatalf("the files read through the mount are not the tree's: %s, want %s", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
+	"github.com/fsguard/fsguard/internal/view/warm"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 )
@@ -249,7 +250,7 @@ func (r *refill) round(ctx context.Context, p *prefetch) {
 // taken as not held, as before there was one.
 type residency struct {
 	p  *prefetch
-	ls *lister
+	ls *warm.Lister
 }
 
 // startResidency starts the child; call it on a locked thread that
@@ -260,8 +261,8 @@ func (p *prefetch) startResidency() *residency {
 	if err != nil {
 		return &residency{p: p}
 	}
-	p.v.active.helper.Store(ls.tid)
-	p.v.active.helperPid.Store(uint32(ls.cmd.Process.Pid))
+	p.v.active.helper.Store(ls.Tid())
+	p.v.active.helperPid.Store(ls.Pid())
 	return &residency{p: p, ls: ls}
 }
 
@@ -281,7 +282,7 @@ func (r *residency) notHeld(dir *fs.Inode, old map[string]*fs.Inode) []*fs.Inode
 	if !ok {
 		return out
 	}
-	pages, err := r.ls.cached(at, names)
+	pages, err := r.ls.Cached(at, names)
 	if err != nil {
 		r.close() // the rest of the round pushes without asking
 		return out
@@ -311,7 +312,7 @@ func (r *residency) close() {
 		return
 	}
 	r.p.v.active.helperPid.Store(0) // before the child is reaped and its pid free
-	r.ls.close()
+	r.ls.Close()
 	r.p.v.active.helper.Store(0)
 	r.ls = nil
 }

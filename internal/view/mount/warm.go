@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/view/warm"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -111,7 +112,7 @@ func (s *Server) Quiet(ctx context.Context) error {
 // It returns the directories that hold a .git directory it met and the
 // directories it did not list (see Walked); ok is false when it stopped
 // before it could say.
-func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, unlisted []Dir, ok bool) {
+func (s *Server) warm(stop <-chan struct{}, budget int64, ls *warm.Lister) (repos, unlisted []Dir, ok bool) {
 	start, pushed := time.Now(), s.v.prefetch.bytes.Load()
 	queue := []string{s.mp}
 	dirs, files := 0, 0
@@ -121,7 +122,7 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, un
 		}
 		d := queue[0]
 		queue = queue[1:]
-		ents, err := ls.list(d)
+		ents, err := ls.List(d)
 		if err != nil {
 			continue // gone, or hidden meanwhile: nothing to warm
 		}
@@ -135,13 +136,13 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *lister) (repos, un
 		}
 		dirs++
 		for _, e := range ents {
-			if e.dir {
-				if e.name == ".git" {
+			if e.Dir {
+				if e.Name == ".git" {
 					if r, ok := s.backingOf(d); ok {
 						repos = append(repos, r)
 					}
 				}
-				queue = append(queue, filepath.Join(d, e.name))
+				queue = append(queue, filepath.Join(d, e.Name))
 			} else {
 				files++
 			}
@@ -270,8 +271,8 @@ func (s *Server) keepWarm(ctx context.Context, budget int64) {
 		s.walkDone(nil, nil, false)
 		return
 	}
-	defer ls.close()
-	s.v.active.walker.Store(ls.tid) // its requests are not an agent's
+	defer ls.Close()
+	s.v.active.walker.Store(ls.Tid()) // its requests are not an agent's
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for walks := 0; ; walks++ {

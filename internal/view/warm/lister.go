@@ -1,4 +1,4 @@
-package mount
+package warm
 
 import (
 	"bufio"
@@ -45,7 +45,7 @@ const (
 )
 
 // ListerMain runs this process as a lister child when it was started as
-// one (see startLister), and returns the status to exit with; ok is false
+// one (see StartLister), and returns the status to exit with; ok is false
 // for any other process, which goes on as it would. A program that mounts
 // (cmd/fsguard, and the test binaries that mount in process) calls it
 // first thing in main: the child is the program itself again.
@@ -206,21 +206,18 @@ func cachedPages(top int, mp, dir string, names []string) []uint64 {
 	return out
 }
 
-// lister is the daemon's end of a lister child.
-type lister struct {
+// Lister is the daemon's end of a lister child.
+type Lister struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
 	tid uint32 // the child's listing thread
 }
 
-// startLister starts a lister child. Call it from a thread locked for the
-// child's life: the child is killed when that thread ends.
-func startLister(mp string) (*lister, error) {
-	dev, err := mountDev(mp)
-	if err != nil {
-		return nil, err
-	}
+// StartLister starts a lister child of the mount at mp, whose device is
+// dev ("major:minor", from mountinfo). Call it from a thread locked for
+// the child's life: the child is killed when that thread ends.
+func StartLister(mp, dev string) (*Lister, error) {
 	fuseCloseOnExec()
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = []string{listerEnv + "=" + mp, listerDevEnv + "=" + dev}
@@ -236,29 +233,35 @@ func startLister(mp string) (*lister, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	l := &lister{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	l := &Lister{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	line, err := l.out.ReadString('\n')
 	tid, perr := strconv.ParseUint(strings.TrimSpace(line), 10, 32)
 	if err != nil || perr != nil {
-		l.close()
+		l.Close()
 		return nil, fmt.Errorf("lister child: no thread id (%v)", errors.Join(err, perr))
 	}
 	l.tid = uint32(tid)
 	return l, nil
 }
 
-// entry is one name a listing gave.
-type entry struct {
-	name string
-	dir  bool
+// Entry is one name a listing gave.
+type Entry struct {
+	Name string
+	Dir  bool
 }
 
-// list lists dir (a path through the mount) in the child.
-func (l *lister) list(dir string) ([]entry, error) {
+// Tid is the child's listing thread: the FUSE requests it makes name it.
+func (l *Lister) Tid() uint32 { return l.tid }
+
+// Pid is the child process (the opens audit names processes).
+func (l *Lister) Pid() uint32 { return uint32(l.cmd.Process.Pid) }
+
+// List lists dir (a path through the mount) in the child.
+func (l *Lister) List(dir string) ([]Entry, error) {
 	if _, err := io.WriteString(l.in, "l"+dir+"\x00"); err != nil {
 		return nil, err
 	}
-	var ents []entry
+	var ents []Entry
 	for {
 		rec, err := l.out.ReadString(0)
 		if err != nil {
@@ -277,14 +280,14 @@ func (l *lister) list(dir string) ([]entry, error) {
 			}
 			return nil, errors.New(rec[1:])
 		default:
-			ents = append(ents, entry{name: rec[1:], dir: rec[0] == 'd'})
+			ents = append(ents, Entry{Name: rec[1:], Dir: rec[0] == 'd'})
 		}
 	}
 }
 
-// cached counts, for each name in dir (a path through the mount), the
+// Cached counts, for each name in dir (a path through the mount), the
 // pages of it the kernel's page cache holds, in the child.
-func (l *lister) cached(dir string, names []string) ([]uint64, error) {
+func (l *Lister) Cached(dir string, names []string) ([]uint64, error) {
 	var b strings.Builder
 	b.WriteString("c" + dir + "\x00")
 	for _, n := range names {
@@ -307,8 +310,8 @@ func (l *lister) cached(dir string, names []string) ([]uint64, error) {
 	return out, nil
 }
 
-// close ends the child.
-func (l *lister) close() {
+// Close ends the child.
+func (l *Lister) Close() {
 	l.in.Close()
 	l.cmd.Process.Kill() // it may be in a listing; the mount answers it
 	l.cmd.Wait()

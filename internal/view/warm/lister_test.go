@@ -1,4 +1,4 @@
-package mount
+package warm
 
 import (
 	"bufio"
@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/testenv"
 )
 
@@ -96,37 +95,29 @@ func listerOf(t *testing.T, top, dev string) func(req string, answers int) []str
 
 // A lister child never holds /dev/fuse: if it did, a daemon killed while
 // the child waited on the mount would leave the connection open, the child
-// stuck, and the mount point hung for every later access.
+// stuck, and the mount point hung for every later access. The descriptor
+// is opened as go-fuse opens it, without O_CLOEXEC.
 func TestListerHoldsNoFuseDescriptor(t *testing.T) {
 	testenv.RequireFUSE(t)
 	t.Parallel()
-	root := t.TempDir()
-	testenv.Must(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("x\n"), 0o644))
-	mp := filepath.Join(t.TempDir(), "mnt")
-	testenv.Must(t, os.Mkdir(mp, 0o755))
-	pol, err := policy.Parse([]byte("[[root]]\npath = \"" + root + "\"\n[mount]\nwarm = false\n"))
-	testenv.Must(t, err)
-	s, err := Mount(Config{Policy: pol, MountPoint: mp})
-	testenv.Must(t, err)
-	t.Cleanup(func() { s.Unmount() })
-	held := 0
-	fuseFds(func(int) { held++ })
-	if held == 0 {
-		t.Skip("this mount holds no /dev/fuse descriptor of its own")
+	fd, err := unix.Open("/dev/fuse", unix.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("/dev/fuse cannot be opened here: %v", err)
 	}
+	t.Cleanup(func() { unix.Close(fd) })
 	done := make(chan []string, 1)
 	go func() {
 		runtime.LockOSThread() // the child lives as long as this thread
 		defer runtime.UnlockOSThread()
-		l, err := startLister(mp)
+		l, err := StartLister(t.TempDir(), "0:0") // it opens the mount point only when asked
 		if err != nil {
 			t.Error(err)
 			done <- nil
 			return
 		}
-		defer l.close()
+		defer l.Close()
 		var fuse []string
-		dir := fmt.Sprintf("/proc/%d/fd", l.cmd.Process.Pid)
+		dir := fmt.Sprintf("/proc/%d/fd", l.Pid())
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			if target, _ := os.Readlink(filepath.Join(dir, e.Name())); target == "/dev/fuse" {
@@ -138,4 +129,13 @@ func TestListerHoldsNoFuseDescriptor(t *testing.T) {
 	if fuse := <-done; len(fuse) != 0 {
 		t.Fatalf("the lister child holds /dev/fuse as fd %v", fuse)
 	}
+}
+
+// TestMain runs the test binary as a lister child when it was started as
+// one (see ListerMain), or runs the tests.
+func TestMain(m *testing.M) {
+	if status, ok := ListerMain(); ok {
+		os.Exit(status)
+	}
+	os.Exit(m.Run())
 }

@@ -1,4 +1,4 @@
-package mount
+package warm
 
 import (
 	"math/bits"
@@ -6,7 +6,7 @@ import (
 )
 
 // keptBufs recycles the buffers that hold the content a listing read for
-// its pushes, by size class (powers of two from 4 KiB to maxPush). A cold
+// its pushes, by size class (powers of two from 4 KiB to MaxPush). A cold
 // walker's listings keep a copy of nearly every file they admit, and a
 // fresh allocation for each — most of them larger than the runtime's
 // small-object sizes, so each came zeroed from new pages — was a twentieth
@@ -23,7 +23,7 @@ const (
 	keptClasses  = 18 - minKeptShift
 )
 
-// keptClass is the class of a buffer of n bytes (n ≤ maxPush).
+// keptClass is the class of a buffer of n bytes (n ≤ MaxPush).
 func keptClass(n int) int {
 	if n <= 1<<minKeptShift {
 		return 0
@@ -31,8 +31,12 @@ func keptClass(n int) int {
 	return bits.Len(uint(n-1)) - minKeptShift
 }
 
-// keptCopy returns a copy of data in a recycled buffer.
-func keptCopy(data []byte) []byte {
+// MaxPush is the largest file pushed whole; larger ones are read on
+// demand (their first READs are large anyway).
+const MaxPush = 128 << 10
+
+// KeptCopy returns a copy of data in a recycled buffer.
+func KeptCopy(data []byte) []byte {
 	if len(data) == 0 {
 		return nil // an empty file is never pushed
 	}
@@ -46,8 +50,8 @@ func keptCopy(data []byte) []byte {
 	return append(b[:0], data...)
 }
 
-// keptDone gives back a buffer keptCopy made, when nothing refers to it.
-func keptDone(b []byte) {
+// KeptDone gives back a buffer KeptCopy made, when nothing refers to it.
+func KeptDone(b []byte) {
 	if c := keptClass(cap(b)); cap(b) == 1<<(c+minKeptShift) && c < keptClasses {
 		keptBufs[c].Put(&b)
 	}
