@@ -34,6 +34,7 @@ import (
 	"github.com/fsguard/fsguard/internal/store/sqlitedb"
 	"github.com/fsguard/fsguard/internal/view/mount"
 	"github.com/fsguard/fsguard/internal/view/opens"
+	"github.com/fsguard/fsguard/internal/view/warm"
 )
 
 // Config is what a daemon needs.
@@ -224,14 +225,15 @@ func Start(cfg Config) (*Daemon, error) {
 		go d.scrape.Serve(ln)
 		d.log.Info("metrics listener", "addr", ln.Addr().String())
 	}
-	// The warm walk, and the history check that reuses what it met.
-	srv.Warm()
+	// The warm walk, and the history check that reuses what it met: the
+	// daemon joins the two, the mount knows neither the check nor git.
+	srv.Warming().Walk()
 	if pol.Git.History == "warn" {
 		d.job(func(ctx context.Context) {
 			// A warning, not a gate: it runs in the agent's pauses, so that
 			// it never competes with the agent's own commands for the disk
 			// and the CPU.
-			reps, err := history.Scan(ctx, srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: walkedRepos(srv), Credentials: history.CredentialsUnder(pol)})
+			reps, err := history.Scan(ctx, srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: walkedRepos(srv.Warming()), Credentials: history.CredentialsUnder(pol)})
 			if ctx.Err() != nil {
 				return // stopped: what it found so far is not the answer
 			}
@@ -242,19 +244,19 @@ func Start(cfg Config) (*Daemon, error) {
 }
 
 // walkedRepos is the history check's Repos from the mount's warm walk
-// (mount.Server.Walked): the working trees it met and the directories it
+// (warm.Engine.Walked): the working trees it met and the directories it
 // did not list, each left out when it lies where the check does not look
 // (history.NotLookedIn: inside node_modules, inside a .git directory).
-func walkedRepos(srv *mount.Server) func(context.Context) (found, unlisted []history.Repo, ok bool) {
+func walkedRepos(e *warm.Engine) func(context.Context) (found, unlisted []history.Repo, ok bool) {
 	return func(ctx context.Context) (found, unlisted []history.Repo, ok bool) {
-		f, u, ok := srv.Walked(ctx)
+		f, u, ok := e.Walked(ctx)
 		return lookedIn(f), lookedIn(u), ok
 	}
 }
 
 // lookedIn is the directories of ds the history check looks in, as its
 // trees.
-func lookedIn(ds []mount.Dir) []history.Repo {
+func lookedIn(ds []warm.Dir) []history.Repo {
 	var out []history.Repo
 	for _, d := range ds {
 		if !slices.ContainsFunc(strings.Split(d.Rel, "/"), history.NotLookedIn) {

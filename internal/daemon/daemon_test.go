@@ -333,9 +333,9 @@ func TestCloseWaitsForItsJobs(t *testing.T) {
 // in itself: none inside node_modules, none inside a .git directory.
 func TestHistoryLooksWhereItWalks(t *testing.T) {
 	t.Parallel()
-	var ds []mount.Dir
+	var ds []warm.Dir
 	for _, rel := range []string{".", "a/b", "node_modules/x", "a/node_modules", "a/b/.git/modules/m", "x/.git", "w"} {
-		ds = append(ds, mount.Dir{Rel: rel})
+		ds = append(ds, warm.Dir{Rel: rel})
 	}
 	var got []string
 	for _, r := range lookedIn(ds) {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
-	"golang.org/x/sys/unix"
 
 	"github.com/fsguard/fsguard/internal/testenv"
 )
@@ -26,10 +25,10 @@ import (
 // to a private key), a file created, removed or renamed, a subdirectory's
 // mode changed (the listing's stat of it answers its LOOKUP), the
 // directory swapped for a link to one outside the root. Each must be
-// caught by the list's own checks even with a watch that has not reported
-// the change yet (its count of changes is set to the view's), and the
-// walker must then see the directory as it is: no key listed or served,
-// no old version read, no name missing or left over.
+// caught (the list's own checks, even before the watch reports the change,
+// are warm's TestListedAheadStaleAfterEachChange), and the walker must
+// then see the directory as it is: no key listed or served, no old
+// version read, no name missing or left over.
 func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	testenv.RequireFUSE(t)
 	needWarm(t)
@@ -55,11 +54,8 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	results := &aheadResults{}
 	s, mp := mountRoot(t, root, Config{ListedAhead: results.add})
 	lsBy(t, filepath.Join(mp, "p"))
-	g := s.v.guard.Load()
-	r := g.Roots()[0]
-	made := map[string]*aheadList{}
 	for _, c := range append([]string{"dirmode"}, cases...) {
-		made[c] = madeAhead(t, s, "p/"+c)
+		madeAhead(t, s, "p/"+c)
 	}
 
 	// Nothing changed: the walker's listing is the one made ahead.
@@ -87,19 +83,6 @@ func TestListedAheadOnlyWhileCurrent(t *testing.T) {
 	testenv.Must(t, os.Rename(dir("swapped"), dir("swapped")+".old"))
 	testenv.Must(t, os.Symlink(outside, dir("swapped")))
 	testenv.Must(t, os.Chmod(filepath.Join(dirmode, "s"), 0o700))
-	for _, c := range append([]string{"dirmode"}, cases[1:]...) {
-		x := made[c]
-		// As if the watch had not reported the change yet; the stat as
-		// listing.load takes it.
-		x.changes = s.v.changes.Load()
-		var now *unix.Stat_t
-		if e, err := g.Entry(r, "p/"+c); err == nil {
-			now = &e.Stat
-		}
-		if x.current(s.v, g, r, now) {
-			t.Errorf("p/%s: changed after it was listed ahead, and the list still counts as current", c)
-		}
-	}
 	for _, c := range cases[1 : len(cases)-1] {
 		checkDir(t, mp, root, "p/"+c)
 	}
@@ -168,14 +151,13 @@ func TestListedAheadAgainOnlyAfterReclaim(t *testing.T) {
 	results := &aheadResults{}
 	s, mp := mountRoot(t, root, Config{ListedAhead: results.add})
 	ls := func(rel string) { t.Helper(); lsBy(t, filepath.Join(mp, rel)) }
+	rootName := s.v.guard.Load().Roots()[0].Name
 	queued := func() []string {
-		s.v.ahead.mu.Lock()
-		defer s.v.ahead.mu.Unlock()
 		var out []string
-		for k, x := range s.v.ahead.lists {
-			out = append(out, k.rel)
-			if !x.known {
-				t.Errorf("%s: listed before, and queued as never listed", k.rel)
+		for rel, known := range s.v.warm.ListsAhead(rootName) {
+			out = append(out, rel)
+			if !known {
+				t.Errorf("%s: listed before, and queued as never listed", rel)
 			}
 		}
 		slices.Sort(out)
@@ -204,20 +186,18 @@ func TestListedAheadAgainOnlyAfterReclaim(t *testing.T) {
 		t.Errorf("listings made ahead: %v, want used 3 times (twice at first, once after reclaim)", got)
 	}
 
-	// The watch drops p's listing: listed again, nothing is queued.
-	s.v.ahead.mu.Lock()
-	for k, x := range s.v.ahead.lists {
-		<-x.done
-		delete(s.v.ahead.lists, k)
-	}
-	s.v.ahead.mu.Unlock()
+	// The watch drops p's listing: listed again, nothing more is queued.
+	testenv.Eventually(t, "the lists queued made", s.v.warm.Idle)
+	before := s.v.warm.ListsAhead(rootName)
 	testenv.Must(t, os.WriteFile(filepath.Join(root, "p", "new.txt"), []byte("new\n"), 0o644))
 	testenv.Eventually(t, "new.txt listed", func() bool {
 		out, _ := exec.Command("ls", filepath.Join(mp, "p")).Output()
 		return strings.Contains(string(out), "new.txt")
 	})
-	if got := queued(); len(got) != 0 {
-		t.Errorf("after the watch dropped the listing, queued %q", got)
+	for _, rel := range queued() {
+		if _, ok := before[rel]; !ok {
+			t.Errorf("after the watch dropped the listing, %s was queued", rel)
+		}
 	}
 }
 
@@ -253,26 +233,19 @@ func lsBy(t *testing.T, dir string) {
 }
 
 // madeAhead waits for the list of rel queued to be made ahead.
-func madeAhead(t *testing.T, s *Server, rel string) *aheadList {
+func madeAhead(t *testing.T, s *Server, rel string) {
 	t.Helper()
-	s.v.ahead.mu.Lock()
-	x := s.v.ahead.lists[aheadKey{s.v.guard.Load().Roots()[0].Name, rel}]
-	s.v.ahead.mu.Unlock()
-	if x == nil {
+	if _, ok := s.v.warm.ListsAhead(s.v.guard.Load().Roots()[0].Name)[rel]; !ok {
 		t.Fatalf("%s was not queued to be listed ahead", rel)
 	}
-	select {
-	case <-x.done:
-	case <-time.After(30 * time.Second): // a hang guard
-		t.Fatalf("%s: never listed ahead", rel)
-	}
-	return x
+	testenv.Eventually(t, rel+" listed ahead", s.v.warm.Idle)
 }
 
-// TestListedAheadNotTooBig: a subdirectory of more than maxAheadEntries
-// entries is not listed ahead (its stats would be held for a walker that
-// may never come); the walker lists it itself, whole.
+// TestListedAheadNotTooBig: a subdirectory of more entries than a list
+// made ahead holds is not listed ahead (see warm's TestListedAheadNotTooBig);
+// the walker lists it itself, whole.
 func TestListedAheadNotTooBig(t *testing.T) {
+	const bigDir = 4096 // warm's maxAheadEntries
 	testenv.RequireFUSE(t)
 	needWarm(t)
 	t.Parallel()
@@ -280,7 +253,7 @@ func TestListedAheadNotTooBig(t *testing.T) {
 	big := filepath.Join(root, "p", "big")
 	quietDir(t, filepath.Join(root, "p"), func() {
 		quietDir(t, big, func() {
-			for i := range maxAheadEntries + 1 {
+			for i := range bigDir + 1 {
 				testenv.Must(t, os.WriteFile(filepath.Join(big, fmt.Sprintf("f%05d", i)), nil, 0o644))
 			}
 		})
@@ -288,53 +261,13 @@ func TestListedAheadNotTooBig(t *testing.T) {
 	results := &aheadResults{}
 	s, mp := mountRoot(t, root, Config{ListedAhead: results.add})
 	lsBy(t, filepath.Join(mp, "p"))
-	if x := madeAhead(t, s, "p/big"); x.ok || x.list != nil {
-		t.Errorf("a directory of %d entries was listed ahead (%d held)", maxAheadEntries+1, len(x.list))
-	}
+	madeAhead(t, s, "p/big")
 	ents, err := os.ReadDir(filepath.Join(mp, "p", "big"))
 	testenv.Must(t, err)
-	if len(ents) != maxAheadEntries+1 {
-		t.Errorf("the walker's own listing shows %d entries, want %d", len(ents), maxAheadEntries+1)
+	if len(ents) != bigDir+1 {
+		t.Errorf("the walker's own listing shows %d entries, want %d", len(ents), bigDir+1)
 	}
 	if got := results.get(); got["unused"] != 1 || got["used"] != 0 {
 		t.Errorf("listings made ahead: %v, want one unused", got)
-	}
-}
-
-// TestListedAheadWithinItsBudget: the content kept by lists made ahead
-// and not yet taken stays within maxAheadBytes, whatever the lists'
-// sizes. Three subdirectories of 6 MiB of small files each are listed
-// ahead and none is taken: the third must keep at most what the first
-// two left of the budget (a check of the total before each listing let
-// it keep all 6 MiB: 18 held).
-func TestListedAheadWithinItsBudget(t *testing.T) {
-	testenv.RequireFUSE(t)
-	needWarm(t)
-	t.Parallel()
-	root := t.TempDir()
-	const dirs, files = 3, 48 // of maxPush bytes each: 6 MiB a directory
-	body := strings.Repeat("ordinary text, kept for a push\n", maxPush/31+1)[:maxPush]
-	quietDir(t, filepath.Join(root, "p"), func() {
-		for d := range dirs {
-			dir := filepath.Join(root, "p", fmt.Sprintf("d%d", d))
-			quietDir(t, dir, func() {
-				for f := range files {
-					testenv.Must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.txt", f)), []byte(body), 0o644))
-				}
-			})
-		}
-	})
-	s, mp := mountRoot(t, root, Config{})
-	lsBy(t, filepath.Join(mp, "p"))
-	held := 0
-	for d := range dirs {
-		x := madeAhead(t, s, fmt.Sprintf("p/d%d", d))
-		held += x.held.keptBytes
-	}
-	if held > maxAheadBytes || held < maxAheadBytes-maxPush {
-		t.Errorf("lists made ahead hold %d bytes, want at most %d and the budget filled", held, maxAheadBytes)
-	}
-	if got := s.v.ahead.bytes.Load(); got != int64(held) {
-		t.Errorf("the budget counts %d bytes, the lists hold %d", got, held)
 	}
 }

@@ -314,5 +314,7 @@ func (s *Server) repush(c *fs.Inode, real string) {
 	if !n.key.is(&st) {
 		return // the name now means another file: the kernel looks it up anew
 	}
-	s.v.prefetch.offer(n, fileid.Of(&st), st.Size)
+	if !n.index {
+		s.v.warm.Offer(ref{c}, fileid.Of(&st), st.Size)
+	}
 }

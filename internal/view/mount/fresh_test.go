@@ -369,7 +369,7 @@ func TestPushAfterAMoveIntoDenied(t *testing.T) {
 	s, err := Mount(Config{Policy: pol, MountPoint: mp})
 	testenv.Must(t, err)
 	t.Cleanup(func() { s.Unmount() })
-	if !s.v.prefetch.on() {
+	if !s.v.warm.On() {
 		t.Skip("no watch here, or the warming engine is off: nothing is pushed")
 	}
 	for _, d := range []string{"e", "d/sub"} { // the kernel holds e, and the file
@@ -406,7 +406,7 @@ func TestPushAfterAMoveIntoDenied(t *testing.T) {
 	if rel, _, ok := n.where(); !ok || rel != "e/d/sub/x.txt" {
 		t.Fatalf("x.txt's node is at %q (%v) after the rename, want e/d/sub/x.txt", rel, ok)
 	}
-	s.v.prefetch.pushKept(pushJob{in: in, n: n, id: fileid.Of(&st), data: []byte(text)})
+	s.v.push(ref{in}, fileid.Of(&st), []byte(text), nil, false)           // as the engine pushes a listing's kept content
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
 	defer cancel()
 	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
+	"github.com/fsguard/fsguard/internal/view/warm"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -16,14 +17,16 @@ import (
 
 // The gate is the one way bytes of a file reach the kernel: the reply to a
 // READ (node.Read, handle.Read), a passthrough open (handle.PassthroughFd)
-// and a push into the page cache (view.push: a listing's kept content, a
-// prefetch, a refill, the push of a changed file). Nothing else in the
-// package hands the kernel a file's bytes; TestOneGate holds the package to
-// it. Every way through it stands on a version admitted for the node's
-// place under the guard in force: a READ admits the version it serves (or
-// uses a descriptor admitted for that very version, see fds), a push admits
-// afresh what it stores and checks it is still that version, with one link,
-// at the same place under the same guard, after the store.
+// and a push into the page cache (view.push, the warming engine's one way
+// in: a listing's kept content, a prefetch, a refill, the push of a changed
+// file). Nothing else in the package, and nothing in the engine
+// (internal/view/warm, which imports no FUSE package), hands the kernel a
+// file's bytes; TestOneGate holds both to it. Every way through it stands
+// on a version admitted for the node's place under the guard in force: a
+// READ admits the version it serves (or uses a descriptor admitted for that
+// very version, see fds), a push admits afresh what it stores and checks it
+// is still that version, with one link, at the same place under the same
+// guard, after the store.
 //
 // A version with masks (sniff.Mask: a credential in ordinary text) reaches
 // the kernel masked, at every offset and through every way: it is never
@@ -58,8 +61,8 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	if c := n.v.open.Load(); c != nil && !n.index {
 		g, _ := n.v.root(n.root)
 		if h := c.get(n, g); h != nil {
-			n.v.prefetch.readIn(n)
-			n.v.prefetch.readOf(n, h.id, off, len(dest))
+			n.v.warm.ReadIn(ref{&n.Inode})
+			n.v.warm.ReadOf(ref{&n.Inode}, h.id, off, len(dest))
 			n.tell(h.id)
 			return reply(h.f, h.masks, dest, off, func() { c.release(h) })
 		}
@@ -73,13 +76,13 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 		n.tell(f.Identity())
 		// A walker reading a file of the directory reads its neighbours
 		// next: theirs are pushed while it reads this one.
-		n.v.prefetch.readIn(n)
+		n.v.warm.ReadIn(ref{&n.Inode})
 		if f.Stat.Nlink != 1 {
 			// Another name may be denied, or become so: decided afresh.
 			defer f.Close()
 			return reply(f, res.Masks, dest, off, nil)
 		}
-		n.v.prefetch.readOf(n, f.Identity(), off, len(dest))
+		n.v.warm.ReadOf(ref{&n.Inode}, f.Identity(), off, len(dest))
 		h := c.put(n, g, f, res.Masks)
 		return reply(h.f, h.masks, dest, off, func() { c.release(h) })
 	}
@@ -155,24 +158,36 @@ func reply(f replyFile, masks []sniff.Mask, dest []byte, off int64, done func())
 	return fuse.ReadResultData(dest[:m]), 0
 }
 
-// push stores the whole content of version id of the file n stands for
-// (in is n's inode) in the kernel's page cache: data, when the caller holds
-// it (a listing's admission read it), else read now into buf (maxPush+1
-// bytes). The version is admitted afresh first, at the node's place now and
-// under the guard in force (an open; the verdict itself is remembered per
-// version): nothing is stored unless the file there is still version id,
-// with one link (another name may be denied), admitted, and it is stored
-// masked by its verdict's masks. After the store the file must still be
-// that version, the guard the same, and no node moved meanwhile (see
-// Server.follow: the node's name may lead into a denied place now);
+// push stores the whole content of version id of the file r stands for in
+// the kernel's page cache: data, when the caller holds it (a listing's
+// admission read it), else read now into buf (warm.MaxPush+1 bytes). It is
+// the warming engine's one way into the kernel (warm.Target.Push), and
+// takes its nodes as the engine's handles; a git index, served rewritten,
+// is never pushed. The version is admitted afresh first, at the node's
+// place now and under the guard in force (an open; the verdict itself is
+// remembered per version): nothing is stored unless the file there is still
+// version id, with one link (another name may be denied), admitted, and it
+// is stored masked by its verdict's masks. After the store the file must
+// still be that version, the guard the same, and no node moved meanwhile
+// (see Server.follow: the node's name may lead into a denied place now);
 // otherwise what was stored is dropped again ("changed"). wait: see store.
-// It returns the bytes stored and a result to count ("pushed", "unknown",
+// It returns the bytes stored and a result to count ("pushed", "unknown":
+// the kernel did not know the inode in time, or the store failed,
 // "changed"; "" for a push given up unstored).
 //
-// Never call it from a request's handler: the kernel may hold the page
-// lock of the very file a READ in flight fills, and the store would wait
-// on it for ever.
-func (v *view) push(n *node, in *fs.Inode, id fileid.Identity, data, buf []byte, wait bool) (int, string) {
+// Never call it from a request's handler: the kernel may hold the page lock
+// of the very file a READ in flight fills, and the store would wait on it
+// for ever.
+func (v *view) push(r warm.Node, id fileid.Identity, data, buf []byte, wait bool) (int, string) {
+	rf, ok := r.(ref)
+	if !ok {
+		return 0, ""
+	}
+	in := rf.in
+	n, ok := nodeOf(in)
+	if !ok || n.index || n.v != v {
+		return 0, ""
+	}
 	changes := v.changes.Load()
 	g, p, errno := n.resolve()
 	if errno != 0 {
@@ -206,10 +221,8 @@ func (v *view) push(n *node, in *fs.Inode, id fileid.Identity, data, buf []byte,
 		data = b
 	}
 	n.tell(id) // before the store: a READ after it must not be older
-	if errno := v.store(in, data, wait); errno == syscall.ENOENT && !wait {
+	if errno := v.store(in, data, wait); errno != 0 {
 		return 0, "unknown"
-	} else if errno != 0 {
-		return 0, "" // given up, counted
 	}
 	var st unix.Stat_t
 	if unix.Fstat(int(f.Fd()), &st) != nil || fileid.Of(&st) != id || v.guard.Load() != g || v.moved.Load() > changes {
@@ -219,12 +232,15 @@ func (v *view) push(n *node, in *fs.Inode, id fileid.Identity, data, buf []byte,
 	return len(data), "pushed"
 }
 
+// maxWaitKnown bounds a push's wait for the kernel to know an inode.
+const maxWaitKnown = 2 * time.Second
+
 // store writes data into the kernel's cache of in; only push calls it. The
 // READDIRPLUS reply naming the inode may not be in the kernel yet
 // (ENOENT): with wait, it waits for it, longer on a busy machine (where
 // the reply can lag far behind the push), never more than maxWaitKnown;
 // without, it returns ENOENT at once. Any other failure is a push given
-// up, counted.
+// up.
 func (v *view) store(in *fs.Inode, data []byte, wait bool) syscall.Errno {
 	for delay, waited := 100*time.Microsecond, time.Duration(0); ; delay = min(2*delay, 50*time.Millisecond) {
 		errno := in.WriteCache(0, data)
@@ -232,7 +248,6 @@ func (v *view) store(in *fs.Inode, data []byte, wait bool) syscall.Errno {
 			return errno
 		}
 		if errno != syscall.ENOENT || waited >= maxWaitKnown {
-			v.prefetch.count("unknown")
 			return errno
 		}
 		time.Sleep(delay)

@@ -16,7 +16,10 @@ import (
 // (WriteCache), no READ reply made of bytes or of a descriptor
 // (fuse.ReadResultData, fuse.ReadResultFd, a splicedRead), no passthrough
 // descriptor (PassthroughFd), no READ handler. A warmer or handler added
-// elsewhere that did would skip the gate's admission and masks.
+// elsewhere that did would skip the gate's admission and masks. And the
+// warming engine (internal/view/warm) cannot reach the kernel at all: it
+// imports no FUSE package (nor unsafe or reflect, to open the view's
+// handles), so its one way in is warm.Target.Push, the gate's push.
 func TestOneGate(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
@@ -55,5 +58,26 @@ func TestOneGate(t *testing.T) {
 	}
 	if checked < 10 {
 		t.Fatalf("only %d files checked: not run in the package's directory?", checked)
+	}
+
+	engine, err := filepath.Glob("../warm/*.go")
+	testenv.Must(t, err)
+	checked = 0
+	for _, name := range engine {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		testenv.Must(t, err)
+		checked++
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			if strings.HasPrefix(p, "github.com/hanwen/go-fuse") || p == "unsafe" || p == "reflect" || strings.HasSuffix(p, "/view/mount") {
+				t.Errorf("%s: the warming engine imports %s: it may reach the kernel only through warm.Target.Push", fset.Position(imp.Pos()), p)
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("only %d files of the warming engine checked", checked)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
 	"github.com/fsguard/fsguard/internal/testenv"
+	"github.com/fsguard/fsguard/internal/view/warm"
 
 	"golang.org/x/sys/unix"
 )
@@ -95,8 +96,8 @@ func TestMaskedThroughEveryWay(t *testing.T) {
 			s, mp := mountMasking(t, root, "open = \""+mode+"\"\nwarm = true\n")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
 			defer cancel()
-			s.Warm()
-			s.Walked(ctx) // the warm walk, and its pushes, are done
+			s.v.warm.Walk()
+			s.v.warm.Walked(ctx) // the warm walk, and its pushes, are done
 			if ctx.Err() != nil {
 				t.Fatal("the warm walk never ended")
 			}
@@ -146,7 +147,7 @@ func TestMaskedThroughEveryWay(t *testing.T) {
 				}
 				unix.Close(fd)
 			}
-			if t.Failed() && s.v.prefetch.on() {
+			if t.Failed() && s.v.warm.On() {
 				t.Logf("pushes were on")
 			}
 		})
@@ -339,15 +340,14 @@ func TestPushesMasked(t *testing.T) {
 	data := withToken(9000, 4096-20, tokenOf(6))
 	quietDir(t, dir, func() { testenv.Must(t, os.WriteFile(filepath.Join(dir, "f.txt"), data, 0o644)) })
 	s, mp := mountRoot(t, root, Config{})
-	if !s.v.prefetch.on() {
+	if !s.v.warm.On() {
 		t.Skip("no pushes here")
 	}
 	if _, err := os.ReadDir(filepath.Join(mp, "d")); err != nil {
 		t.Fatal(err)
 	}
 	in := s.root.EmbeddedInode().GetChild("d").GetChild("f.txt")
-	n, ok := nodeOf(in)
-	if !ok {
+	if _, ok := nodeOf(in); !ok {
 		t.Fatal("the kernel does not hold f.txt after the listing")
 	}
 	var st unix.Stat_t
@@ -355,12 +355,10 @@ func TestPushesMasked(t *testing.T) {
 	want := masked(t, data)
 	for _, how := range []string{"read by the push", "handed to the push"} {
 		in.NotifyContent(0, 0) // no page left: what is read next is what the push stored
-		j := pushJob{in: in, n: n, id: fileid.Of(&st)}
 		if how == "read by the push" {
-			s.v.prefetch.push(j, make([]byte, maxPush+1))
+			s.v.push(ref{in}, fileid.Of(&st), nil, make([]byte, warm.MaxPush+1), true)
 		} else {
-			j.data = bytes.Clone(data)
-			s.v.prefetch.pushKept(j)
+			s.v.push(ref{in}, fileid.Of(&st), bytes.Clone(data), nil, false)
 		}
 		if got := mapWhole(t, filepath.Join(mp, "d", "f.txt")); !bytes.Equal(got, want) {
 			t.Errorf("%s: a mapping reads %d bytes, raw token %v, differing from the masked file at %d", how, len(got), tokenRule.Match(got), firstDiff(got, want))

@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,9 +56,12 @@ type Config struct {
 	// refill found the kernel still held it whole: not pushed again).
 	Prefetched func(result string)
 	// ListedAhead, when set, is told of the end of each directory listed
-	// ahead of the walker (see ahead): "used", "stale" (something changed:
-	// listed afresh) or "unused".
+	// ahead of the walker (see warm's ahead): "used", "stale" (something
+	// changed: listed afresh) or "unused".
 	ListedAhead func(result string)
+	// RefillAfter and RoundGap, when set, replace the warming engine's
+	// own (see warm.Config).
+	RefillAfter, RoundGap func() time.Duration
 }
 
 // Admitter is the admission the mount asks of every name and version it
@@ -92,16 +94,6 @@ type Server struct {
 	// live is set once the kernel answers the mount: before that there is
 	// nothing cached to invalidate, and the tree is still being set up.
 	live atomic.Bool
-
-	// walked is closed when the first warm walk ends, or once Warm found
-	// there is none; repos, unlisted and walkedOK are set before (see
-	// Walked).
-	walked     chan struct{}
-	walkedOnce sync.Once
-	warmOnce   sync.Once
-	repos      []Dir
-	unlisted   []Dir
-	walkedOK   bool
 }
 
 // fallbackTimeout bounds the kernel's caching of names and attributes
@@ -144,10 +136,8 @@ func Mount(cfg Config) (*Server, error) {
 	if v.audit == nil {
 		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	}
-	v.prefetch.start(v, cfg.Policy.Mount.WarmMaxBytes, cfg.Prefetched)
-	v.ahead.v, v.ahead.report = v, cfg.ListedAhead
 	v.guard.Store(g)
-	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event, walked: make(chan struct{})}
+	s := &Server{v: v, mp: mp, log: cfg.Log, onEvent: cfg.Event}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -157,6 +147,11 @@ func Mount(cfg Config) (*Server, error) {
 	} else {
 		s.root = &top{v: v}
 	}
+	v.warm = warm.New(target{v, s}, warm.Config{
+		MountPoint: mp, Budget: cfg.Policy.Mount.WarmMaxBytes,
+		Prefetched: cfg.Prefetched, ListedAhead: cfg.ListedAhead, Event: s.event, Log: s.log,
+		Done: v.work.ctx.Done(), RefillAfter: cfg.RefillAfter, RoundGap: cfg.RoundGap,
+	})
 	pol := cfg.Policy
 	entry, attr := pol.Mount.EntryTimeout.Duration, pol.Mount.AttrTimeout.Duration
 	// The watch is in place before the mount exists, so no change made
@@ -198,19 +193,6 @@ func Mount(cfg Config) (*Server, error) {
 	s.stopRoots = make(chan struct{})
 	v.work.Go(s.watchRoots)
 	return s, nil
-}
-
-// Warm starts the warm walk (see keepWarm), when the policy in force has
-// the warming engine and its walk on and the mount can warm (a watch, in
-// kernel open mode); otherwise it records that there is none (Walked).
-// The daemon calls it once the mount is set up; later calls do nothing.
-func (s *Server) Warm() {
-	s.warmOnce.Do(func() {
-		m := s.v.policy().Mount
-		if !m.Warm || !m.WarmWalk || !s.v.prefetch.on() || !s.v.work.Go(func(ctx context.Context) { s.keepWarm(ctx, m.WarmMaxBytes) }) {
-			s.walkDone(nil, nil, false)
-		}
-	})
 }
 
 // serve mounts root on mp, as fs.Mount does, with the node bridge behind

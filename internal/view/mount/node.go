@@ -5,7 +5,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -51,12 +50,13 @@ type node struct {
 	buried, forgotten bool
 	// told is the version of the file the kernel was last told of: its
 	// attributes (LOOKUP, GETATTR), its bytes (READ, a push), or an error
-	// (the zero identity); nil: none yet. See prefetch.pushKept.
+	// (the zero identity); nil: none yet. See view.push.
 	told atomic.Pointer[fileid.Identity]
-	// held is the version of the file whose bytes the kernel was last
-	// given whole (a push, a READ), and when; nil while a push of it is
-	// queued, or once a refill took it (see prefetch.readOf).
-	held atomic.Pointer[heldBytes]
+	// held is the warming engine's mark: the version of the file whose
+	// bytes the kernel was last given whole (a push, a READ), and when;
+	// nil while a push of it is queued, or once a refill took it (see
+	// warm.Engine.ReadOf).
+	held atomic.Pointer[warm.Held]
 }
 
 // tell notes that the kernel is told of version id.
@@ -327,14 +327,13 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 // OnForget runs when the kernel has forgotten the node: its inode number
 // is released, so the number map holds only what the kernel holds.
 func (n *node) OnForget() {
-	n.v.forgotten.Add(1)
 	n.v.absent.forgetDir(n.EmbeddedInode())
 	if c := n.v.open.Load(); c != nil {
 		c.drop(n)
 	}
 	n.v.drop(n)
 	n.v.forget(n.key, n.StableAttr().Ino)
-	n.v.prefetch.parked.drop(n.EmbeddedInode())
+	n.v.warm.Forgot(ref{&n.Inode})
 	if n.index {
 		n.v.git.hold(n.EmbeddedInode(), false)
 	}
@@ -401,7 +400,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	}
 	// Opened by openless when a READDIR comes (the kernel sends no
 	// OPENDIR), so the listing is made at the first Readdirent.
-	l := &listing{n: n}
+	l := &listing{n: n, w: n.v.warm.Listing()}
 	if c := fuseCaller(ctx); c != nil {
 		// go-fuse reuses request memory once the request is answered.
 		cc := *c
@@ -427,17 +426,17 @@ func (l *listing) load() syscall.Errno {
 	}
 	var list []roots.DirEntry
 	listedBefore := n.listed.Load()
-	if x := n.v.ahead.take(g, p, dir); x != nil && n.v.prefetch.on() && n.listed.CompareAndSwap(x.known, true) {
+	eng := n.v.warm
+	if x := eng.TakeAhead(g, p, dir); x != nil && eng.On() && n.listed.CompareAndSwap(x.Known(), true) {
 		// Made before this request, and nothing it stands for changed
-		// since (see ahead): as if made now.
-		l.changes, list, l.again = x.changes, x.list, x.known
-		n.v.ahead.use(x)
-		l.kept, l.keptBytes = x.held.kept, x.held.keptBytes
+		// since (see warm's ahead): as if made now.
+		l.changes, list, l.again = x.Changes(), x.List(), x.Known()
+		l.w = eng.UseAhead(x)
 	} else {
 		if x != nil {
 			// Listed since it was queued, or before and it was not known
 			// (see admit.Keep.Known); or no pushes now.
-			n.v.ahead.drop(x, "unused")
+			eng.DropAhead(x)
 		}
 		l.changes = changes
 		var err error
@@ -445,15 +444,15 @@ func (l *listing) load() syscall.Errno {
 			return n.v.refuse(l.caller, p, err)
 		}
 		var keep *admit.Keep
-		if !l.busy && n.v.prefetch.on() {
+		if !l.busy && eng.On() {
 			l.again = n.listed.Swap(true)
-			keep = &admit.Keep{Fn: l.keep, Known: n.v.prefetch.readKnown(l.again), Want: n.v.prefetch.wantedIn(n.EmbeddedInode())}
+			keep = l.w.Keep(ref{&n.Inode}, l.again)
 		}
 		list = n.v.admit.Shown(g, p, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
 	l.at = place{g, p}
-	var dirs []aheadDir
+	var dirs []warm.AheadDir
 	for _, e := range list {
 		l.ents = append(l.ents, fuse.DirEntry{Name: e.Name, Mode: e.Mode, Ino: n.v.ino(idKey{r.Dev, e.Ino, e.Mode & unix.S_IFMT})})
 		if e.Stat != nil {
@@ -468,15 +467,15 @@ func (l *listing) load() syscall.Errno {
 				c, ok := nodeOf(ch)
 				known = ok && c.listed.Load()
 			}
-			dirs = append(dirs, aheadDir{e.Name, known, ch})
+			dirs = append(dirs, warm.AheadDir{Name: e.Name, Known: known, Node: refOf(ch)})
 		}
 	}
 	// A directory listed again because the watch dropped its listing (an
 	// entry came or went) has subdirectories whose listings the kernel
 	// most likely still holds: listing them ahead would be wasted. One
 	// listed again for no such reason lost it to reclaim, as they did.
-	if dropped := n.dropped.Swap(false); len(dirs) > 0 && !l.walk() && (!listedBefore || !dropped) && n.v.prefetch.on() {
-		n.v.ahead.queueDirs(p, dirs)
+	if dropped := n.dropped.Swap(false); len(dirs) > 0 && !l.walk() && (!listedBefore || !dropped) && eng.On() {
+		eng.ListAhead(p, dirs)
 	}
 	l.loaded = true
 	return 0
@@ -698,46 +697,15 @@ type listing struct {
 	// (see Lookup).
 	seen map[string]*unix.Stat_t
 	at   place
-	// kept holds, by name, the content of small files the listing
-	// admitted from one whole read, for the pushes after READDIRPLUS;
-	// keptBytes is its size (bounded by maxKeptPerListing).
-	kept      map[string]keptFile
-	keptBytes int
-	keptMu    sync.Mutex // keep runs on the admission's goroutines
-	// pending are the pushes of files this listing handed the kernel in
-	// its current request; the kernel knows those inodes only once it has
-	// taken the reply in, which it has when the next request of the
-	// listing (or its release) comes: they are queued then, and never
-	// meet an inode the kernel does not know yet. req is the request.
-	pending []pushJob
-	req     context.Context
+	// w is the warming engine's share of the listing: the content of
+	// small files its admission read, kept for the pushes after
+	// READDIRPLUS, and the pushes of the files its current reply names,
+	// handed over at the next request (the kernel has taken the reply in
+	// then). req is the current request.
+	w   *warm.Listing
+	req context.Context
 	// loadReq is the request that made the listing (see Lookup).
 	loadReq context.Context
-}
-
-// keptFile is a file's content as the listing read it, and its version.
-type keptFile struct {
-	id   fileid.Identity
-	data []byte
-}
-
-// maxKeptPerListing bounds the content one listing holds for pushes.
-const maxKeptPerListing = 8 << 20
-
-// keep is the listing's admit.Keep: it copies a small file's content for
-// the push that follows its READDIRPLUS entry (into a recycled buffer:
-// see keptBufs).
-func (l *listing) keep(rel string, id fileid.Identity, data []byte) {
-	l.keptMu.Lock()
-	defer l.keptMu.Unlock()
-	if int64(len(data)) != id.Size || id.Size > maxPush || l.keptBytes+len(data) > maxKeptPerListing {
-		return
-	}
-	if l.kept == nil {
-		l.kept = map[string]keptFile{}
-	}
-	l.kept[path.Base(rel)] = keptFile{id: id, data: warm.KeptCopy(data)}
-	l.keptBytes += len(data)
 }
 
 var (
@@ -776,17 +744,14 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if l.busy || l.n.v.changes.Load() != l.changes {
 		return nil, syscall.EAGAIN // no entry: not an error the kernel sees
 	}
-	k, held := l.kept[name]
-	if held {
-		delete(l.kept, name)
-		l.keptBytes -= len(k.data)
-	}
 	if ch := l.n.GetChild(name); ch != nil {
 		// Its pages may be gone (reclaim is what makes the kernel list a
 		// directory again): the content read for the listing still goes
-		// in, if it is of the version the node stands for.
-		if c, ok := nodeOf(ch); ok && held && c.key.dev == k.id.Dev && c.key.ino == k.id.Ino && len(k.data) > 0 {
-			l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, k.id, k.data))
+		// in, if it is of the file the node stands for.
+		if c, ok := nodeOf(ch); ok {
+			l.w.Known(name, ref{ch}, c.key.dev, c.key.ino)
+		} else {
+			l.w.Known(name, nil, 0, 0)
 		}
 		return nil, syscall.EAGAIN
 	}
@@ -805,24 +770,14 @@ func (l *listing) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		at = &l.at
 	}
 	in, st, errno := l.n.lookup(ctx, name, out, at, seen)
+	var c warm.Node
+	var id fileid.Identity
 	if errno == 0 && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
-		if c, ok := nodeOf(in); ok {
-			// Known to the kernel once this reply is in: its bytes can go
-			// into the page cache before the walker asks for them.
-			id := fileid.Of(st)
-			switch {
-			case held && k.id == id && len(k.data) > 0:
-				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, k.data))
-			case !held && l.first() && st.Size > 0 && st.Size <= maxPush:
-				// Its verdict was known (a restart kept it), so the
-				// listing read nothing: parked like the others, the push
-				// reads the file when a neighbour is read.
-				l.pending = append(l.pending, l.n.v.prefetch.keptJob(c, id, nil))
-			default:
-				l.n.v.prefetch.offer(c, id, st.Size)
-			}
+		if _, ok := nodeOf(in); ok {
+			c, id = ref{in}, fileid.Of(st)
 		}
 	}
+	l.w.Named(name, c, id, l.first())
 	return in, errno
 }
 
@@ -844,10 +799,10 @@ func (l *listing) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno
 }
 
 // begin notes the request ctx of the listing: a new one means the kernel
-// took the previous reply in, so its pushes are handed over. A request
-// need not start with a Readdirent: go-fuse first answers with the entry
-// that did not fit the reply before, or with the entries after an
-// interrupted one, and looks those up. Their pushes belong to this
+// took the previous reply in, so its pushes are handed over (see
+// warm.Listing.HandOver). A request need not start with a Readdirent:
+// go-fuse first answers with the entry that did not fit the reply before,
+// or with the entries after an interrupted one, and looks those up. Their pushes belong to this
 // request's reply, and were lost (the inode unknown, one per reply) when
 // handed over with the previous one.
 func (l *listing) begin(ctx context.Context) {
@@ -865,55 +820,20 @@ func (l *listing) begin(ctx context.Context) {
 // refuses (counted as "unknown").
 func (l *listing) Releasedir(context.Context, uint32) {
 	l.handOver()
-	l.giveBack() // content for entries never handed over
+	l.w.GiveBack() // content for entries never handed over
 }
 
-// giveBack returns the buffers of the content the listing still keeps
-// (see keptBufs): no push will be made of it.
-func (l *listing) giveBack() {
-	for _, k := range l.kept {
-		warm.KeptDone(k.data)
-	}
-	l.kept = nil
-}
-
-// handOver hands on the pushes of files named by replies the kernel has
-// taken in. The warm walk's go to the eager worker at once: warming is
-// its purpose. So do those of a directory listed again: its files were
-// read again for them (see admit.Keep.Known), and the walker that lists
-// after the pages were reclaimed mostly reads next; parked, they would
-// wait for its first READ in the directory and then race its next ones.
-// An agent's first listing's are parked until it reads a file in the
-// directory (see parked), but for most while it reads what it lists (see
-// parked.atOnce).
-func (l *listing) handOver() {
-	if len(l.pending) == 0 {
-		return
-	}
-	p := &l.n.v.prefetch
-	if !l.first() || p.parked.atOnce() {
-		for _, j := range l.pending {
-			p.offerKept(j)
-		}
-		clear(l.pending) // the content is the eager queue's now
-		l.pending = l.pending[:0]
-		return
-	}
-	if dropped := p.parked.park(l.n.EmbeddedInode(), l.pending); dropped > 0 {
-		for range dropped {
-			p.count("dropped")
-		}
-	}
-	l.pending = nil // parked owns it
-}
+// handOver hands the engine the pushes of files named by replies the
+// kernel has taken in.
+func (l *listing) handOver() { l.w.HandOver(ref{&l.n.Inode}, l.first()) }
 
 // first reports whether the listing is an agent's first of the directory:
-// its pushes are parked (see handOver).
+// its pushes are parked (see warm.Listing.HandOver).
 func (l *listing) first() bool { return !l.walk() && !l.again }
 
 // walk reports whether the listing is the warm walk's: the daemon's own.
 func (l *listing) walk() bool {
-	return l.caller != nil && (l.caller.Pid == self || l.caller.Pid == l.n.v.active.walker.Load())
+	return l.caller != nil && l.n.v.warm.Walks(l.caller.Pid)
 }
 
 func (l *listing) Seekdir(_ context.Context, off uint64) syscall.Errno {

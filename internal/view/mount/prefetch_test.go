@@ -109,7 +109,6 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 		if in == nil {
 			t.Fatalf("%s: the kernel does not hold it after the listing", name)
 		}
-		n, _ := nodeOf(in)
 		// The listing's count of changes: taken before it read the file.
 		before := s.v.changes.Load()
 		// The change, in place (same inode): text of the same size, or a
@@ -125,7 +124,7 @@ func TestKeptPushOfAnOldVersion(t *testing.T) {
 		// not reported the change yet. The mount showed the new version
 		// (a READ), so the old one must not come back either way.
 		for _, count := range []int64{before, s.v.changes.Load()} {
-			s.v.prefetch.pushKept(pushJob{in: in, n: n, id: was, data: []byte(v1)})
+			s.v.push(ref{in}, was, []byte(v1), nil, false) // as the engine pushes a listing's kept content
 			got, _ := os.ReadFile(filepath.Join(mp, "d", name))
 			if string(got) == v1 || strings.Contains(string(got), "PRIVATE KEY") {
 				t.Errorf("%s: after the push of its old version (count %d, was %d) the mount serves %q", name, count, before, got)

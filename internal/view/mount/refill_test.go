@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fsguard/fsguard/internal/testenv"
+	"github.com/fsguard/fsguard/internal/view/warm"
 )
 
 // TestReclaimedPagesPushedAgain reclaims, as an idle machine does, the
@@ -39,8 +40,8 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 		}
 	})
 	cfg, reads := countReads()
+	cfg.RefillAfter = func() time.Duration { return 0 } // a READ of pages given any time ago is one of lost pages
 	s, mp := mountRoot(t, root, cfg)
-	s.v.prefetch.refillAfter.Store(0) // a READ of pages given any time ago is one of lost pages
 	path := func(i int) string { return filepath.Join(mp, "d", fmt.Sprintf("f%d.txt", i)) }
 	readAll := func() {
 		t.Helper()
@@ -99,7 +100,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 	open7, err := os.Open(path(7))
 	testenv.Must(t, err)
 	defer open7.Close()
-	marks := map[int]*heldBytes{}
+	marks := map[int]*warm.Held{}
 	for _, i := range []int{6, 7} {
 		n, _ := nodeOf(d.GetChild(fmt.Sprintf("f%d.txt", i)))
 		marks[i] = n.held.Load()
@@ -119,7 +120,7 @@ func TestReclaimedPagesPushedAgain(t *testing.T) {
 	if _, err := os.ReadFile(path(0)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, "the prefetch drained", s.v.prefetch.drained)
+	testenv.Eventually(t, "the engine idle", s.v.warm.Idle)
 	if got, err := os.ReadFile(path(6)); err != nil || string(got) != text(6, "two") {
 		t.Errorf("f6 after a refill offered its old version: %q, %v", got, err)
 	}
@@ -181,7 +182,7 @@ func TestReclaimedTreePushedAhead(t *testing.T) {
 	open3, err := os.Open(path("a/b/c", 3))
 	testenv.Must(t, err)
 	defer open3.Close()
-	marks := map[int]*heldBytes{2: node("a/b/c", 2).held.Load(), 3: node("a/b/c", 3).held.Load()}
+	marks := map[int]*warm.Held{2: node("a/b/c", 2).held.Load(), 3: node("a/b/c", 3).held.Load()}
 	testenv.Must(t, os.WriteFile(filepath.Join(root, "a/b/c/f2.txt"), []byte(text("a/b/c", 2, "two")), 0o644))
 	testenv.Must(t, os.WriteFile(filepath.Join(root, "a/b/c/f3.txt"), []byte(testKey), 0o644))
 	testenv.Eventually(t, "the watch applied both", func() bool {
@@ -240,6 +241,7 @@ type reclaimTree struct {
 	files   int
 	reads   *atomic.Int64
 	results sync.Map // prefetch result → *atomic.Int64
+	gap     atomic.Int64
 }
 
 func newReclaimTree(t *testing.T, dirs []string, files int) *reclaimTree {
@@ -256,10 +258,10 @@ func newReclaimTree(t *testing.T, dirs []string, files int) *reclaimTree {
 		n, _ := rt.results.LoadOrStore(result, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
 	}
+	cfg.RefillAfter = func() time.Duration { return 0 }
+	cfg.RoundGap = func() time.Duration { return time.Duration(rt.gap.Load()) }
 	rt.reads = reads
 	rt.s, rt.mp = mountRoot(t, rt.root, cfg)
-	rt.s.v.prefetch.refillAfter.Store(0)
-	rt.setGap(0)
 	for _, d := range dirs {
 		lsBy(t, filepath.Join(rt.mp, d))
 		for i := range files {
@@ -304,19 +306,9 @@ func (rt *reclaimTree) held() bool {
 	return true
 }
 
-func (rt *reclaimTree) roundOver() bool {
-	r := &rt.s.v.prefetch.refill
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return !r.running && rt.s.v.prefetch.drained()
-}
+func (rt *reclaimTree) roundOver() bool { return rt.s.v.warm.Idle() }
 
-func (rt *reclaimTree) setGap(gap time.Duration) {
-	r := &rt.s.v.prefetch.refill
-	r.mu.Lock()
-	r.gap = gap
-	r.mu.Unlock()
-}
+func (rt *reclaimTree) setGap(gap time.Duration) { rt.gap.Store(int64(gap)) }
 
 func (rt *reclaimTree) count(result string) int64 {
 	if n, ok := rt.results.Load(result); ok {
@@ -349,9 +341,9 @@ func TestRoundPushesOnlyWhatWentAway(t *testing.T) {
 				return false
 			}
 		}
-		return rt.held() && rt.s.v.prefetch.drained()
+		return rt.held() && rt.s.v.warm.Idle()
 	})
-	marks := map[string]*heldBytes{}
+	marks := map[string]*warm.Held{}
 	for _, d := range []string{"a/b", "z/y"} {
 		dropPages(t, rt.path(d, 0))
 		f, err := os.Open(rt.path(d, 1))
@@ -416,8 +408,7 @@ func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 			testenv.Must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644))
 		}
 	})
-	s, mp := mountRoot(t, root, Config{})
-	s.v.prefetch.refillAfter.Store(int64(time.Hour)) // every push below is lately
+	s, mp := mountRoot(t, root, Config{RefillAfter: func() time.Duration { return time.Hour }}) // every push below is lately
 	lsBy(t, filepath.Join(mp, "d"))
 	for i := range files {
 		if _, err := os.ReadFile(filepath.Join(mp, "d", fmt.Sprintf("f%d.txt", i))); err != nil {
@@ -425,8 +416,8 @@ func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 		}
 	}
 	d := s.root.EmbeddedInode().GetChild("d")
-	marks := func() []*heldBytes {
-		var m []*heldBytes
+	marks := func() []*warm.Held {
+		var m []*warm.Held
 		for i := range files {
 			c := d.GetChild(fmt.Sprintf("f%d.txt", i))
 			if c == nil {
@@ -439,14 +430,14 @@ func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 	}
 	testenv.Eventually(t, "every file marked, no push in flight", func() bool {
 		m := marks()
-		return m != nil && !slices.Contains(m, nil) && s.v.prefetch.drained() // no push in flight to mark again
+		return m != nil && !slices.Contains(m, nil) && s.v.warm.Idle() // no push in flight to mark again
 	})
 	// f0-f3 as a round leaves them; f4 as its first push or READ left it
 	// (no refill); f5 given by a round long ago.
 	mark := func(i int, refill bool, age time.Duration) {
 		n, _ := nodeOf(d.GetChild(fmt.Sprintf("f%d.txt", i)))
 		h := *n.held.Load()
-		h.refill, h.at = refill, h.at.Add(-age)
+		h.Refill, h.At = refill, h.At.Add(-age)
 		n.held.Store(&h)
 	}
 	for i := range 4 {
@@ -465,7 +456,7 @@ func TestListedAgainSkipsWhatWasJustGiven(t *testing.T) {
 	testenv.Eventually(t, "new.txt listed, the prefetch drained, f4 and f5 pushed again", func() bool {
 		out, err := exec.Command("ls", filepath.Join(mp, "d")).CombinedOutput()
 		return err == nil && strings.Contains(string(out), "new.txt") &&
-			s.v.prefetch.drained() && again(4) && again(5)
+			s.v.warm.Idle() && again(4) && again(5)
 	})
 	for i := range 4 {
 		if again(i) {

@@ -5,6 +5,10 @@
 // The view keeps no policy of its own. A node is a root name and a path
 // relative to that root; each operation asks the current roots.Guard about
 // that path afresh, so a reload (SIGHUP) takes effect on the next operation.
+//
+// The mount makes and drives the page-cache warming engine
+// (internal/view/warm, see warming.go), which gets bytes to the kernel
+// only through the view's gate (gate.go).
 package mount
 
 import (
@@ -16,6 +20,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/view/warm"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -65,15 +70,11 @@ type view struct {
 	absent negatives
 	// open keeps admitted descriptors between READs; nil without a watch.
 	open atomic.Pointer[fds]
-	// prefetch pushes small files a listing named into the page cache.
-	prefetch prefetch
-	// active is when another process last asked: the warm walk yields.
-	active activity
-	// forgotten counts the nodes the kernel forgot since the last warm
-	// walk (see keepWarm).
-	forgotten atomic.Int64
-	// ahead lists the directories a walker will list next.
-	ahead ahead
+	// warm is the warming engine: it pushes into the page cache the files
+	// a listing named, lists ahead the directories a walker lists next,
+	// refills what reclaim took, walks the mount; and it knows when
+	// another process last asked, so that background work yields.
+	warm *warm.Engine
 	// work runs the mount's own goroutines (see workers).
 	work *workers
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/testenv"
+	"github.com/fsguard/fsguard/internal/view/warm"
 )
 
 // TestWalkFindsTheRepos: the warm walk hands on (Walked) the directories
@@ -38,30 +39,30 @@ func TestWalkFindsTheRepos(t *testing.T) {
 	testenv.Must(t, os.MkdirAll(filepath.Join(other, ".git"), 0o755))
 	testenv.Must(t, os.MkdirAll(filepath.Join(other, "x", ".git"), 0o755))
 	testenv.Must(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("pushed by the first listing\n"), 0o644))
-	reposOf := func(warm bool, budget string, more ...string) (found, unlisted []string, ok bool) {
+	reposOf := func(warmOn bool, budget string, more ...string) (found, unlisted []string, ok bool) {
 		mp := filepath.Join(t.TempDir(), "mnt")
 		testenv.Must(t, os.Mkdir(mp, 0o755))
 		text := "[[root]]\npath = \"" + root + "\"\n"
 		for _, r := range more {
 			text += "[[root]]\npath = \"" + r + "\"\n"
 		}
-		text += "[deny]\npaths = [\"" + filepath.Join(root, "secret") + "\"]\n[mount]\nwarm = " + map[bool]string{true: "true", false: "false"}[warm] + "\n" + budget
+		text += "[deny]\npaths = [\"" + filepath.Join(root, "secret") + "\"]\n[mount]\nwarm = " + map[bool]string{true: "true", false: "false"}[warmOn] + "\n" + budget
 		pol, err := parsePolicy([]byte(text))
 		testenv.Must(t, err)
 		s, err := Mount(Config{Policy: pol, MountPoint: mp})
 		testenv.Must(t, err)
 		defer s.Unmount()
-		if warm && !s.v.watched() {
+		if warmOn && !s.v.watched() {
 			t.Skip("no watch here: no warm walk")
 		}
-		s.Warm()
+		s.Warming().Walk()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
 		defer cancel()
-		f, u, ok := s.Walked(ctx)
+		f, u, ok := s.Warming().Walked(ctx)
 		if ctx.Err() != nil {
 			t.Fatal("Walked did not return")
 		}
-		names := func(rs []Dir) []string {
+		names := func(rs []warm.Dir) []string {
 			var rels []string
 			for _, r := range rs {
 				rels = append(rels, filepath.Base(r.Root.Path)+":"+r.Rel)
@@ -91,9 +92,10 @@ func TestWalkFindsTheRepos(t *testing.T) {
 	}
 }
 
-// TestUnlistedOf: the directories a walk stopped by its budget left are
-// named as a root and a path beneath it.
-func TestUnlistedOf(t *testing.T) {
+// TestBackingOfMountDirs: the directories of the mount the warm walk
+// names (those it met holding a .git, those its budget left unlisted) are
+// named by the view as a root and a path beneath it.
+func TestBackingOfMountDirs(t *testing.T) {
 	testenv.RequireFUSE(t)
 	t.Parallel()
 	root := t.TempDir()
@@ -104,9 +106,11 @@ func TestUnlistedOf(t *testing.T) {
 	s, err := Mount(Config{Policy: pol, MountPoint: mp})
 	testenv.Must(t, err)
 	defer s.Unmount()
-	got, ok := s.unlistedOf([]string{mp, filepath.Join(mp, "a/b"), filepath.Join(mp, "node_modules"), filepath.Join(mp, "x/.git"), filepath.Join(mp, "x/node_modules/y"), filepath.Join(mp, "w")})
 	var rels []string
-	for _, r := range got {
+	ok := true
+	for _, d := range []string{mp, filepath.Join(mp, "a/b"), filepath.Join(mp, "node_modules"), filepath.Join(mp, "x/.git"), filepath.Join(mp, "x/node_modules/y"), filepath.Join(mp, "w")} {
+		r, in := (target{s.v, s}).Backing(d)
+		ok = ok && in
 		if r.Root.Real != root {
 			t.Errorf("%+v: not the root's", r)
 		}
@@ -165,7 +169,7 @@ func TestWalkMakesTheIndexViewWhenItMeetsGit(t *testing.T) {
 	if !s.v.watched() {
 		t.Skip("no watch here: no warm walk")
 	}
-	s.Warm()
+	s.Warming().Walk()
 	select {
 	case <-done:
 	case <-time.After(time.Minute): // a hang guard

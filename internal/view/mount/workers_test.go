@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,6 +37,22 @@ func labeled(t *testing.T, key, value string) (int, string) {
 // TestUnmountEndsItsGoroutines: a mount unmounted while its warm walk and
 // pushes run leaves no goroutine of its own behind (each carries its mount
 // point as a profiler label): Unmount ends them and waits for them.
+// listerOf reports whether a child of this process is a lister of the
+// mount at mp (see warm.StartLister).
+func listerOf(mp string) bool {
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, f := range tasks {
+		kids, _ := os.ReadFile(f)
+		for _, pid := range strings.Fields(string(kids)) {
+			env, _ := os.ReadFile("/proc/" + pid + "/environ")
+			if slices.Contains(strings.Split(string(env), "\x00"), "FSGUARD_INTERNAL_LISTER="+mp) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func TestUnmountEndsItsGoroutines(t *testing.T) {
 	testenv.RequireFUSE(t)
 	needWarm(t)
@@ -63,9 +80,9 @@ func TestUnmountEndsItsGoroutines(t *testing.T) {
 	if !s.v.watched() {
 		t.Skip("no watch here: no warm walk")
 	}
-	s.Warm()
-	// The walk has begun: its lister child answers.
-	testenv.Eventually(t, "the warm walk starts", func() bool { return s.v.active.walker.Load() != 0 })
+	s.Warming().Walk()
+	// The walk has begun: its lister child runs.
+	testenv.Eventually(t, "the warm walk starts", func() bool { return listerOf(s.mp) })
 	if n, _ := labeled(t, MountLabel, s.mp); n == 0 {
 		t.Fatal("no goroutine of the mount's own while it runs: the label is not set")
 	}

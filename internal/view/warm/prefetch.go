@@ -1,4 +1,4 @@
-package mount
+package warm
 
 import (
 	"context"
@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
-	"github.com/fsguard/fsguard/internal/view/warm"
-
-	"github.com/hanwen/go-fuse/v2/fs"
 )
 
 // prefetch pushes the content of small admitted files into the kernel's
@@ -23,7 +20,7 @@ import (
 // after its bytes were pushed, and a version that moved meanwhile is
 // invalidated again (the watch may have invalidated it before the push).
 type prefetch struct {
-	v     *view
+	e     *Engine
 	queue chan pushJob
 	// eager holds pushes whose content the listing already read: they
 	// cost a write to the kernel and an fstatat, so they do not wait for
@@ -34,17 +31,11 @@ type prefetch struct {
 	// parked are agents' listings' pushes, waiting for a read in their
 	// directory.
 	parked parked
-	report func(result string) // nil: not counted
-	bytes  atomic.Int64        // pushed so far (the warm walk's budget)
-	queued atomic.Int64        // offered and not yet pushed or given up
-	// refillAfter is how long after the kernel was given a file's bytes a
-	// READ of them means they were reclaimed (see readOf): refillAfter,
-	// or 0 in tests.
-	refillAfter atomic.Int64
+	bytes  atomic.Int64 // pushed so far (the warm walk's budget)
+	queued atomic.Int64 // offered and not yet pushed or given up
 	// refill pushes again what the machine reclaimed (see refill.go), at
-	// most budget bytes a round.
+	// most the budget's bytes a round.
 	refill refill
-	budget int64
 }
 
 // drained reports whether every push offered so far is done.
@@ -54,36 +45,29 @@ func (p *prefetch) drained() bool { return p.queued.Load() == 0 }
 // then lets the workers catch up rather than have offers dropped.
 func (p *prefetch) busy() bool { return len(p.queue) > pushQueue/2 }
 
-// start makes the queue and its workers (for the life of the daemon).
-func (p *prefetch) start(v *view, budget int64, report func(string)) {
-	p.v, p.report, p.budget = v, report, budget
-	p.refillAfter.Store(int64(refillAfter))
-	p.refill.gap = roundGap
+// start makes the queue and its workers (for the life of the mount).
+func (p *prefetch) start(e *Engine) {
+	p.e = e
 	p.queue = make(chan pushJob, pushQueue)
 	p.eager = make(chan pushJob, pushQueue)
 	for range pushWorkers {
-		v.work.Go(func(ctx context.Context) { p.worker(ctx, p.queue, false) })
+		e.t.Go(func(ctx context.Context) { p.worker(ctx, p.queue, false) })
 	}
 	for range eagerWorkers {
-		v.work.Go(func(ctx context.Context) { p.worker(ctx, p.eager, true) })
+		e.t.Go(func(ctx context.Context) { p.worker(ctx, p.eager, true) })
 	}
 }
 
-// on reports whether pushes are made at all: only with the warming engine
-// on in the policy in force, with a watch (which drops what changes) and
-// in kernel open mode (where the page cache is what READs fill anyway).
-// Listings made ahead and refills go with them.
-func (p *prefetch) on() bool { return p.v.kernelOpen && p.v.watched() && p.v.policy().Mount.Warm }
+func (p *prefetch) on() bool { return p.e.t.Warming() }
 
 func (p *prefetch) count(result string) {
-	if p.report != nil {
-		p.report(result)
+	if r := p.e.cfg.Prefetched; r != nil {
+		r(result)
 	}
 }
 
 type pushJob struct {
-	in *fs.Inode
-	n  *node
+	n  Node
 	id fileid.Identity
 	// data is the version's content when the listing read it (eager).
 	data []byte
@@ -95,8 +79,8 @@ type pushJob struct {
 }
 
 const (
-	// maxPush is the largest file pushed whole (see warm.MaxPush).
-	maxPush = warm.MaxPush
+	// maxPush is the largest file pushed whole (MaxPush).
+	maxPush = MaxPush
 	// pushWorkers push concurrently; pushQueue bounds the jobs waiting
 	// (a full queue drops the push: the file is then read on demand).
 	pushWorkers = 2
@@ -105,23 +89,27 @@ const (
 	// READs: pushes that read the file (verdicts kept by a restart) need
 	// both cores to stay ahead of a first grep -r.
 	eagerWorkers = 2
-	// maxWaitKnown bounds the wait for the kernel to know an inode.
-	maxWaitKnown = 2 * time.Second
 	// maxEagerBytes bounds the content waiting in eager pushes; past it a
 	// push is offered as an ordinary one (read again when it is its turn).
 	maxEagerBytes = 64 << 20
 )
 
-// offer queues a push of n's content, the version id, once the kernel
-// knows the inode (after the READDIRPLUS reply that names it).
-func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
-	if size == 0 || size > maxPush || n.index || !p.on() {
+// Offer queues a push of the file n's content, the version id of size
+// bytes, once the kernel knows the inode (after the reply that names it).
+func (e *Engine) Offer(n Node, id fileid.Identity, size int64) { e.offer(n, id, size) }
+
+func (p *prefetch) offer(n Node, id fileid.Identity, size int64) {
+	if size == 0 || size > maxPush || !p.on() {
 		return
 	}
-	n.held.Store(nil) // until this push is in
+	h := n.Held()
+	if h == nil {
+		return
+	}
+	h.Store(nil) // until this push is in
 	p.queued.Add(1)
 	select {
-	case p.queue <- pushJob{in: n.EmbeddedInode(), n: n, id: id}:
+	case p.queue <- pushJob{n: n, id: id}:
 	default:
 		p.queued.Add(-1)
 		p.count("dropped")
@@ -130,9 +118,9 @@ func (p *prefetch) offer(n *node, id fileid.Identity, size int64) {
 
 // keptJob is the push of data, version id of n's content as the listing
 // read and admitted it (nil: read when pushed).
-func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte) pushJob {
-	n.held.Store(nil) // until this push is in
-	return pushJob{in: n.EmbeddedInode(), n: n, id: id, data: data}
+func keptJob(n Node, id fileid.Identity, data []byte) pushJob {
+	n.Held().Store(nil) // until this push is in
+	return pushJob{n: n, id: id, data: data}
 }
 
 // offerKept queues a push for the eager worker: one with the content the
@@ -141,7 +129,7 @@ func (p *prefetch) keptJob(n *node, id fileid.Identity, data []byte) pushJob {
 // a kept push is offered as an ordinary one (read again when it is its
 // turn).
 func (p *prefetch) offerKept(j pushJob) {
-	if j.n.index || !p.on() {
+	if !p.on() {
 		return
 	}
 	if p.eagerBytes.Add(int64(len(j.data))) > maxEagerBytes {
@@ -173,7 +161,7 @@ func (p *prefetch) worker(ctx context.Context, queue <-chan pushJob, eager bool)
 			return
 		case j = <-queue:
 		}
-		if !eager && !p.v.active.quiet(ctx.Done(), nil) {
+		if !eager && !p.e.active.quiet(ctx.Done(), nil) {
 			return
 		}
 		if j.data == nil {
@@ -189,13 +177,13 @@ func (p *prefetch) worker(ctx context.Context, queue <-chan pushJob, eager bool)
 }
 
 // pushKept stores content the listing read, through the gate (see
-// view.push), which admits the version afresh and checks it around the
+// Target.Push), which admits the version afresh and checks it around the
 // store. The kernel took in the reply naming the inode before the push was
 // offered, so it never waits for it: an inode unknown now was forgotten
 // since.
 func (p *prefetch) pushKept(j pushJob) {
-	defer warm.KeptDone(j.data) // the store copied it, and the job is done
-	n, result := p.v.push(j.n, j.in, j.id, j.data, nil, false)
+	defer KeptDone(j.data) // the store copied it, and the job is done
+	n, result := p.e.t.Push(j.n, j.id, j.data, nil, false)
 	p.done(j, n, result)
 }
 
@@ -217,14 +205,15 @@ func (p *prefetch) done(j pushJob, n int, result string) {
 // reads what it lists (see parked.reads).
 func (p *prefetch) readKnown(again bool) bool { return again || p.parked.reads.Load() }
 
-// readIn releases the pushes parked for the directory of n, a file a
+// ReadIn releases the pushes parked for the directory of n, a file a
 // READ just admitted, to the eager worker; n's own is left out (that READ
 // fills its pages).
-func (p *prefetch) readIn(n *node) {
+func (e *Engine) ReadIn(n Node) {
+	p := &e.prefetch
 	if p.parked.bytes.Load() == 0 {
 		return // the common case of a READ: nothing parked anywhere
 	}
-	_, dir := n.Parent()
+	dir := n.Dir()
 	if dir == nil {
 		return
 	}
@@ -236,15 +225,15 @@ func (p *prefetch) readIn(n *node) {
 }
 
 // push reads one file and stores its bytes in the kernel's cache, through
-// the gate (see view.push).
+// the gate (see Target.Push).
 func (p *prefetch) push(j pushJob, buf []byte) {
-	n, result := p.v.push(j.n, j.in, j.id, nil, buf, !j.refill)
+	n, result := p.e.t.Push(j.n, j.id, nil, buf, !j.refill)
 	p.done(j, n, result)
 }
 
 // pushed accounts for the push of j, n bytes, now in the kernel's cache.
 func (p *prefetch) pushed(j pushJob, n int) {
 	p.bytes.Add(int64(n))
-	j.n.gaveWhole(j.id, time.Now(), j.refill)
+	gaveWhole(j.n, j.id, time.Now(), j.refill)
 	p.count("pushed")
 }

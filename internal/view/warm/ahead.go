@@ -1,4 +1,4 @@
-package mount
+package warm
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 
-	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 )
 
 // ahead lists directories before the kernel asks: when an agent's walker
 // lists a directory (for the first time, or again after reclaim took the
-// kernel's listings: see listing.load), the subdirectories it shows are
-// listed and their files admitted in the background, the next first, so
-// that the walker's READDIRPLUS of each finds the work done. A first
+// kernel's listings: see the mount's listing.load), the subdirectories
+// it shows are listed and their files admitted in the background, the
+// next first, so that the walker's READDIRPLUS of each finds the work
+// done. A first
 // grep -r or find waits on each listing in turn (a listing decides every
 // file in it, and go-fuse answers one READDIRPLUS of a directory at a
 // time), while the daemon has a core to spare as the walker reads.
@@ -34,35 +34,31 @@ import (
 // dropped and the directory is listed afresh, as without it. Its kept
 // contents (for the pushes after READDIRPLUS) are bounded in all.
 type ahead struct {
-	v     *view
+	e     *Engine
 	mu    sync.Mutex
-	lists map[aheadKey]*aheadList // queued, being made, or made
-	queue []*aheadList            // not started yet, the next first
-	busy  bool                    // the worker runs
+	lists map[aheadKey]*Ahead // queued, being made, or made
+	queue []*Ahead            // not started yet, the next first
+	busy  bool                // the worker runs
 	// bytes is the content held by lists made and not yet taken.
 	bytes atomic.Int64
-	// report, when set, is told of each list's end: "used", "stale"
-	// (dropped at the kernel's listing: something changed) or "unused"
-	// (dropped unasked: the walker never came, or the queue was full).
-	report func(result string)
 }
 
 type aheadKey struct{ root, rel string }
 
-// aheadDir is a subdirectory to list ahead, and whether it was listed
+// AheadDir is a subdirectory to list ahead, and whether it was listed
 // before.
-type aheadDir struct {
-	name  string
-	known bool
-	in    *fs.Inode // the kernel's, if it knows the directory
+type AheadDir struct {
+	Name  string
+	Known bool
+	Node  Node // the kernel's, if it knows the directory (else nil)
 }
 
-// aheadList is one directory listed ahead.
-type aheadList struct {
+// Ahead is one directory listed ahead.
+type Ahead struct {
 	key     aheadKey
 	shown   string
-	known   bool      // listed before: see admit.Keep.Known
-	in      *fs.Inode // the directory's inode, if the kernel knows it
+	known   bool // listed before: see admit.Keep.Known
+	in      Node // the directory, if the kernel knows it
 	started bool
 	done    chan struct{} // closed once made (or given up)
 	at      time.Time     // when made
@@ -72,8 +68,17 @@ type aheadList struct {
 	dir     unix.Stat_t // the directory's stat before the listing
 	ok      bool        // listed, with the directory quiet
 	list    []roots.DirEntry
-	held    listing // kept contents, by name (see listing.keep)
+	held    Listing // kept contents, by name (see Listing.keep)
 }
+
+// Known says the directory was listed before (see admit.Keep.Known).
+func (x *Ahead) Known() bool { return x.known }
+
+// Changes is the view's count of changes before the listing was made.
+func (x *Ahead) Changes() int64 { return x.changes }
+
+// List is the listing's admitted entries.
+func (x *Ahead) List() []roots.DirEntry { return x.list }
 
 const (
 	// maxAheadQueued bounds the directories waiting to be listed ahead:
@@ -90,29 +95,30 @@ const (
 )
 
 func (a *ahead) count(result string) {
-	if a.report != nil {
-		a.report(result)
+	if r := a.e.cfg.ListedAhead; r != nil {
+		r(result)
 	}
 }
 
-// queueDirs asks for the directories dir/name (the subdirectories a
+// ListAhead asks for the directories dir/name (the subdirectories a
 // listing of dir just showed) to be listed ahead, before those queued
 // earlier.
-func (a *ahead) queueDirs(dir roots.Path, dirs []aheadDir) {
+func (e *Engine) ListAhead(dir roots.Path, dirs []AheadDir) {
+	a := &e.ahead
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lists == nil {
-		a.lists = map[aheadKey]*aheadList{}
+		a.lists = map[aheadKey]*Ahead{}
 	}
 	a.sweepLocked()
-	var add []*aheadList
+	var add []*Ahead
 	for _, d := range dirs {
-		c := child(dir, d.name)
+		c := dir.Join(d.Name)
 		k := aheadKey{dir.Root.Name, c.Rel}
 		if a.lists[k] != nil {
 			continue
 		}
-		x := &aheadList{key: k, shown: c.Shown, known: d.known, in: d.in, done: make(chan struct{})}
+		x := &Ahead{key: k, shown: c.Shown, known: d.Known, in: d.Node, done: make(chan struct{})}
 		a.lists[k] = x
 		add = append(add, x)
 	}
@@ -125,7 +131,7 @@ func (a *ahead) queueDirs(dir roots.Path, dirs []aheadDir) {
 		a.count("unused")
 	}
 	if !a.busy && len(a.queue) > 0 {
-		a.busy = a.v.work.Go(a.work)
+		a.busy = e.t.Go(a.work)
 	}
 }
 
@@ -140,9 +146,9 @@ func (a *ahead) sweepLocked() {
 }
 
 // drop gives back what a list made holds.
-func (a *ahead) drop(x *aheadList, result string) {
+func (a *ahead) drop(x *Ahead, result string) {
 	a.bytes.Add(-int64(x.held.keptBytes))
-	x.held.giveBack()
+	x.held.GiveBack()
 	a.count(result)
 }
 
@@ -166,18 +172,19 @@ func (a *ahead) work(ctx context.Context) {
 	}
 }
 
-// make lists x's directory as listing.load would, with the same guard
-// calls: only the moment differs.
-func (a *ahead) make(x *aheadList) {
-	g, r := a.v.root(x.key.root)
+// make lists x's directory as the mount's listing.load would, with the
+// same guard calls: only the moment differs.
+func (a *ahead) make(x *Ahead) {
+	t := a.e.t
+	g, r := t.Root(x.key.root)
 	if r == nil {
 		return
 	}
 	dir, err := g.Entry(r, x.key.rel)
-	if err != nil || !dir.IsDir() || busy(&dir.Stat) {
+	if err != nil || !dir.IsDir() || t.Busy(&dir.Stat) {
 		return
 	}
-	x.g, x.changes, x.dir = g, a.v.changes.Load(), dir.Stat
+	x.g, x.changes, x.dir = g, t.Changes(), dir.Stat
 	list, err := g.List(r, x.key.rel)
 	if err != nil || len(list) > maxAheadEntries {
 		return // the walker's own listing meets the error (and reports it), or decides the big one itself
@@ -187,7 +194,7 @@ func (a *ahead) make(x *aheadList) {
 	// listing's 8 MiB past it); what the listing then declines to keep
 	// gives its share back.
 	var reserved atomic.Int64
-	keep := &admit.Keep{Known: a.v.prefetch.readKnown(x.known), Want: a.v.prefetch.wantedIn(x.in), Fn: func(rel string, id fileid.Identity, data []byte) {
+	keep := &admit.Keep{Known: a.e.readKnown(x.known), Want: a.e.wantedIn(x.in), Fn: func(rel string, id fileid.Identity, data []byte) {
 		n := int64(len(data))
 		if a.bytes.Add(n) > maxAheadBytes {
 			a.bytes.Add(-n)
@@ -196,16 +203,18 @@ func (a *ahead) make(x *aheadList) {
 		reserved.Add(n)
 		x.held.keep(rel, id, data)
 	}}
-	x.list = a.v.admit.Shown(g, roots.Path{Root: r, Rel: x.key.rel, Shown: x.shown}, list, func(crel string) bool { return a.v.hidesMountPoint(r, crel) }, keep)
+	x.list = t.Shown(g, roots.Path{Root: r, Rel: x.key.rel, Shown: x.shown}, list, keep)
 	a.bytes.Add(int64(x.held.keptBytes) - reserved.Load())
 	x.ok = true
 }
 
-// take returns the list made ahead of the directory at, if it still
+// TakeAhead returns the list made ahead of the directory at, if it still
 // stands for the directory as it is now: dir is the directory's stat,
 // taken by the caller after the list was made, under guard g. A list not
-// started yet is left to the caller; one being made is waited for.
-func (a *ahead) take(g *roots.Guard, at roots.Path, dir *unix.Stat_t) *aheadList {
+// started yet is left to the caller; one being made is waited for. The
+// caller uses it (UseAhead) or drops it (DropAhead).
+func (e *Engine) TakeAhead(g *roots.Guard, at roots.Path, dir *unix.Stat_t) *Ahead {
+	a := &e.ahead
 	r := at.Root
 	k := aheadKey{r.Name, at.Rel}
 	a.mu.Lock()
@@ -232,23 +241,30 @@ func (a *ahead) take(g *roots.Guard, at roots.Path, dir *unix.Stat_t) *aheadList
 		a.drop(x, "unused")
 		return nil
 	}
-	if !x.current(a.v, g, r, dir) {
+	if !x.current(e.t, g, r, dir) {
 		a.drop(x, "stale")
 		return nil
 	}
-	return x // the caller uses it (see use) or drops it
+	return x
 }
 
-// use hands x's kept contents on to the listing that takes its place.
-func (a *ahead) use(x *aheadList) {
-	a.bytes.Add(-int64(x.held.keptBytes))
-	a.count("used")
+// UseAhead hands x's kept contents on to the listing that takes its
+// place, and returns that listing's share of the engine's work.
+func (e *Engine) UseAhead(x *Ahead) *Listing {
+	e.ahead.bytes.Add(-int64(x.held.keptBytes))
+	e.ahead.count("used")
+	l := &x.held
+	l.e = e
+	return l
 }
+
+// DropAhead gives back what x holds: the listing was made afresh.
+func (e *Engine) DropAhead(x *Ahead) { e.ahead.drop(x, "unused") }
 
 // current reports whether x stands for the directory as it is now (see
 // ahead).
-func (x *aheadList) current(v *view, g *roots.Guard, r *roots.Root, dir *unix.Stat_t) bool {
-	if !x.ok || dir == nil || x.g != g || v.changes.Load() != x.changes || time.Since(x.at) > aheadTTL ||
+func (x *Ahead) current(t Target, g *roots.Guard, r *roots.Root, dir *unix.Stat_t) bool {
+	if !x.ok || dir == nil || x.g != g || t.Changes() != x.changes || time.Since(x.at) > aheadTTL ||
 		fileid.Of(dir) != fileid.Of(&x.dir) || dir.Nlink != x.dir.Nlink {
 		return false
 	}
@@ -259,7 +275,7 @@ func (x *aheadList) current(v *view, g *roots.Guard, r *roots.Root, dir *unix.St
 		// Compared, never trusted: a path that now leads elsewhere gives
 		// another identity, and the list is dropped.
 		var st unix.Stat_t
-		if r.StatNow(childRel(x.key.rel, e.Name), &st) != nil || fileid.Of(&st) != fileid.Of(e.Stat) {
+		if r.StatNow(r.At(x.key.rel).Join(e.Name).Rel, &st) != nil || fileid.Of(&st) != fileid.Of(e.Stat) {
 			return false
 		}
 	}

@@ -1,13 +1,9 @@
-package mount
+package warm
 
 import (
 	"container/list"
 	"sync"
 	"sync/atomic"
-
-	"github.com/fsguard/fsguard/internal/view/warm"
-
-	"github.com/hanwen/go-fuse/v2/fs"
 )
 
 // parked holds the pushes an agent's listing of a directory prepared (the
@@ -21,12 +17,12 @@ import (
 // parked longest ago are dropped, and their files read on demand.
 type parked struct {
 	mu    sync.Mutex
-	dirs  map[*fs.Inode]*list.Element // of *parkedDir
-	lru   list.List                   // front: parked most recently
-	bytes atomic.Int64                // memory held, see weight (read without mu on every READ)
+	dirs  map[Node]*list.Element // of *parkedDir
+	lru   list.List              // front: parked most recently
+	bytes atomic.Int64           // memory held, see weight (read without mu on every READ)
 	// last is the directory parked last, and lastRead says a file of it
 	// was read since (its pushes were taken).
-	last     *fs.Inode
+	last     Node
 	lastRead bool
 	// reads says the agent reads what it lists. A read of a file whose
 	// directory's pushes are parked sets it; parking a directory's pushes
@@ -79,7 +75,7 @@ func weight(j pushJob) int64 { return int64(len(j.data)) + jobBytes }
 const jobBytes = 128
 
 type parkedDir struct {
-	dir   *fs.Inode
+	dir   Node
 	jobs  []pushJob
 	bytes int64
 }
@@ -95,7 +91,7 @@ const maxParkedBytes = 16 << 20
 // park adds jobs, pushes of files named by a listing of dir that the
 // kernel has taken in, and owns the slice from then on. It reports how
 // many pushes the bound dropped.
-func (p *parked) park(dir *fs.Inode, jobs []pushJob) (dropped int) {
+func (p *parked) park(dir Node, jobs []pushJob) (dropped int) {
 	var size int64
 	for _, j := range jobs {
 		size += weight(j)
@@ -103,7 +99,7 @@ func (p *parked) park(dir *fs.Inode, jobs []pushJob) (dropped int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dirs == nil {
-		p.dirs = map[*fs.Inode]*list.Element{}
+		p.dirs = map[Node]*list.Element{}
 	}
 	if dir != p.last {
 		if p.last != nil {
@@ -132,14 +128,14 @@ func (p *parked) park(dir *fs.Inode, jobs []pushJob) (dropped int) {
 
 // take removes and returns the pushes parked for dir, a file of which was
 // read.
-func (p *parked) take(dir *fs.Inode) []pushJob { return p.remove(dir, true) }
+func (p *parked) take(dir Node) []pushJob { return p.remove(dir, true) }
 
 // drop forgets what is parked for dir (the kernel forgot the directory).
-func (p *parked) drop(dir *fs.Inode) { (&parkedDir{jobs: p.remove(dir, false)}).done() }
+func (p *parked) drop(dir Node) { (&parkedDir{jobs: p.remove(dir, false)}).done() }
 
 // remove removes and returns the pushes parked for dir; read says a file
 // of it was read.
-func (p *parked) remove(dir *fs.Inode, read bool) []pushJob {
+func (p *parked) remove(dir Node, read bool) []pushJob {
 	if p.bytes.Load() == 0 {
 		return nil // the common case of a READ: nothing parked anywhere
 	}
@@ -162,6 +158,6 @@ func (p *parked) remove(dir *fs.Inode, read bool) []pushJob {
 // done gives back the buffers of pushes that will not be made.
 func (d *parkedDir) done() {
 	for _, j := range d.jobs {
-		warm.KeptDone(j.data)
+		KeptDone(j.data)
 	}
 }

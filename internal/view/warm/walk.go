@@ -1,18 +1,14 @@
-package mount
+package warm
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/fsguard/fsguard/internal/decide/roots"
-	"github.com/fsguard/fsguard/internal/view/warm"
-
-	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // self is the daemon's pid: its own requests (the warm walk's) are not
@@ -33,10 +29,11 @@ type activity struct {
 	helper, helperPid atomic.Uint32
 }
 
-// saw notes a request's caller.
-func (v *view) saw(ctx context.Context) {
-	if c, ok := fuse.FromContext(ctx); ok && c.Pid != self && c.Pid != v.active.walker.Load() && c.Pid != v.active.helper.Load() {
-		v.active.last.Store(time.Now().UnixNano())
+// Saw notes a request of the thread pid: unless it is the engine's own,
+// another process is using the mount, and background work yields.
+func (e *Engine) Saw(pid uint32) {
+	if pid != self && pid != e.active.walker.Load() && pid != e.active.helper.Load() {
+		e.active.last.Store(time.Now().UnixNano())
 	}
 }
 
@@ -45,13 +42,13 @@ func (v *view) saw(ctx context.Context) {
 // sees. Background work yields to it as to a request; without it, the
 // history check's walk of the backing tree ran beside a grep -r that
 // the warm walk had made cache-only, and took a core from it.
-func (s *Server) Used() { s.v.active.last.Store(time.Now().UnixNano()) }
+func (e *Engine) Used() { e.active.last.Store(time.Now().UnixNano()) }
 
 // Own reports whether pid is a helper process of the daemon's (the
 // refill's residency child, while it lives): its opens of files in the
 // mount are the daemon's, not an agent's, and the opens audit leaves
 // them out.
-func (s *Server) Own(pid uint32) bool { return pid != 0 && pid == s.v.active.helperPid.Load() }
+func (e *Engine) Own(pid uint32) bool { return pid != 0 && pid == e.active.helperPid.Load() }
 
 // idleFor is how long no other process has asked anything.
 func (a *activity) idleFor() time.Duration {
@@ -91,8 +88,8 @@ func (a *activity) quiet(stop <-chan struct{}, busy func() bool) bool {
 // Quiet waits until no process but the daemon has used the mount for a
 // moment: background work (the git history check) calls it between steps,
 // so it runs in the agent's pauses, not beside its commands.
-func (s *Server) Quiet(ctx context.Context) error {
-	if !s.v.active.quiet(ctx.Done(), nil) {
+func (e *Engine) Quiet(ctx context.Context) error {
+	if !e.active.quiet(ctx.Done(), nil) {
 		return ctx.Err()
 	}
 	return nil
@@ -112,12 +109,12 @@ func (s *Server) Quiet(ctx context.Context) error {
 // It returns the directories that hold a .git directory it met and the
 // directories it did not list (see Walked); ok is false when it stopped
 // before it could say.
-func (s *Server) warm(stop <-chan struct{}, budget int64, ls *warm.Lister) (repos, unlisted []Dir, ok bool) {
-	start, pushed := time.Now(), s.v.prefetch.bytes.Load()
-	queue := []string{s.mp}
+func (e *Engine) warm(stop <-chan struct{}, budget int64, ls *Lister) (repos, unlisted []Dir, ok bool) {
+	start, pushed := time.Now(), e.bytes.Load()
+	queue := []string{e.cfg.MountPoint}
 	dirs, files := 0, 0
-	for len(queue) > 0 && s.v.prefetch.bytes.Load()-pushed < budget {
-		if !s.v.active.quiet(stop, s.v.prefetch.busy) { // the workers, or the agent, go first
+	for len(queue) > 0 && e.bytes.Load()-pushed < budget {
+		if !e.active.quiet(stop, e.prefetch.busy) { // the workers, or the agent, go first
 			return nil, nil, false
 		}
 		d := queue[0]
@@ -126,23 +123,23 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *warm.Lister) (repo
 		if err != nil {
 			continue // gone, or hidden meanwhile: nothing to warm
 		}
-		if filepath.Base(d) == ".git" && s.v.warmIndexes() > 0 {
+		if filepath.Base(d) == ".git" && e.t.WarmIndexes() > 0 {
 			// Its listing made the index known to the kernel: the view is
 			// made in this pause, not once the whole tree is walked (which
 			// in a large tree is long after mounting), and its decisions of
 			// every tracked file are the walk's and an early git status's
 			// to reuse.
-			s.event("index_warmed")
+			e.event("index_warmed")
 		}
 		dirs++
-		for _, e := range ents {
-			if e.Dir {
-				if e.Name == ".git" {
-					if r, ok := s.backingOf(d); ok {
+		for _, ent := range ents {
+			if ent.Dir {
+				if ent.Name == ".git" {
+					if r, ok := e.t.Backing(d); ok {
 						repos = append(repos, r)
 					}
 				}
-				queue = append(queue, filepath.Join(d, e.Name))
+				queue = append(queue, filepath.Join(d, ent.Name))
 			} else {
 				files++
 			}
@@ -152,25 +149,25 @@ func (s *Server) warm(stop <-chan struct{}, budget int64, ls *warm.Lister) (repo
 	// the whole tree (the history check) to walk: at the budget's end the
 	// walk had often listed all but a few directories, and the check
 	// walked the whole tree again.
-	if unlisted, ok = s.unlistedOf(queue); !ok {
+	if unlisted, ok = e.unlistedOf(queue); !ok {
 		return nil, nil, false
 	}
 	// The indexes the walk met, made in a pause like every step of it.
-	if !s.v.active.quiet(stop, nil) {
+	if !e.active.quiet(stop, nil) {
 		return nil, nil, false
 	}
-	s.v.warmIndexes()
+	e.t.WarmIndexes()
 	// Done means warm: the pushes the walk's listings queued are in.
-	for !s.v.prefetch.drained() {
+	for !e.drained() {
 		select {
 		case <-stop:
 			return nil, nil, false
 		case <-time.After(time.Millisecond):
 		}
 	}
-	s.log.Info("warm walk done", "dirs", dirs, "files", files, "pushed_bytes", s.v.prefetch.bytes.Load()-pushed,
+	e.cfg.Log.Info("warm walk done", "dirs", dirs, "files", files, "pushed_bytes", e.bytes.Load()-pushed,
 		"budget_bytes", budget, "seconds", time.Since(start).Seconds())
-	s.event("warm_walk_done")
+	e.event("warm_walk_done")
 	return repos, unlisted, true
 }
 
@@ -183,9 +180,9 @@ type Dir struct {
 
 // unlistedOf names the directories of the mount a walk did not list;
 // false if one is no root's (the top of a mount of several roots).
-func (s *Server) unlistedOf(dirs []string) (unlisted []Dir, ok bool) {
+func (e *Engine) unlistedOf(dirs []string) (unlisted []Dir, ok bool) {
 	for _, d := range dirs {
-		r, in := s.backingOf(d)
+		r, in := e.t.Backing(d)
 		if !in {
 			return nil, false
 		}
@@ -194,39 +191,29 @@ func (s *Server) unlistedOf(dirs []string) (unlisted []Dir, ok bool) {
 	return unlisted, true
 }
 
-// backingOf names d, a directory of the mount, as a root and a path in
-// it ("." for the root's own); false for the top of a mount of several
-// roots, which is no root's.
-func (s *Server) backingOf(d string) (Dir, bool) {
-	rel, err := filepath.Rel(s.mp, d)
-	if err != nil {
-		return Dir{}, false
-	}
-	g := s.v.guard.Load()
-	if _, several := s.root.(*top); !several {
-		return Dir{Root: g.Roots()[0], Rel: rel}, true
-	}
-	// Several roots: the first name is the root's.
-	name, rest, _ := strings.Cut(rel, "/")
-	_, r := s.v.root(name)
-	if r == nil {
-		return Dir{}, false
-	}
-	if rest == "" {
-		rest = "." // the root's own
-	}
-	return Dir{Root: r, Rel: rest}, true
-}
-
-// walkDone records the first walk's outcome and wakes Repos.
-func (s *Server) walkDone(repos, unlisted []Dir, ok bool) {
-	s.walkedOnce.Do(func() {
-		s.repos, s.unlisted, s.walkedOK = repos, unlisted, ok
-		close(s.walked)
+// walkDone records the first walk's outcome and wakes Walked.
+func (e *Engine) walkDone(repos, unlisted []Dir, ok bool) {
+	e.walkedOnce.Do(func() {
+		e.repos, e.unlisted, e.walkedOK = repos, unlisted, ok
+		close(e.walked)
 	})
 }
 
-// Walked waits for the first warm walk to end (see Warm) and returns the
+// Walk starts the warm walk (see keepWarm), when the policy in force has
+// the warming engine and its walk on and the mount can warm (see
+// Target.Warming); otherwise it records that there is none (Walked).
+// The daemon calls it once the mount is set up; later calls do nothing.
+func (e *Engine) Walk() {
+	e.walkOnce.Do(func() {
+		m := e.t.Policy().Mount
+		budget := m.WarmMaxBytes
+		if !m.Warm || !m.WarmWalk || !e.On() || !e.t.Go(func(ctx context.Context) { e.keepWarm(ctx, budget) }) {
+			e.walkDone(nil, nil, false)
+		}
+	})
+}
+
+// Walked waits for the first warm walk to end (see Walk) and returns the
 // directories it met that hold a .git directory (git working trees, so
 // the history check need not walk the tree again) and the directories it
 // did not list (it stopped at its byte budget), for the check to walk.
@@ -234,11 +221,11 @@ func (s *Server) walkDone(repos, unlisted []Dir, ok bool) {
 // the check walks the whole tree. A tree hidden from the view is not met,
 // and needs no warning: the agent cannot run git on it. Once the mount is
 // gone, or ctx is done, there is nothing to warn about (none, ok).
-func (s *Server) Walked(ctx context.Context) (found, unlisted []Dir, ok bool) {
+func (e *Engine) Walked(ctx context.Context) (found, unlisted []Dir, ok bool) {
 	select {
-	case <-s.walked:
-		return s.repos, s.unlisted, s.walkedOK
-	case <-s.stopRoots:
+	case <-e.walked:
+		return e.repos, e.unlisted, e.walkedOK
+	case <-e.cfg.Done:
 		return nil, nil, true
 	case <-ctx.Done():
 		return nil, nil, true
@@ -259,29 +246,29 @@ const (
 
 // keepWarm walks the mount once right after mounting, and again whenever
 // the kernel has forgotten much of it while the agent was away.
-func (s *Server) keepWarm(ctx context.Context, budget int64) {
+func (e *Engine) keepWarm(ctx context.Context, budget int64) {
 	stop := ctx.Done()
 	// The child dies with this thread (Pdeathsig): it stays locked to
 	// it, and the child lives as long as the walks.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	ls, err := startLister(s.mp)
+	ls, err := e.t.StartLister()
 	if err != nil {
-		s.log.Warn("no warm walk: its lister process did not start", "err", err.Error())
-		s.walkDone(nil, nil, false)
+		e.cfg.Log.Warn("no warm walk: its lister process did not start", "err", err.Error())
+		e.walkDone(nil, nil, false)
 		return
 	}
 	defer ls.Close()
-	s.v.active.walker.Store(ls.Tid()) // its requests are not an agent's
+	e.active.walker.Store(ls.Tid()) // its requests are not an agent's
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for walks := 0; ; walks++ {
 		if walks > 0 {
-			s.log.Info("warm walk again: the kernel forgot part of the view", "forgotten_nodes", s.v.forgotten.Load())
+			e.cfg.Log.Info("warm walk again: the kernel forgot part of the view", "forgotten_nodes", e.forgotten.Load())
 		}
-		s.v.forgotten.Store(0)
-		s.walkDone(s.warm(stop, budget, ls)) // the first walk's counts
-		for s.v.forgotten.Load() < rewarmForgets || s.v.active.idleFor() < rewarmIdle {
+		e.forgotten.Store(0)
+		e.walkDone(e.warm(stop, budget, ls)) // the first walk's counts
+		for e.forgotten.Load() < rewarmForgets || e.active.idleFor() < rewarmIdle {
 			select {
 			case <-stop:
 				return

@@ -1,17 +1,13 @@
-package mount
+package warm
 
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
-	"github.com/fsguard/fsguard/internal/view/warm"
-
-	"github.com/hanwen/go-fuse/v2/fs"
 )
 
 // The refill pushes again what the machine reclaimed. An idle machine
@@ -21,7 +17,7 @@ import (
 // READ per file, each waiting on the backing file's pages, which went too.
 //
 // Each node keeps the version whose bytes the kernel was given whole (a
-// push, a whole READ) and when (node.held). A READ at offset 0 of that
+// push, a whole READ) and when (Node.Held). A READ at offset 0 of that
 // version, refillAfter or more after it was given, means its pages are
 // gone (readOf). The files beside it that were given as long ago are then
 // pushed again by the eager workers while it is answered: a walker reads
@@ -34,19 +30,18 @@ import (
 // found next on top, then the rest of the tree, at most the warm walk's
 // budget. Each push re-admits its file under the guard in force, checks
 // its identity before and after the store, and stores only the version it
-// admitted (prefetch.push); a file is taken once, its mark cleared, and
-// marked again when pushed.
+// admitted (Target.Push, the gate); a file is taken once, its mark
+// cleared, and marked again when pushed.
 type refill struct {
 	mu      sync.Mutex
 	running bool
-	dirs    []*fs.Inode        // to go through, the next last
-	queued  map[*fs.Inode]bool // in dirs this round, or gone through
+	dirs    []Node        // to go through, the next last
+	queued  map[Node]bool // in dirs this round, or gone through
 	// found is the directory of the last reclaim found outside a round.
-	found *fs.Inode
-	// started is when the last round started; the next starts gap after
-	// it at the earliest (roundGap, 0 in tests).
+	found Node
+	// started is when the last round started; the next starts the round
+	// gap after it at the earliest (see Engine.roundGap).
 	started time.Time
-	gap     time.Duration
 }
 
 const (
@@ -64,38 +59,48 @@ const (
 	roundGap = 30 * time.Second
 )
 
-// heldBytes is a version of a file whose bytes the kernel was given
-// whole, and when; refill says a refill gave them, after a reclaim.
-type heldBytes struct {
-	id     fileid.Identity
-	at     time.Time
-	refill bool
-}
-
 // gaveWhole notes that the kernel was given version id of n whole at at,
 // by a refill or not.
-func (n *node) gaveWhole(id fileid.Identity, at time.Time, refill bool) {
-	n.held.Store(&heldBytes{id, at, refill})
+func gaveWhole(n Node, id fileid.Identity, at time.Time, refill bool) {
+	if h := n.Held(); h != nil {
+		h.Store(&Held{id, at, refill})
+	}
+}
+
+// refillAfter is Config.RefillAfter's, or the constant.
+func (e *Engine) refillAfter() time.Duration {
+	if f := e.cfg.RefillAfter; f != nil {
+		return f()
+	}
+	return refillAfter
+}
+
+// roundGap is Config.RoundGap's, or the constant.
+func (e *Engine) roundGap() time.Duration {
+	if f := e.cfg.RoundGap; f != nil {
+		return f()
+	}
+	return roundGap
 }
 
 // longAgo reports whether the kernel was given the bytes h whole
 // refillAfter or more before now: a READ of them then finds them reclaimed.
-func (p *prefetch) longAgo(h *heldBytes, now time.Time) bool {
-	return h != nil && now.Sub(h.at) >= time.Duration(p.refillAfter.Load())
+func (p *prefetch) longAgo(h *Held, now time.Time) bool {
+	return h != nil && now.Sub(h.At) >= p.e.refillAfter()
 }
 
-// takeOld takes in's file for a push again if the kernel was given it
+// takeOld takes c's file for a push again if the kernel was given it
 // whole long ago (its mark is cleared: no other refill takes it).
-func (p *prefetch) takeOld(in *fs.Inode, now time.Time) (pushJob, bool) {
-	s, ok := in.Operations().(*node)
-	if !ok {
+func (p *prefetch) takeOld(c Node, now time.Time) (pushJob, bool) {
+	m := c.Held()
+	if m == nil {
 		return pushJob{}, false
 	}
-	h := s.held.Load()
-	if !p.longAgo(h, now) || !s.held.CompareAndSwap(h, nil) {
+	h := m.Load()
+	if !p.longAgo(h, now) || !m.CompareAndSwap(h, nil) {
 		return pushJob{}, false
 	}
-	return pushJob{in: in, n: s, id: h.id, refill: true}, true
+	return pushJob{n: c, id: h.ID, refill: true}, true
 }
 
 // wantedIn is the admit.Keep.Want of a listing of dir that reads the
@@ -106,37 +111,39 @@ func (p *prefetch) takeOld(in *fs.Inode, now time.Time) (pushJob, bool) {
 // of the pages: a listing made again lost it to reclaim, which may have
 // come at any time since. Nil (every file wanted) for a directory the
 // kernel does not know.
-func (p *prefetch) wantedIn(dir *fs.Inode) func(name string, id fileid.Identity) bool {
+func (p *prefetch) wantedIn(dir Node) func(name string, id fileid.Identity) bool {
 	if dir == nil {
 		return nil
 	}
 	return func(name string, id fileid.Identity) bool {
-		c := dir.GetChild(name)
+		c := dir.Child(name)
 		if c == nil {
 			return true
 		}
-		s, ok := c.Operations().(*node)
-		if !ok {
+		m := c.Held()
+		if m == nil {
 			return true
 		}
-		h := s.held.Load()
-		return h == nil || !h.refill || h.id != id || p.longAgo(h, time.Now())
+		h := m.Load()
+		return h == nil || !h.Refill || h.ID != id || p.longAgo(h, time.Now())
 	}
 }
 
-// readOf notes a READ at off, of size bytes, of version id of n, a file
+// ReadOf notes a READ at off, of size bytes, of version id of n, a file
 // the kernel opens without asking: one at offset 0 of a version the
 // kernel was given whole a while ago finds its pages reclaimed, and has
 // the files beside it pushed again, and a round started (see refill).
-func (p *prefetch) readOf(n *node, id fileid.Identity, off int64, size int) {
-	if off != 0 || id.Size > maxPush || n.index || !p.on() {
+func (e *Engine) ReadOf(n Node, id fileid.Identity, off int64, size int) {
+	p := &e.prefetch
+	m := n.Held()
+	if off != 0 || id.Size > maxPush || m == nil || !p.on() {
 		return
 	}
 	now := time.Now()
-	if h := n.held.Load(); h != nil && h.id == id && p.longAgo(h, now) {
-		if _, dir := n.Parent(); dir != nil {
+	if h := m.Load(); h != nil && h.ID == id && p.longAgo(h, now) {
+		if dir := n.Dir(); dir != nil {
 			for _, c := range dir.Children() {
-				if c == n.EmbeddedInode() {
+				if c == n {
 					continue
 				}
 				if j, ok := p.takeOld(c, now); ok {
@@ -147,33 +154,33 @@ func (p *prefetch) readOf(n *node, id fileid.Identity, off int64, size int) {
 		}
 	}
 	if id.Size <= int64(size) {
-		n.gaveWhole(id, now, false)
+		gaveWhole(n, id, now, false)
 	}
 }
 
 // foundIn notes a reclaim found in dir: the round's next directory, or
 // the start of one if it is the second directory found.
-func (r *refill) foundIn(p *prefetch, dir *fs.Inode) {
+func (r *refill) foundIn(p *prefetch, dir Node) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case r.running:
 		r.queue(dir)
-	case r.found == nil || r.found == dir || !r.started.IsZero() && time.Since(r.started) < r.gap:
+	case r.found == nil || r.found == dir || !r.started.IsZero() && time.Since(r.started) < p.e.roundGap():
 		r.found = dir
 	default:
 		r.found, r.running, r.started = nil, true, time.Now()
-		r.queued = map[*fs.Inode]bool{}
-		r.queue(dir.Root()) // last: the rest of the tree
+		r.queued = map[Node]bool{}
+		r.queue(dir.Top()) // last: the rest of the tree
 		r.queue(dir)
-		if !p.v.work.Go(func(ctx context.Context) { r.round(ctx, p) }) {
+		if !p.e.t.Go(func(ctx context.Context) { r.round(ctx, p) }) {
 			r.running, r.dirs, r.queued = false, nil, nil
 		}
 	}
 }
 
 // queue puts dir on top, unless it was queued this round; r.mu is held.
-func (r *refill) queue(dir *fs.Inode) {
+func (r *refill) queue(dir Node) {
 	if !r.queued[dir] {
 		r.queued[dir] = true
 		r.dirs = append(r.dirs, dir)
@@ -205,7 +212,7 @@ func (r *refill) round(ctx context.Context, p *prefetch) {
 	var taken int64
 	for {
 		r.mu.Lock()
-		if len(r.dirs) == 0 || taken >= p.budget || ctx.Err() != nil {
+		if len(r.dirs) == 0 || taken >= p.e.cfg.Budget || ctx.Err() != nil {
 			r.running, r.dirs, r.queued = false, nil, nil
 			r.mu.Unlock()
 			break
@@ -214,12 +221,12 @@ func (r *refill) round(ctx context.Context, p *prefetch) {
 		r.dirs = r.dirs[:len(r.dirs)-1]
 		r.mu.Unlock()
 		now := time.Now()
-		var subs []*fs.Inode
-		old := map[string]*fs.Inode{}
+		var subs []Node
+		old := map[string]Node{}
 		for name, c := range dir.Children() {
 			if c.IsDir() {
 				subs = append(subs, c)
-			} else if n, ok := c.Operations().(*node); ok && p.longAgo(n.held.Load(), now) {
+			} else if m := c.Held(); m != nil && p.longAgo(m.Load(), now) {
 				old[name] = c
 			}
 		}
@@ -250,26 +257,26 @@ func (r *refill) round(ctx context.Context, p *prefetch) {
 // taken as not held, as before there was one.
 type residency struct {
 	p  *prefetch
-	ls *warm.Lister
+	ls *Lister
 }
 
 // startResidency starts the child; call it on a locked thread that
-// outlives it. Its opens are the daemon's own (Server.Own), and so are
+// outlives it. Its opens are the daemon's own (Engine.Own), and so are
 // its requests.
 func (p *prefetch) startResidency() *residency {
-	ls, err := startLister(p.v.mountPoint)
+	ls, err := p.e.t.StartLister()
 	if err != nil {
 		return &residency{p: p}
 	}
-	p.v.active.helper.Store(ls.Tid())
-	p.v.active.helperPid.Store(ls.Pid())
+	p.e.active.helper.Store(ls.Tid())
+	p.e.active.helperPid.Store(ls.Pid())
 	return &residency{p: p, ls: ls}
 }
 
 // notHeld returns the files of old (by name, in dir) whose pages the
 // kernel does not hold whole for the version it was given.
-func (r *residency) notHeld(dir *fs.Inode, old map[string]*fs.Inode) []*fs.Inode {
-	out := make([]*fs.Inode, 0, len(old))
+func (r *residency) notHeld(dir Node, old map[string]Node) []Node {
+	out := make([]Node, 0, len(old))
 	names := make([]string, 0, len(old))
 	for name, c := range old {
 		names = append(names, name)
@@ -278,7 +285,7 @@ func (r *residency) notHeld(dir *fs.Inode, old map[string]*fs.Inode) []*fs.Inode
 	if r.ls == nil || len(old) == 0 {
 		return out
 	}
-	at, ok := mountPath(r.p.v.mountPoint, dir)
+	at, ok := dir.Path()
 	if !ok {
 		return out
 	}
@@ -290,7 +297,7 @@ func (r *residency) notHeld(dir *fs.Inode, old map[string]*fs.Inode) []*fs.Inode
 	out = out[:0]
 	for i, name := range names {
 		c := old[name]
-		if n, ok := c.Operations().(*node); ok && heldWhole(n.held.Load(), pages[i]) {
+		if m := c.Held(); m != nil && heldWhole(m.Load(), pages[i]) {
 			r.p.count("held")
 			continue
 		}
@@ -301,8 +308,8 @@ func (r *residency) notHeld(dir *fs.Inode, old map[string]*fs.Inode) []*fs.Inode
 
 // heldWhole reports whether pages cached are all of the version the kernel
 // was given whole (h).
-func heldWhole(h *heldBytes, pages uint64) bool {
-	return h != nil && pages >= uint64((h.id.Size+pageSize-1)/pageSize)
+func heldWhole(h *Held, pages uint64) bool {
+	return h != nil && pages >= uint64((h.ID.Size+pageSize-1)/pageSize)
 }
 
 var pageSize = int64(os.Getpagesize())
@@ -311,15 +318,8 @@ func (r *residency) close() {
 	if r.ls == nil {
 		return
 	}
-	r.p.v.active.helperPid.Store(0) // before the child is reaped and its pid free
+	r.p.e.active.helperPid.Store(0) // before the child is reaped and its pid free
 	r.ls.Close()
-	r.p.v.active.helper.Store(0)
+	r.p.e.active.helper.Store(0)
 	r.ls = nil
-}
-
-// mountPath is in's path through the mount at mp, by the names the
-// kernel holds; ok is false when no name leads to it any more.
-func mountPath(mp string, in *fs.Inode) (string, bool) {
-	segs, ok := namesDown(in.Root(), in)
-	return filepath.Join(append([]string{mp}, segs...)...), ok
 }

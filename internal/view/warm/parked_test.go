@@ -1,10 +1,21 @@
-package mount
+package warm
 
 import (
+	"iter"
+	"sync/atomic"
 	"testing"
-
-	"github.com/hanwen/go-fuse/v2/fs"
 )
+
+// dirNode is a directory the kernel holds, as far as parking needs one.
+type dirNode struct{ name string }
+
+func (*dirNode) Held() *atomic.Pointer[Held]       { return nil }
+func (*dirNode) Dir() Node                         { return nil }
+func (*dirNode) Child(string) Node                 { return nil }
+func (*dirNode) Children() iter.Seq2[string, Node] { return func(func(string, Node) bool) {} }
+func (*dirNode) IsDir() bool                       { return true }
+func (d *dirNode) Top() Node                       { return d }
+func (d *dirNode) Path() (string, bool)            { return d.name, true }
 
 // TestPushedAtOnceWhileTheAgentReads: an agent's first listings are
 // parked until it is seen to read what it lists; then all but one in
@@ -14,9 +25,9 @@ import (
 func TestPushedAtOnceWhileTheAgentReads(t *testing.T) {
 	t.Parallel()
 	var p parked
-	dirs := make([]*fs.Inode, 32)
+	dirs := make([]Node, 32)
 	for i := range dirs {
-		dirs[i] = &fs.Inode{}
+		dirs[i] = &dirNode{}
 	}
 	next := 0 // the next directory parked
 	// listings asks atOnce of n first listings, parks those it says no
