@@ -36,7 +36,7 @@ func init() {
 		{"check", "say whether a session may write a file (it read the current version)", runCheck},
 		{"write", "replace a file from stdin, atomically, if the check passes", runWrite},
 		{"edit", "change lines named by their anchors (or exact text), atomically", runEdit},
-		{"status", "say whether a write or edit sent under an id happened (after a lost connection)", runStatus},
+		{"status", "say what the daemon is doing; with an id, whether a write sent under it happened", runStatus},
 		{"health", "exit 0 when the daemon at a socket answers (a probe)", runHealth},
 		{"journal", "audit the journal: query, tail, stats, verify, export", runJournal},
 		{"policy", "check a policy file and print the effective policy (TOML or JSON)", runPolicy},

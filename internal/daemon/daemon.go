@@ -87,6 +87,8 @@ type Daemon struct {
 	closing bool
 	// stopFiles ends the watch of the journal's files.
 	stopFiles, filesDone chan struct{}
+	// state is what `fsguard status` reports beyond what the parts know.
+	state *tracker
 }
 
 // Start mounts the view and serves the socket; it returns once the mount
@@ -99,6 +101,7 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	pol := d.overridden(cfg.Policy)
 	d.setMemoryLimit(pol.Limits.MemoryLimit)
+	d.state = newTracker(pol.Git.History)
 	var jerr error
 	if cfg.JournalPath != "" {
 		// Made private before anything is written in it (journal.Open
@@ -233,7 +236,8 @@ func Start(cfg Config) (*Daemon, error) {
 			// A warning, not a gate: it runs in the agent's pauses, so that
 			// it never competes with the agent's own commands for the disk
 			// and the CPU.
-			reps, err := history.Scan(ctx, srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: walkedRepos(srv.Warming()), Credentials: history.CredentialsUnder(pol)})
+			d.state.historyStarted()
+			reps, err := history.Scan(ctx, srv.Guard(), history.Options{Quiet: srv.Quiet, Repos: walkedRepos(srv.Warming()), Credentials: history.CredentialsUnder(pol), Checked: d.state.checked})
 			if ctx.Err() != nil {
 				return // stopped: what it found so far is not the answer
 			}
@@ -447,6 +451,7 @@ func (d *Daemon) serveControl(dec *admit.Decider, jerr error) error {
 	}
 	m := d.Metrics
 	count := func(door string, r *journal.Record) {
+		d.state.saw(r)
 		switch {
 		case r.Kind == journal.KindDenial:
 			m.Denials.Add(door+","+r.Code, 1)
@@ -459,12 +464,13 @@ func (d *Daemon) serveControl(dec *admit.Decider, jerr error) error {
 		}
 	}
 	srv := d.srv
-	c := &control.Server{MountDev: dev, Metrics: m, Log: d.log, MaxRequests: srv.Guard().Policy().Control.MaxRequests,
+	var c *control.Server
+	c = &control.Server{MountDev: dev, Metrics: m, Log: d.log, MaxRequests: srv.Guard().Policy().Control.MaxRequests,
 		Policy: func() policy.Control { return srv.Guard().Policy().Control },
 		Service: func() *session.Service {
 			g := srv.Guard()
 			s := &session.Service{Guard: g, Admit: dec, Journal: d.journal, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh,
-				OnAppendError: func(error) { m.JournalErrors.Add("", 1) }}
+				OnAppendError: func(error) { m.JournalErrors.Add("", 1) }, Daemon: func() *session.DaemonFacts { return d.facts(c) }}
 			if d.held != nil {
 				s.Held = d.held
 			}
@@ -485,7 +491,8 @@ func (d *Daemon) hideHistory(pol *policy.Policy) {
 		return // Mount reports it
 	}
 	defer g.Close()
-	reps, err := history.Scan(d.bg, g, history.Options{Credentials: history.CredentialsUnder(pol)})
+	d.state.historyStarted()
+	reps, err := history.Scan(d.bg, g, history.Options{Credentials: history.CredentialsUnder(pol), Checked: d.state.checked})
 	for _, r := range reps {
 		pol.Deny.Paths = append(pol.Deny.Paths, filepath.Join(r.Root.Real, r.Repo, ".git"))
 	}
@@ -495,6 +502,7 @@ func (d *Daemon) hideHistory(pol *policy.Policy) {
 // reportHistory says what the history scan found: one warning, one
 // journal record and the metric per repository.
 func (d *Daemon) reportHistory(reps []history.Report, err error) {
+	d.state.historyDone(err)
 	if err != nil {
 		d.log.Warn("the git history check did not finish", "err", err.Error())
 	}

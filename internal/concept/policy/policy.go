@@ -5,6 +5,8 @@ package policy
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -93,6 +95,10 @@ type Policy struct {
 
 	// Source is the file the policy came from, or "embedded default".
 	Source string
+	// Digest is the SHA-256 of the file's bytes as they were read (hex;
+	// "" for the embedded default), so an operator can tell which version
+	// of the file a daemon runs under.
+	Digest string
 }
 
 // Root is one allowed directory. Path is absolute and clean as configured;
@@ -429,6 +435,8 @@ func Load(file string) (*Policy, error) {
 		return nil, fmt.Errorf("policy %s: %w", file, err)
 	}
 	p.Source = file
+	sum := sha256.Sum256(data)
+	p.Digest = hex.EncodeToString(sum[:])
 	return p, nil
 }
 

@@ -101,3 +101,11 @@ func pidNS(who string) uint64 {
 	}
 	return st.Ino
 }
+
+// Operator reports whether the caller is served as the daemon's operator:
+// root, or the daemon's own user. The operator always finds a connection
+// and a request slot on the control socket, and `fsguard status` shows it
+// the whole daemon; anyone else sees only what its own rights reach.
+func (c *Caller) Operator() bool {
+	return c != nil && (c.Uid == 0 || c.Uid == uint32(os.Geteuid()))
+}

@@ -89,6 +89,10 @@ type Options struct {
 	// but git objects are served as they are, so a blob holding one is
 	// reported as a blob holding a key is.
 	Credentials func(data []byte) []sniff.Mask
+	// Checked, when set, is told of every repository once its scan ends,
+	// those that expose nothing included (Scan's answer leaves them out):
+	// `fsguard status` lists what was checked, not only what was found.
+	Checked func(Report)
 }
 
 // pace is o.Quiet, or nothing to wait for.
@@ -177,6 +181,9 @@ func Scan(ctx context.Context, g *roots.Guard, o Options) ([]Report, error) {
 		rep, err := scanRepo(ctx, g, repo.Path(), o)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", repo.Path(), err)
+		}
+		if o.Checked != nil {
+			o.Checked(rep)
 		}
 		if len(rep.Findings) > 0 || rep.Incomplete {
 			out = append(out, rep)

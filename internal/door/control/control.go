@@ -151,6 +151,15 @@ func (s *Server) Close() error {
 	return s.http.Close()
 }
 
+// Connected returns how many connections each uid holds open now (none
+// before Serve).
+func (s *Server) Connected() map[uint32]int {
+	if s.conns == nil {
+		return nil
+	}
+	return s.conns.holders()
+}
+
 // Allowed decides whether a caller may use the socket: root always; anyone
 // else only when the policy names its uid, or its primary or a
 // supplementary gid.
@@ -168,7 +177,7 @@ func Allowed(c policy.Control, who *caller.Caller) bool {
 
 // privileged is whether uid always finds a connection and a slot: root,
 // and the daemon's own user.
-func privileged(uid uint32) bool { return uid == 0 || uid == uint32(os.Geteuid()) }
+func privileged(uid uint32) bool { return (&caller.Caller{Uid: uid}).Operator() }
 
 // gate admits only connections whose peer the policy allows, within the
 // peer's share of connections. A refused peer gets a complete HTTP answer

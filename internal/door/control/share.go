@@ -145,3 +145,14 @@ func (l *logEvery) note(key string, now time.Time) (int, bool) {
 	s.said, s.n = now, 0
 	return n, true
 }
+
+// holders returns how many units each uid holds now.
+func (s *share) holders() map[uint32]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[uint32]int, len(s.by))
+	for uid, n := range s.by {
+		out[uid] = n
+	}
+	return out
+}

@@ -18,7 +18,7 @@ import (
 // write's content is not part of it: it travels beside the request as a
 // stream (see Do), so a large write is never held in memory whole.
 type Request struct {
-	Op       string `json:"op"` // read | check | write | edit | status | mark
+	Op       string `json:"op"` // read | check | write | edit | status | state | mark
 	Path     string `json:"path"`
 	Cwd      string `json:"cwd"`
 	Session  string `json:"session"`
@@ -102,6 +102,8 @@ func do(svc *session.Service, req Request, content io.Reader) session.Output {
 	case "status":
 		st, err := svc.Status(req.ID)
 		return session.RenderStatus(req.ID, st, err)
+	case "state":
+		return session.RenderState(svc.State())
 	case "mark":
 		seq, err := svc.Mark()
 		return session.RenderMark(seq, err)

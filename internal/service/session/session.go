@@ -54,6 +54,9 @@ type Service struct {
 	// replaced or created, before the write answers (the daemon makes the
 	// kernel forget what it cached of it).
 	OnWrite func(real string)
+	// Daemon, when set, is the running daemon's facts about itself, for
+	// `fsguard status` with no id (State); nil in direct mode.
+	Daemon func() *DaemonFacts
 	// request is the caller's id for this write or edit, and since the
 	// sequence number after which its session's records count (ForRequest).
 	request string
