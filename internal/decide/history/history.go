@@ -62,8 +62,13 @@ type Report struct {
 	Repo     string      `json:"repo"` // the working tree, relative to its root
 	Findings []Finding   `json:"findings"`
 	// Incomplete says the blob scan stopped at the byte budget, or git
-	// could not list every unreachable object (a broken repository).
+	// could not list every unreachable object (a broken repository), or
+	// could not scan the repository at all (Failed says why).
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Failed is why git could not scan the repository (its owner cannot
+	// reach it, it is not a repository git can read): the repository is
+	// reported, not skipped, and the scan goes on to the next.
+	Failed string `json:"failed,omitempty"`
 }
 
 // Options bound a scan.
@@ -180,7 +185,13 @@ func Scan(ctx context.Context, g *roots.Guard, o Options) ([]Report, error) {
 	for _, repo := range all {
 		rep, err := scanRepo(ctx, g, repo.Path(), o)
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", repo.Path(), err)
+			if ctx.Err() != nil {
+				return out, fmt.Errorf("%s: %w", repo.Path(), err)
+			}
+			// One repository git cannot scan (the agent can make its own
+			// unreadable to git) must not silence the warning for the
+			// others: it is reported as not scanned, and the scan goes on.
+			rep.Incomplete, rep.Failed = true, err.Error()
 		}
 		if o.Checked != nil {
 			o.Checked(rep)
@@ -562,13 +573,20 @@ func (l *limited) Write(p []byte) (int, error) {
 
 // Summary is the one-line warning for a report.
 func (r Report) Summary() string {
+	where := filepath.Join(r.Root.Path, r.Repo)
+	if len(r.Findings) == 0 && r.Failed != "" {
+		return fmt.Sprintf("git could not scan the history of %s (%s): what its commits, index and unreachable objects hold is not known; check that the repository's owner can reach it, or set [git] history = \"hide\"",
+			where, strconv.Quote(r.Failed))
+	}
 	var parts []string
 	for _, f := range r.Findings {
 		parts = append(parts, f.String())
 	}
 	s := fmt.Sprintf("the git history of %s holds what the view hides: %s; the mount cannot filter git objects (git show, git log -p, git cat-file print them): rewrite the history, drop what is staged, prune what no ref reaches (git reflog expire --expire-unreachable=now --all; git gc --prune=now), or set [git] history = \"hide\"",
-		filepath.Join(r.Root.Path, r.Repo), strings.Join(parts, ", "))
-	if r.Incomplete {
+		where, strings.Join(parts, ", "))
+	if r.Failed != "" {
+		s += fmt.Sprintf(" (git could not scan all of it: %s)", strconv.Quote(r.Failed))
+	} else if r.Incomplete {
 		s += " (the scan is not whole: it stopped at its byte budget, or git fsck could not list every unreachable object)"
 	}
 	return s

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,5 +326,58 @@ func TestScanRunsNothingTheRepositorySays(t *testing.T) {
 	}
 	if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "id.txt (private key") }) {
 		t.Errorf("a replace ref hid the key's blob from the scan: findings %q", got)
+	}
+}
+
+// TestUnscannableRepoDoesNotSilenceOthers: the scan runs git as a
+// repository's owner, and the agent owns its repositories: one it makes
+// unreachable to git (inside a directory of its own with mode 0) must be
+// reported as not scanned, and every other repository still scanned.
+func TestUnscannableRepoDoesNotSilenceOthers(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, "the scan runs git as a second user")
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	root := t.TempDir()
+	testenv.Must(t, os.Chmod(root, 0o755))
+	// "a/inner" comes first in the walk: its owner (uid 1001) cannot get
+	// past "a", mode 0.
+	inner := filepath.Join(root, "a", "inner")
+	testenv.Must(t, os.MkdirAll(inner, 0o755))
+	gitIn(t, inner, "init", "-q")
+	testenv.WriteTree(t, inner, map[string]string{".env": "API=1\n"})
+	gitIn(t, inner, "add", ".env")
+	testenv.Must(t, filepath.WalkDir(filepath.Join(root, "a"), func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 1001, 1001)
+	}))
+	testenv.Must(t, os.Chmod(filepath.Join(root, "a"), 0))
+	b := filepath.Join(root, "b")
+	testenv.Must(t, os.MkdirAll(b, 0o755))
+	gitIn(t, b, "init", "-q")
+	testenv.WriteTree(t, b, map[string]string{".env": "API=1\n"})
+	gitIn(t, b, "add", ".env")
+
+	pol, err := policy.Parse([]byte(fmt.Sprintf("[[root]]\npath = %q\n", root)))
+	testenv.Must(t, err)
+	g, err := roots.New(pol)
+	testenv.Must(t, err)
+	defer g.Close()
+	reps, err := Scan(context.Background(), g, Options{})
+	if err != nil {
+		t.Fatalf("the scan stopped: %v", err)
+	}
+	found := map[string]Report{}
+	for _, r := range reps {
+		found[r.Repo] = r
+	}
+	if r, ok := found["b"]; !ok || len(r.Findings) == 0 || r.Findings[0].String() != "staged .env (denied path)" {
+		t.Errorf("b's staged .env not reported: %+v", reps)
+	}
+	if r, ok := found["a/inner"]; !ok || !r.Incomplete || r.Failed == "" || !strings.Contains(r.Summary(), "could not scan") {
+		t.Errorf("a/inner not reported as not scanned: %+v", reps)
 	}
 }
