@@ -247,3 +247,25 @@ func TestJournalFilesArePrivate(t *testing.T) {
 		})
 	}
 }
+
+// TestSocketLongLinesHoldSlots: an allowed uid opens its whole share of
+// connections, each sending a request line of nearly MaxRequestLine that
+// never ends. Lines are read before a request holds a slot only up to a
+// small bound; past it each needs a slot of the uid's share, so the
+// daemon's memory stays within the per-request budget times the slots,
+// not times the connections, and root is still served.
+func TestSocketLongLinesHoldSlots(t *testing.T) {
+	t.Parallel()
+	e := newPrivEnv(t, fmt.Sprintf("[control]\nallow_uids = [%d]\n", agentUID))
+	pid := e.d.cmd.Process.Pid
+	resetPeak(t, pid)
+	h := startHelper(t, "lines", e.sock, agentUID, "FSGUARD_HELPER_N=64", fmt.Sprintf("FSGUARD_HELPER_BYTES=%d", control.MaxRequestLine-(1<<20)))
+	if s := h.line(t); s != "sent" {
+		t.Fatalf("helper: %q", s)
+	}
+	const guard = 20 * time.Second // a hang guard far above a read's milliseconds
+	rootRead(t, e, "rootfile.txt", guard)
+	if peak := vmHWM(t, pid); peak > peakBudget {
+		t.Errorf("64 connections of one uid sending long request lines took the daemon to %d MiB resident: more than %d MiB", peak>>20, peakBudget>>20)
+	}
+}

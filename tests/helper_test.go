@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,6 +34,10 @@ const helperRole = "FSGUARD_TEST_HELPER"
 //	       headers with a large Content-Length and then nothing (with
 //	       FSGUARD_HELPER_LINE, a write's request line and no content);
 //	       prints "held" once all are sent
+//	lines  opens FSGUARD_HELPER_N connections, each sending a request's
+//	       headers and FSGUARD_HELPER_BYTES of a request line that never
+//	       ends, for as long as the daemon reads it (a write that
+//	       blocks 2 s gives up on that connection); prints "sent"
 //	probe  connects, sends nothing, and prints the milliseconds until the
 //	       daemon's answer began and until it closed, then the answer
 func runHelper(role string) int {
@@ -99,6 +104,37 @@ func runHelper(role string) int {
 			held = append(held, c)
 		}
 		fmt.Println("held")
+		<-stop
+		for _, c := range held {
+			c.Close()
+		}
+	case "lines":
+		count, _ := strconv.Atoi(os.Getenv("FSGUARD_HELPER_N"))
+		size, _ := strconv.Atoi(os.Getenv("FSGUARD_HELPER_BYTES"))
+		chunk := []byte(`{"op":"read","session":"lines","path":"` + strings.Repeat("a", 1<<20))
+		var held []net.Conn
+		var wg sync.WaitGroup
+		for range count {
+			c, err := net.Dial("unix", sock)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			held = append(held, c)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fmt.Fprintf(c, "POST /v1/op HTTP/1.1\r\nHost: fsguard\r\nContent-Length: %d\r\n\r\n", size+1)
+				for sent := 0; sent < size; sent += len(chunk) {
+					c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+					if _, err := c.Write(chunk[:min(len(chunk), size-sent)]); err != nil {
+						return // the daemon does not read on: held
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		fmt.Println("sent")
 		<-stop
 		for _, c := range held {
 			c.Close()

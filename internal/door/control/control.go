@@ -131,7 +131,10 @@ func (s *Server) Serve(path string) error {
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		// The client's headers are a few short lines; a connection's
+		// share of memory before its request holds a slot is bounded.
+		MaxHeaderBytes: 16 << 10,
+		IdleTimeout:    2 * time.Minute,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			if pc, ok := c.(*peerConn); ok {
 				return context.WithValue(ctx, peerKey{}, pc.who)
@@ -287,15 +290,38 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no peer credentials", http.StatusForbidden)
 		return
 	}
-	// The request line must arrive within BodyWait of the headers, and
-	// before a slot is taken: a client that sends headers and no body
-	// holds a connection of its own share, never a slot. Anything but a
+	// The request line must arrive within BodyWait of the headers. A
+	// short line (at most freeLine) is read before a slot is taken: a
+	// client that sends headers and no body holds a connection of its own
+	// share, never a slot. A longer line takes its slot before it is read
+	// past freeLine, so the memory lines hold at once is bounded by the
+	// slots (MaxRequestLine each), not by the connections. Anything but a
 	// write has nothing after the line, so its whole body is here.
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(s.BodyWait))
-	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, MaxRequestLine+api.MaxContent+1), 64<<10)
+	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, MaxRequestLine+api.MaxContent+1), freeLine)
+	held := false
+	take := func() bool {
+		if !held && !s.slots.take(r.Context(), who.Uid, privileged(who.Uid), s.BusyWait) {
+			if r.Context().Err() == nil {
+				s.count("busy")
+				reply(w, session.Output{Stderr: "Error: the fsguard daemon is busy (all request slots in use, or this uid's share of them); try again\n", Exit: session.ExitFail, Code: "BUSY", Message: "the fsguard daemon is busy (all request slots in use, or this uid's share of them); try again"})
+			}
+			return false
+		}
+		held = true
+		return true
+	}
+	defer func() {
+		if held {
+			s.slots.give(who.Uid)
+		}
+	}()
 	var req api.Request
-	if err := decodeLine(body, &req); err != nil {
+	if err := decodeLine(body, &req, take); err != nil {
+		if err == errNoSlot {
+			return // answered BUSY by take
+		}
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			s.count("timeout")
 			msg := fmt.Sprintf("the request line did not arrive within %v of the request's headers", s.BodyWait)
@@ -308,14 +334,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if req.Op != "write" {
 		body.Peek(1) // the body's end, or what follows the line
 	}
-	if !s.slots.take(r.Context(), who.Uid, privileged(who.Uid), s.BusyWait) {
-		if r.Context().Err() == nil {
-			s.count("busy")
-			reply(w, session.Output{Stderr: "Error: the fsguard daemon is busy (all request slots in use, or this uid's share of them); try again\n", Exit: session.ExitFail, Code: "BUSY", Message: "the fsguard daemon is busy (all request slots in use, or this uid's share of them); try again"})
-		}
+	if !take() {
 		return
 	}
-	defer s.slots.give(who.Uid)
 	// A write's content streams into the file under the slot; it may
 	// pause at most BodyWait at a time.
 	rc.SetReadDeadline(time.Time{})
@@ -357,12 +378,23 @@ func (p *paced) Read(b []byte) (int, error) {
 	return p.r.Read(b)
 }
 
+// freeLine is how much of a request line is read before the request holds
+// a slot (see handle).
+const freeLine = 64 << 10
+
+// errNoSlot: a long line found no slot (and was answered BUSY).
+var errNoSlot = errors.New("no request slot")
+
 // decodeLine reads the request's first line, at most MaxRequestLine bytes,
-// as JSON.
-func decodeLine(r *bufio.Reader, v any) error {
+// as JSON. Past its first freeLine bytes it reads on only once long()
+// says it may (a slot is held).
+func decodeLine(r *bufio.Reader, v any, long func() bool) error {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
+		if len(line) == 0 && err == bufio.ErrBufferFull && !long() {
+			return errNoSlot
+		}
 		line = append(line, chunk...)
 		if len(line) > MaxRequestLine {
 			return fmt.Errorf("the request line is longer than %d bytes", MaxRequestLine)
