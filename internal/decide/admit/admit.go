@@ -189,7 +189,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		p.Sample = res
 		res, err := verdict(pol, f.Path(), res)
 		if err == nil && keep != nil && f.Stat.Size <= readWhole {
-			d.keepWhole(f, masked(keep, res))
+			d.keepWhole(g, f, res, keep)
 		}
 		return finish(res, err)
 	}
@@ -306,15 +306,24 @@ func wholeScan[T any](d *Decider, f *roots.File, buf []byte,
 	return whole(f, f.Stat.Size, buf)
 }
 
-// keepWhole gives keep the content of f, a small file whose verdict was
-// already known, read whole now.
-func (d *Decider) keepWhole(f *roots.File, keep func([]byte)) {
+// keepWhole gives keep the content of f, a small file whose verdict res
+// was already known, read whole now: not the bytes the verdict was made
+// from, so checked as a door checks what it serves (see Check), and not
+// kept when they hold what the verdict did not see (forgotten then).
+func (d *Decider) keepWhole(g *roots.Guard, f *roots.File, res sniff.Result, keep func([]byte)) {
 	bp, pool := d.buffer(f.Stat.Size)
 	defer pool.Put(bp)
 	buf := (*bp)[:min(int64(len(*bp)), f.Stat.Size+1)]
-	if n, _ := f.ReadAtSized(buf, 0); int64(n) == f.Stat.Size {
-		keep(buf[:n])
+	n, _ := f.ReadAtSized(buf, 0)
+	if int64(n) != f.Stat.Size {
+		return
 	}
+	data := buf[:n]
+	if !d.Check(g, f, f.Identity(), res.Masks, Window{Bytes: data, AtEOF: true, Head: data[:min(4, n)], To: int64(n)}) {
+		d.Forget(g, f.Identity())
+		return
+	}
+	masked(keep, res)(data)
 }
 
 func ioErr(shown string, err error) error {
