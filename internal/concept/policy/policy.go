@@ -265,6 +265,13 @@ type Mount struct {
 	// large are read through FUSE passthrough; smaller ones through the
 	// daemon and the page cache.
 	PassthroughMinBytes int64 `toml:"passthrough_min_bytes"`
+	// PassthroughUnchecked lets passthrough serve files that can change
+	// (every file not FS_IMMUTABLE_FL): the kernel then reads the backing
+	// file with no check of the bytes it reads, so one changed in place
+	// after its open (a key written into it) is served as it is. Off, only
+	// immutable files are passed through; the others are read through the
+	// daemon, which checks every READ's bytes.
+	PassthroughUnchecked bool `toml:"passthrough_unchecked"`
 	// Watch is how the daemon learns of changes in the backing tree, to
 	// invalidate what the kernel cached: "auto" (fanotify where every root
 	// is a whole filesystem, else inotify; see watch.Start),
@@ -764,8 +771,8 @@ func (p *Policy) Summary() string {
 	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\nallow_globs = %s\n", tomlList(p.Sniff.Refuse), tomlList(allow))
 	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequired = %v\nrequire_whole_view = %v\nheld_max_bytes = %d\n", p.Journal.Path, p.Journal.Required, p.Journal.RequireWholeView, p.Journal.HeldMaxBytes)
 	m := p.Mount
-	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\nwatch = %q\nwarm = %v\nwarm_walk = %v\nwarm_max_bytes = %d\n",
-		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes, m.Watch, m.Warm, m.WarmWalk, m.WarmMaxBytes)
+	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\npassthrough_unchecked = %v\nwatch = %q\nwarm = %v\nwarm_walk = %v\nwarm_max_bytes = %d\n",
+		m.Denied, m.Open, m.EntryTimeout, m.AttrTimeout, m.PassthroughMinBytes, m.PassthroughUnchecked, m.Watch, m.Warm, m.WarmWalk, m.WarmMaxBytes)
 	c := p.Control
 	fmt.Fprintf(&b, "\n[control]\nsocket = %q\nallow_uids = %s\nallow_gids = %s\nmax_requests = %d\n", c.Socket, idList(c.AllowUids), idList(c.AllowGids), c.MaxRequests)
 	var wglobs []string

@@ -159,7 +159,7 @@ func TestExampleIsValidAndDefault(t *testing.T) {
 	}
 	// Every key of the example is documented with its default: each
 	// "key = value" line of the example appears commented or live.
-	for _, key := range []string{"max_lines", "max_line_chars", "max_bytes", "max_scan_bytes", "sample_bytes", "max_media_bytes", "refuse", "denied", "entry_timeout", "attr_timeout", "open", "passthrough_min_bytes", "warm", "warm_max_bytes", "socket", "require_whole_view", "held_max_bytes", "use_defaults", "paths", "globs", "name", "cross_mounts", "mask", "generic", "disable"} {
+	for _, key := range []string{"max_lines", "max_line_chars", "max_bytes", "max_scan_bytes", "sample_bytes", "max_media_bytes", "refuse", "denied", "entry_timeout", "attr_timeout", "open", "passthrough_min_bytes", "passthrough_unchecked", "warm", "warm_max_bytes", "socket", "require_whole_view", "held_max_bytes", "use_defaults", "paths", "globs", "name", "cross_mounts", "mask", "generic", "disable"} {
 		if !regexp.MustCompile(`(?m)^#?\s*` + key + ` = `).MatchString(string(data)) {
 			t.Errorf("policy.toml.example does not show %s", key)
 		}

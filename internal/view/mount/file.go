@@ -21,7 +21,11 @@ type handle struct {
 	// open handle stops being served, one that now holds a credential is
 	// served masked). Nil: never.
 	recheck func(st *unix.Stat_t) (sniff.Result, syscall.Errno)
-	mu      sync.Mutex
+	// v is the view the file is read in (the guard in force checks what
+	// each READ serves), who the caller who opened it.
+	v   *view
+	who *fuse.Caller
+	mu  sync.Mutex
 	// admitted is the version last admitted, with its masks.
 	admitted served
 	// passthrough lets the kernel read the backing file directly; the

@@ -3,10 +3,14 @@ package mount
 import (
 	"context"
 	"io"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/decide/admit"
+	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
 	"github.com/fsguard/fsguard/internal/view/warm"
 
@@ -41,12 +45,27 @@ type served struct {
 	masks []sniff.Mask
 }
 
-// passthrough reports whether a handle of version s may be read by the
-// kernel from the backing file directly (daemon open mode): never one with
-// masks, whose raw bytes the kernel would read.
-func (v *view) passthrough(s served) bool {
-	return len(s.masks) == 0 && s.id.Size >= v.policy().Mount.PassthroughMinBytes
+// passthrough reports whether a handle of f, admitted as version s, may
+// be read by the kernel from the backing file directly (daemon open mode):
+// the kernel then reads bytes nobody checks, so only a version that cannot
+// change under it (FS_IMMUTABLE_FL), unless the policy trades that check
+// away ([mount] passthrough_unchecked); and never one with masks, whose
+// raw bytes the kernel would read.
+func (v *view) passthrough(f *roots.File, s served) bool {
+	m := v.policy().Mount
+	if len(s.masks) > 0 || s.id.Size < m.PassthroughMinBytes {
+		return false
+	}
+	if m.PassthroughUnchecked {
+		return true
+	}
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	return err == nil && flags&fsImmutable != 0
 }
+
+// fsImmutable is FS_IMMUTABLE_FL (linux/fs.h): no write, through any
+// descriptor or mapping, until root with CAP_LINUX_IMMUTABLE clears it.
+const fsImmutable = 0x00000010
 
 // Read serves a READ. With a handle (daemon open mode) it reads the handle;
 // without one (kernel open mode) it admits the file afresh, so no byte
@@ -58,13 +77,19 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	if h, ok := fh.(*handle); ok {
 		return h.Read(ctx, dest, off)
 	}
+	who := fuseCaller(ctx)
 	if c := n.v.open.Load(); c != nil && !n.index {
 		g, _ := n.v.root(n.root)
 		if h := c.get(n, g); h != nil {
 			n.v.warm.ReadIn(ref{&n.Inode})
 			n.v.warm.ReadOf(ref{&n.Inode}, h.id, off, len(dest))
 			n.tell(h.id)
-			return reply(h.f, h.masks, dest, off, func() { c.release(h) })
+			r, _, fresh, errno := n.v.reply(reading{g: g, f: h.f, s: served{h.id, h.masks}, who: who}, dest, off)
+			if fresh {
+				c.drop(n) // decided afresh: the next READ admits anew
+			}
+			c.release(h)
+			return r, errno
 		}
 		f, res, errno := n.admit(ctx)
 		if errno != 0 {
@@ -80,11 +105,17 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 		if f.Stat.Nlink != 1 {
 			// Another name may be denied, or become so: decided afresh.
 			defer f.Close()
-			return reply(f, res.Masks, dest, off, nil)
+			r, _, _, errno := n.v.reply(reading{g: g, f: f, s: served{f.Identity(), res.Masks}, who: who}, dest, off)
+			return r, errno
 		}
 		n.v.warm.ReadOf(ref{&n.Inode}, f.Identity(), off, len(dest))
 		h := c.put(n, g, f, res.Masks)
-		return reply(h.f, h.masks, dest, off, func() { c.release(h) })
+		r, _, fresh, errno := n.v.reply(reading{g: g, f: h.f, s: served{h.id, h.masks}, who: who}, dest, off)
+		if fresh {
+			c.drop(n)
+		}
+		c.release(h)
+		return r, errno
 	}
 	f, res, errno := n.admit(ctx)
 	if errno != 0 {
@@ -98,7 +129,9 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 			}
 		}
 	}
-	return reply(f, res.Masks, dest, off, nil)
+	g := n.v.guard.Load()
+	r, _, _, errno := n.v.reply(reading{g: g, f: f, s: served{f.Identity(), res.Masks}, who: who}, dest, off)
+	return r, errno
 }
 
 func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -108,59 +141,157 @@ func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResul
 	h.mu.Lock()
 	s := h.admitted
 	h.mu.Unlock()
-	if h.recheck != nil {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(h.f.Fd()), &st); err != nil {
-			return nil, fs.ToErrno(err)
-		}
+	g := h.v.guard.Load()
+	r, now, fresh, errno := h.v.reply(reading{g: g, f: h.f, s: s, who: h.who, decide: h.recheck}, dest, off)
+	if fresh {
 		h.mu.Lock()
-		if now := fileid.Of(&st); now != h.admitted.id {
-			res, errno := h.recheck(&st)
-			if errno != 0 {
-				h.mu.Unlock()
-				return nil, errno
-			}
-			h.admitted = served{now, res.Masks}
-		}
-		s = h.admitted
+		h.admitted = now
 		h.mu.Unlock()
 	}
-	return reply(h.f, s.masks, dest, off, nil)
+	return r, errno
 }
 
 // PassthroughFd hands the kernel the backing descriptor of a handle the
 // gate let through (see view.passthrough).
 func (h *handle) PassthroughFd() (int, bool) { return int(h.f.Fd()), h.passthrough }
 
-// replyFile is what a READ is answered from: an admitted descriptor.
-type replyFile interface {
-	Fd() uintptr
-	ReadAt(b []byte, off int64) (int, error)
+// reading is one READ's source: f, admitted as version s under guard g,
+// read for who. decide (nil: decide f at its version now, under g)
+// decides the file afresh when f is another version after a read, or its
+// verdict was found wrong.
+type reading struct {
+	g      *roots.Guard
+	f      *roots.File
+	s      served
+	who    *fuse.Caller
+	decide func(st *unix.Stat_t) (sniff.Result, syscall.Errno)
 }
 
-// reply answers a READ of len(dest) bytes at off from f, an admitted
-// descriptor of a version served with masks; done (nil: none) runs once
-// the reply is made, and ends the READ's use of f. A large READ of a
-// version without masks is spliced from f (one copy: see spliceMin); any
-// other is read into dest and masked there.
-func reply(f replyFile, masks []sniff.Mask, dest []byte, off int64, done func()) (fuse.ReadResult, syscall.Errno) {
-	if len(masks) == 0 && len(dest) >= spliceMin {
-		return &splicedRead{fd: int(f.Fd()), off: off, size: len(dest), done: done}, 0
+// maxRechecks bounds the fresh decisions one READ makes because the bytes
+// it read held what the verdict in hand did not see: a file changing under
+// every check is refused (ChangedChecking), never served unchecked.
+const maxRechecks = 3
+
+// reply answers a READ of len(dest) bytes at off from r. The bytes served
+// are the bytes checked: each is read once, with margins around it, in
+// one read (see readWindow); f's identity is taken after that read, and a
+// version other than the one admitted is decided afresh before anything
+// is served; then the bytes read are checked with admission's own
+// detectors (admit.Check) against the verdict in hand. Bytes holding what
+// it did not see (a key, or a credential outside its masks: a store
+// through a shared mapping moves no ctime, so the version looked the same)
+// make the verdict forgotten and the file decided and read again; a
+// refusal fails the READ with the refusal's errno, and none of the bytes
+// read is served. Nothing is spliced: spliced pages can change after any
+// check. It returns the version that served (fresh: decided here, not the
+// one r came with).
+func (v *view) reply(r reading, dest []byte, off int64) (fuse.ReadResult, served, bool, syscall.Errno) {
+	bp := windows.Get().(*[]byte)
+	defer windows.Put(bp)
+	s, fresh := r.s, false
+	for try := 0; ; try++ {
+		w, st, err := readWindow(r.f, bp, len(dest), off)
+		if err != nil {
+			return nil, s, fresh, fs.ToErrno(err)
+		}
+		if now := fileid.Of(&st); now != s.id {
+			res, errno := v.decideAt(r, &st)
+			if errno != 0 {
+				return nil, s, fresh, errno
+			}
+			s, fresh = served{now, res.Masks}, true
+		}
+		if v.admit.Check(r.g, r.f, s.id, s.masks, w) {
+			n := copy(dest, w.Bytes[w.From-w.Base:w.To-w.Base])
+			sniff.ApplyMasks(s.masks, dest[:n], off)
+			return fuse.ReadResultData(dest[:n]), s, fresh, 0
+		}
+		// The verdict did not see these bytes: forgotten, and the file
+		// decided afresh at the next read.
+		v.admit.Forget(r.g, s.id)
+		if try == maxRechecks {
+			p := r.f.Path()
+			return nil, s, fresh, v.refuse(r.who, p, refusal.Of(refusal.ChangedChecking, refusal.OpRead, p.Shown, refusal.Facts{}))
+		}
+		s.id = fileid.Identity{}
 	}
-	if done != nil {
-		defer done()
+}
+
+// decideAt decides r's file at its version st (an fstat of r.f).
+func (v *view) decideAt(r reading, st *unix.Stat_t) (sniff.Result, syscall.Errno) {
+	if r.decide != nil {
+		return r.decide(st)
 	}
-	m, err := f.ReadAt(dest, off)
-	if err != nil && err != io.EOF {
-		return nil, fs.ToErrno(err)
+	now := *r.f
+	now.Stat = *st
+	res, err := v.admit.Decide(r.g, &now)
+	if err != nil {
+		return res, v.refuse(r.who, now.Path(), err)
 	}
-	sniff.ApplyMasks(masks, dest[:m], off)
-	return fuse.ReadResultData(dest[:m]), 0
+	return res, 0
+}
+
+// windows holds the buffers READs read their windows into.
+var windows = sync.Pool{New: func() any { return new([]byte) }}
+
+// readWindow reads, in one read of f into *bp (grown as needed), the n
+// bytes at off and the margins around them that a check needs
+// (sniff.Margins, for the file's code units), then takes f's stat. The
+// window's range is what of [off, off+n) the file holds.
+func readWindow(f *roots.File, bp *[]byte, n int, off int64) (admit.Window, unix.Stat_t, error) {
+	var st unix.Stat_t
+	var hb [4]byte
+	var head []byte
+	unit := 1
+	if back, _ := sniff.Margins(1); off > back {
+		// The code units are the file's, announced at its start.
+		k, err := r0(f, hb[:])
+		if err != nil {
+			return admit.Window{}, st, err
+		}
+		head = hb[:k]
+		unit, _ = sniff.Units(head)
+	}
+	for {
+		back, ahead := sniff.Margins(unit)
+		base := max(0, off-back)
+		want := int(off-base) + n + int(ahead)
+		if cap(*bp) < want {
+			*bp = make([]byte, want)
+		}
+		m, err := f.ReadAt((*bp)[:want], base)
+		if err != nil && err != io.EOF {
+			return admit.Window{}, st, err
+		}
+		win := (*bp)[:m]
+		if base == 0 {
+			head = win[:min(4, m)]
+			if u, _ := sniff.Units(head); u > unit {
+				unit = u // wider units need wider margins: read again
+				continue
+			}
+		}
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return admit.Window{}, st, err
+		}
+		from := min(off, base+int64(m))
+		return admit.Window{Bytes: win, Base: base, AtEOF: m < want, Head: head, From: from, To: min(off+int64(n), base+int64(m))}, st, nil
+	}
+}
+
+// r0 reads the start of f into b.
+func r0(f *roots.File, b []byte) (int, error) {
+	k, err := f.ReadAt(b, 0)
+	if err == io.EOF {
+		err = nil
+	}
+	return k, err
 }
 
 // push stores the whole content of version id of the file r stands for in
 // the kernel's page cache: data, when the caller holds it (a listing's
-// admission read it), else read now into buf (warm.MaxPush+1 bytes). It is
+// admission read it, and checked it), else read now into buf
+// (warm.MaxPush+1 bytes) and checked as a READ's bytes are (see reply). It is
 // the warming engine's one way into the kernel (warm.Target.Push), and
 // takes its nodes as the engine's handles; a git index, served rewritten,
 // is never pushed. The version is admitted afresh first, at the node's
@@ -211,6 +342,12 @@ func (v *view) push(r warm.Node, id fileid.Identity, data, buf []byte, wait bool
 			return 0, ""
 		}
 		data = buf[:m]
+		// Read now, not the bytes the verdict was made from: checked as a
+		// READ's are (a store through a shared mapping moves no ctime).
+		if !v.admit.Check(g, f, id, res.Masks, admit.Window{Bytes: data, AtEOF: true, Head: data[:min(4, m)], To: int64(m)}) {
+			v.admit.Forget(g, id)
+			return 0, ""
+		}
 	} else if int64(len(data)) != id.Size {
 		return 0, ""
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/concept/mountinfo"
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/decide/admit"
@@ -71,6 +72,10 @@ type Admitter interface {
 	Visible(g *roots.Guard, p roots.Path, st *unix.Stat_t) error
 	Shown(g *roots.Guard, dir roots.Path, ents []roots.DirEntry, skip func(rel string) bool, keep *admit.Keep) []roots.DirEntry
 	ShownEntry(g *roots.Guard, p roots.Path) (roots.Entry, error)
+	// Check and Forget: the bytes a READ serves are checked as admission
+	// checks a file (see admit.Check).
+	Check(g *roots.Guard, f *roots.File, id fileid.Identity, masks []sniff.Mask, w admit.Window) bool
+	Forget(g *roots.Guard, id fileid.Identity)
 }
 
 // Server is a live mount.

@@ -499,13 +499,14 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	h := &handle{f: f, admitted: served{f.Identity(), res.Masks}}
-	h.passthrough = n.v.passthrough(h.admitted)
+	h := &handle{f: f, admitted: served{f.Identity(), res.Masks}, v: n.v}
+	h.passthrough = n.v.passthrough(f, h.admitted)
 	var who *fuse.Caller
 	if c := fuseCaller(ctx); c != nil {
 		cc := *c // go-fuse reuses request memory once the request is answered
 		who = &cc
 	}
+	h.who = who
 	h.recheck = func(st *unix.Stat_t) (sniff.Result, syscall.Errno) {
 		g, p, errno := n.resolve()
 		if errno != 0 {
