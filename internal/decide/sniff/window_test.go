@@ -85,3 +85,18 @@ func TestCovers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWindowCheck is what a READ of 128 KiB of source text adds: a
+// key search and a credential search of the range and its margins.
+func BenchmarkWindowCheck(b *testing.B) {
+	d := defaultDetector(b)
+	text := bytes.Repeat([]byte("\tif err := run(ctx, cfg); err != nil {\n\t\treturn fmt.Errorf(\"run: %w\", err)\n\t}\n"), 4000)
+	back, ahead := Margins(1)
+	win := text[:back+128<<10+ahead]
+	b.SetBytes(128 << 10)
+	for b.Loop() {
+		if KeyInWindow(win, 1<<20, false) || len(d.FindInWindow(win, 1<<20, false, 1, false)) > 0 {
+			b.Fatal("found in clean text")
+		}
+	}
+}
