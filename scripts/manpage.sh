@@ -2,14 +2,16 @@
 # The man page, generated from the help text: fsguard's top-level help
 # and each command's own (fsguard help CMD), so the two never disagree.
 #   scripts/manpage.sh [BINARY] > fsguard.1
-# BINARY defaults to building ./cmd/fsguard. The date is SOURCE_DATE_EPOCH's
+# BINARY defaults to building ./cmd/fsguard, stamped with
+# scripts/version.sh as a release is. The version in the header is the
+# binary's own (fsguard version). The date is SOURCE_DATE_EPOCH's
 # (reproducible builds), else the last commit's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-}
 if [ -z "$bin" ]; then
 	bin=$(mktemp -d)/fsguard
-	CGO_ENABLED=0 go build -o "$bin" ./cmd/fsguard
+	CGO_ENABLED=0 go build -ldflags="-X github.com/fsguard/fsguard/internal/concept/version.stamped=$(bash scripts/version.sh)" -o "$bin" ./cmd/fsguard
 fi
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 day=$(date -u -d "@$epoch" +%Y-%m-%d)

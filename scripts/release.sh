@@ -4,26 +4,30 @@
 # (the binary, the systemd unit, completions, the man page, the example
 # policy as a config file), and SHA256SUMS.
 #   scripts/release.sh OUTDIR [VERSION]
-# VERSION defaults to git describe. The Debian packages are built with
+# VERSION defaults to scripts/version.sh (the tag, else
+# 0.0.0~git<date>.<hash>). It is stamped into every binary (-ldflags -X),
+# so --version, the fsguard_build_info metric, the MCP serverInfo, the man
+# page and the package name all say the same string. The Debian packages are built with
 # nfpm, a tool of the tools/release module (pinned in its go.mod), so the
 # main module's dependencies stay what the program needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/release.sh OUTDIR [VERSION]}
-version=${2:-$(git describe --tags --always --dirty 2>/dev/null || echo 0.0.0)}
+version=${2:-$(bash scripts/version.sh)}
 version=${version#v}
-case $version in [0-9]*) ;; *) version=0.0.0+$version ;; esac # Debian versions start with a digit
+case $version in [0-9]*) ;; *) echo "release.sh: version $version does not start with a digit (Debian's rule)" >&2; exit 1 ;; esac
+stamp="-X github.com/fsguard/fsguard/internal/concept/version.stamped=$version"
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 nfpm=$(cd tools/release && go tool -n nfpm)
 for arch in amd64 arm64; do
 	stage=$(mktemp -d)
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags='-s -w' -o "$stage/fsguard" ./cmd/fsguard
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags="-s -w $stamp" -o "$stage/fsguard" ./cmd/fsguard
 	cp "$stage/fsguard" "$out/fsguard-linux-$arch"
 	# Generated with a binary that runs here, whatever $arch is.
 	host=$stage/host
-	CGO_ENABLED=0 go build -o "$host" ./cmd/fsguard
+	CGO_ENABLED=0 go build -ldflags="$stamp" -o "$host" ./cmd/fsguard
 	bash scripts/manpage.sh "$host" | gzip -9n > "$stage/fsguard.1.gz"
 	"$host" completion bash > "$stage/fsguard.bash"
 	"$host" completion zsh > "$stage/_fsguard"

@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755) // other uids run it too
 	binary = filepath.Join(dir, "fsguard")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/fsguard")
+	// Stamped as a release is (scripts/release.sh), so TestVersionIsOneString
+	// can find the one string everywhere.
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/fsguard/fsguard/internal/concept/version.stamped="+testVersion, "-o", binary, "../cmd/fsguard")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building fsguard:", err)

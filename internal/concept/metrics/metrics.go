@@ -9,13 +9,13 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/fsguard/fsguard/internal/concept/version"
 	"golang.org/x/sys/unix"
 )
 
@@ -210,22 +210,9 @@ func (s *Set) Write(w io.Writer) {
 	fmt.Fprintf(w, "# HELP fsguard_build_info The running build: version and Go version.\n# TYPE fsguard_build_info gauge\nfsguard_build_info{version=%q,goversion=%q} 1\n", Version(), runtime.Version())
 }
 
-// Version is the module version, or the VCS revision of a source build.
-func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return "devel-" + s.Value[:12]
-		}
-	}
-	return "devel"
-}
+// Version is this build's version (internal/concept/version), the one
+// --version and the MCP serverInfo report too.
+func Version() string { return version.String() }
 
 // writeProcess writes the standard Go and process gauges (the names the
 // Prometheus client library uses), so a leak of goroutines or descriptors
