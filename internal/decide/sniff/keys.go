@@ -21,23 +21,31 @@ import (
 // Kinds: PEM "-----BEGIN ... PRIVATE KEY-----" of every kind (RSA, EC, DSA,
 // OPENSSH, ENCRYPTED, PKCS#8), PGP "PRIVATE KEY BLOCK", SSH2 "---- BEGIN
 // SSH2 ENCRYPTED PRIVATE KEY ----", PuTTY .ppk, and AWS secret access keys
-// (credentials files, environment files).
+// (credentials files, environment files); and keys in other encodings
+// (encoded.go): DER, hex, URL-encoded PEM, JWK.
 
 // marker is a byte string that starts a look at a possible key.
 type marker struct {
 	s     []byte
 	check func(data []byte, at int) bool // at: the marker's offset in data
+	// reach, when set, says from the chunk the marker was found in (at
+	// its index i) how far past the marker the check reads: -1 when no
+	// key can start there, so most places in a binary cost no window.
+	// Unset: lookAhead.
+	reach func(chunk []byte, i int) int
+	// behind is how far back the check reads; 0: lookBehind.
+	behind int
 }
 
 // plain are the markers of keys written as text.
 var plain = []marker{
-	{[]byte("PRIVATE KEY"), pemAt},
-	{[]byte("PuTTY-User-Key-File-"), puttyAt},
+	{s: []byte("PRIVATE KEY"), check: pemAt},
+	{s: []byte("PuTTY-User-Key-File-"), check: puttyAt},
 	// "_secret...", "_SECRET...": the AWS names are found from their '_',
 	// which they share (one pass, see anchors), and the "aws" or "AWS"
 	// before it is checked after.
-	{[]byte("_secret_access_key"), awsBefore("aws")},
-	{[]byte("_SECRET_ACCESS_KEY"), awsBefore("AWS")},
+	{s: []byte("_secret_access_key"), check: awsBefore("aws")},
+	{s: []byte("_SECRET_ACCESS_KEY"), check: awsBefore("AWS")},
 }
 
 // awsBefore checks an AWS secret key's name found from its '_' (see
@@ -48,13 +56,14 @@ func awsBefore(prefix string) func(d []byte, at int) bool {
 	}
 }
 
-// markers are plain's, and the same keys base64-encoded whole (a
-// Kubernetes secret). A chunk is searched once per first byte among them
-// (see anchors), so they are few.
-var markers = append(append([]marker{}, plain...),
-	marker{[]byte("LS0tLS"), base64At},   // "----" (PEM, SSH2)
-	marker{[]byte("UHVUVFkt"), base64At}, // "PuTTY-"
-)
+// markers are plain's, the same keys base64-encoded whole (a Kubernetes
+// secret), and keys in other encodings (encoded: DER, hex, URL-encoded,
+// JWK). A chunk is searched once per first byte among them (see anchors),
+// so they are few.
+var markers = append(append(append([]marker{}, plain...),
+	marker{s: []byte("LS0tLS"), check: base64At},   // "----" (PEM, SSH2)
+	marker{s: []byte("UHVUVFkt"), check: base64At}, // "PuTTY-"
+), encoded...)
 
 // wide are the keys in UTF-16 and UTF-32, each starting with "P" and a
 // NUL (such text of ASCII has a NUL in every other byte, or three in
@@ -75,19 +84,19 @@ var wide = func() []marker {
 	for _, s := range []string{"PRIVATE KEY", "PuTTY-User-Key-File-"} {
 		for _, unit := range []int{2, 4} {
 			le := wideLE(s, unit)
-			ms = append(ms, marker{le[:len(le)-(unit-1)], wideAt(unit)})
+			ms = append(ms, marker{s: le[:len(le)-(unit-1)], check: wideAt(unit)})
 		}
 	}
 	return ms
 }()
 
-// anchors are the markers, plain, base64 and wide, grouped by their first
-// byte: a chunk is searched once per anchor (bytes.IndexByte), each place
-// it is found compared with the markers that start there. "PRIVATE KEY",
-// "PuTTY-..." and the wide markers share 'P', the AWS names '_': 4 passes
-// over each chunk where there were 7 (a pass per marker and one for the
-// wide ones), and the first read of every large file waits for the
-// whole-content scan.
+// anchors are the markers, plain, base64, encoded and wide, grouped by
+// their first byte: a chunk is searched once per anchor (bytes.IndexByte),
+// each place it is found compared with the markers that start there.
+// "PRIVATE KEY", its URL-encoded forms, "PuTTY-..." and the wide markers
+// share 'P', the AWS names '_', the hex ones '2': a pass per distinct first
+// byte rather than one per marker, and the first read of every large file
+// waits for the whole-content scan.
 var anchors = func() []anchor {
 	var as []anchor
 	for _, m := range append(append([]marker{}, markers...), wide...) {
@@ -231,11 +240,33 @@ func findKeyIn(r io.ReaderAt, from, to, size int64, buf []byte) (int64, error) {
 // for a marker's check. It returns the first marker that proves a key, or
 // -1.
 func findInChunk(chunk []byte, off, size int64, window func(from, want int64) ([]byte, error)) (int64, error) {
+	if off == 0 {
+		// A DER key is looked for where it is kept: at the start (see
+		// encoded.go).
+		if n := derStart(chunk); n > 0 && int64(n) <= size {
+			win, err := window(0, int64(n))
+			if err != nil {
+				return -1, err
+			}
+			if DERKey(win) {
+				return 0, nil
+			}
+		}
+	}
 	// proves checks the marker m found at i of the chunk in its window.
 	proves := func(m marker, i int) (int64, bool, error) {
 		at := off + int64(i)
-		from := max(0, at-lookBehind)
-		win, err := window(from, min(size, at+int64(len(m.s))+lookAhead)-from)
+		ahead, behind := lookAhead, lookBehind
+		if m.reach != nil {
+			if ahead = m.reach(chunk, i); ahead < 0 {
+				return at, false, nil
+			}
+		}
+		if m.behind > 0 {
+			behind = m.behind
+		}
+		from := max(0, at-int64(behind))
+		win, err := window(from, min(size, at+int64(len(m.s)+ahead))-from)
 		if err != nil {
 			return -1, false, err
 		}
