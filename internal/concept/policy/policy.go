@@ -157,7 +157,20 @@ type Sniff struct {
 	// absolute) from content refusals: e.g. "**/testdata/**" holding test
 	// keys. Name deny rules still apply.
 	AllowGlobs []Glob `toml:"allow_globs"`
+	// Archives says what is done with packed files (gzip, tar, zip, by
+	// their content): "scan" (the default) looks into them, their
+	// members checked by name and content as files of the tree are, and
+	// refuses one that cannot be checked within the bounds; "deny"
+	// refuses every packed file; "allow" serves them unopened.
+	Archives string `toml:"archives"`
 }
+
+// The values of [sniff] archives.
+const (
+	ArchivesScan  = "scan"
+	ArchivesDeny  = "deny"
+	ArchivesAllow = "allow"
+)
 
 // Allowed reports whether rel beneath a root (configured path base, real
 // path real) is exempt from content refusals.
@@ -373,7 +386,7 @@ func defaults() Policy {
 			MaxMediaBytes: 5 << 20,
 			MaxDirEntries: 20000,
 		},
-		Sniff:   Sniff{Refuse: []string{"private-key"}},
+		Sniff:   Sniff{Refuse: []string{"private-key"}, Archives: ArchivesScan},
 		Journal: Journal{HeldMaxBytes: 256 << 20},
 		Control: Control{MaxRequests: 16},
 		Git:     Git{History: "warn"},
@@ -602,6 +615,11 @@ func (p *Policy) finish(data []byte) error {
 			return fmt.Errorf("%ssniff.refuse: unknown class %q (known: %s)", at("refuse", c), c, strings.Join(SniffClasses, ", "))
 		}
 	}
+	switch p.Sniff.Archives {
+	case ArchivesScan, ArchivesDeny, ArchivesAllow:
+	default:
+		return fmt.Errorf("%ssniff.archives must be \"scan\", \"deny\" or \"allow\", got %q", at("archives", p.Sniff.Archives), p.Sniff.Archives)
+	}
 	switch p.Mount.Open {
 	case "kernel", "daemon":
 	default:
@@ -768,7 +786,7 @@ func (p *Policy) Summary() string {
 	for _, g := range p.Sniff.AllowGlobs {
 		allow = append(allow, g.String())
 	}
-	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\nallow_globs = %s\n", tomlList(p.Sniff.Refuse), tomlList(allow))
+	fmt.Fprintf(&b, "\n[sniff]\nrefuse = %s\nallow_globs = %s\narchives = %q\n", tomlList(p.Sniff.Refuse), tomlList(allow), p.Sniff.Archives)
 	fmt.Fprintf(&b, "\n[journal]\npath = %q\nrequired = %v\nrequire_whole_view = %v\nheld_max_bytes = %d\n", p.Journal.Path, p.Journal.Required, p.Journal.RequireWholeView, p.Journal.HeldMaxBytes)
 	m := p.Mount
 	fmt.Fprintf(&b, "\n[mount]\ndenied = %q\nopen = %q\nentry_timeout = %q\nattr_timeout = %q\npassthrough_min_bytes = %d\npassthrough_unchecked = %v\nwatch = %q\nwarm = %v\nwarm_walk = %v\nwarm_max_bytes = %d\n",

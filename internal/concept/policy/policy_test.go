@@ -56,6 +56,10 @@ max_lines = 0`, `line 4: limits.max_lines must be a positive integer`},
 path = "` + dir + `"
 [sniff]
 refuse = ["secrets"]`, `line 4: sniff.refuse: unknown class "secrets"`},
+		{"bad archives", `[[root]]
+path = "` + dir + `"
+[sniff]
+archives = "unpack"`, `line 4: sniff.archives must be "scan", "deny" or "allow", got "unpack"`},
 		{"bad audit", `[[root]]
 path = "` + dir + `"
 [audit]

@@ -48,6 +48,11 @@ const (
 	// MaskedSpan: a write or edit would put a credential's mask (see
 	// sniff.Mask) where the file holds the credential, or a mask anywhere.
 	MaskedSpan Code = "FS_MASKED_SPAN"
+
+	// ArchiveUnchecked: a packed file (gzip, tar, zip) whose members
+	// cannot all be checked within fsguard's bounds; it is never served
+	// unchecked.
+	ArchiveUnchecked Code = "FS_ARCHIVE_UNCHECKED"
 )
 
 // Op is the operation a refusal says no to, as its message names it
@@ -97,6 +102,10 @@ type Facts struct {
 	Anchor   string `json:"anchor,omitempty"`
 	AnchorTo string `json:"anchorTo,omitempty"`
 	Now      string `json:"now,omitempty"`
+	// Member is a path inside a packed file (archives inside archives
+	// joined by "/"), Family a credential's family.
+	Member string `json:"member,omitempty"`
+	Family string `json:"family,omitempty"`
 	// Detail is the text of a cause that may be shown (an errno's, a
 	// decoding error's), never one that could name a hidden path.
 	Detail string `json:"detail,omitempty"`

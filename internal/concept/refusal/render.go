@@ -181,6 +181,12 @@ const (
 	LinkDenied         Reason = "denied-link-name"
 	ChangedReading     Reason = "changed-reading"
 	ChangedReadingEdit Reason = "changed-reading-retry"
+	// A packed file (gzip, tar, zip), for what it holds.
+	PackedKey        Reason = "packed-key"        // Member
+	PackedName       Reason = "packed-name"       // Member, Rule
+	PackedCredential Reason = "packed-credential" // Member, Family
+	PackedUnchecked  Reason = "packed-unchecked"  // Member (when one is at fault), Detail: the bound
+	PackedRefused    Reason = "packed-refused"
 )
 
 // The reasons of a read (read): its window options, the file's text.
@@ -338,8 +344,25 @@ var table = map[Reason]row{
 	LinksNeedDaemon: whyf(Denied, func(e *Error, w *words) string {
 		return fmt.Sprintf(`the file has %d names (hard links), and only the fsguard daemon keeps the index that shows they are all inside the roots and allowed; read it through %s, or set [deny] hard_links = "allow" (e.g. for pnpm's node_modules, whose files are links into a store)`, e.Total, w.daemon)
 	}),
-	LinkOutsideRoots:   why(Denied, "another name (hard link) of this file lies outside the allowed roots; the policy shows it under none ([deny] hard_links)"),
-	LinkDenied:         why(Denied, "another name (hard link) of this file is denied by policy; the policy shows it under none ([deny] hard_links)"),
+	LinkOutsideRoots: why(Denied, "another name (hard link) of this file lies outside the allowed roots; the policy shows it under none ([deny] hard_links)"),
+	LinkDenied:       why(Denied, "another name (hard link) of this file is denied by policy; the policy shows it under none ([deny] hard_links)"),
+	PackedKey: whyf(Denied, func(e *Error, _ *words) string {
+		return fmt.Sprintf("it is packed (gzip, tar or zip) and its member %q is or holds a private key, which the policy never shows", e.Member)
+	}),
+	PackedName: whyf(Denied, func(e *Error, _ *words) string {
+		return fmt.Sprintf("it is packed (gzip, tar or zip) and its member %q is denied by policy (rule %q in [deny] globs); the archive is not available to the agent", e.Member, e.Rule)
+	}),
+	PackedCredential: whyf(Denied, func(e *Error, _ *words) string {
+		return fmt.Sprintf("it is packed (gzip, tar or zip) and its member %q holds a credential (%s), which fsguard masks in text but cannot mask inside packed bytes; if it is a test fixture, the operator can list the file in [secrets] allow_globs", e.Member, e.Family)
+	}),
+	PackedUnchecked: whyf(ArchiveUnchecked, func(e *Error, _ *words) string {
+		at := ""
+		if e.Member != "" {
+			at = fmt.Sprintf(" at member %q", e.Member)
+		}
+		return fmt.Sprintf("it is packed (gzip, tar or zip) and cannot be checked within fsguard's bounds (%s%s), and fsguard never serves a packed file it has not looked into; unpack it where the agent can read the files one by one, or the operator can list it in [sniff] allow_globs or set [sniff] archives = \"allow\"", e.Detail, at)
+	}),
+	PackedRefused:      why(Denied, `it is packed (gzip, tar or zip), and the policy refuses packed files ([sniff] archives = "deny"); read the files it was made from`),
 	ChangedReading:     why(ChangedDuringRead, "the file changed while it was being read; read it again"),
 	ChangedReadingEdit: why(ChangedDuringRead, "the file changed while it was being read; retry"),
 

@@ -12,6 +12,7 @@
 package admit
 
 import (
+	"bytes"
 	"io"
 	"path"
 	"sync"
@@ -50,6 +51,8 @@ type Decider struct {
 	inflight map[key]*scan
 	// settle: see Save (a field so that tests need not wait for it).
 	settle time.Duration
+	// unpacking holds a token per packed file being looked into.
+	unpacking chan struct{}
 	// dets is the credential detector of the policy in force.
 	dets atomic.Pointer[detectorOf]
 	// OnMasks, when set, is told of each version found to hold
@@ -103,7 +106,8 @@ type key struct {
 
 // New returns a decider that remembers at most max verdicts.
 func New(max int) *Decider {
-	d := &Decider{max: max, cache: make(map[key]remembered), inflight: make(map[key]*scan), settle: settle}
+	d := &Decider{max: max, cache: make(map[key]remembered), inflight: make(map[key]*scan), settle: settle,
+		unpacking: make(chan struct{}, maxUnpacking)}
 	d.small.New = func() any { b := make([]byte, 64<<10); return &b }
 	d.large.New = func() any { b := make([]byte, 1<<20); return &b }
 	return d
@@ -199,14 +203,21 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		return finish(sample, ioErr(f.Shown, err))
 	}
 	p.Sample = sample
+	// A packed file is looked into, whatever its size; its kind is known
+	// from the sample, before the scan reuses the sample's buffer.
+	kind := packedKind(pol, data)
 	// A sample that is the whole file was searched for keys and
 	// credentials whole.
 	creds := maskable(sample) && pol.Secrets.Masks()
-	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) && !creds || whole {
+	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) && !creds && kind == "" || whole {
 		if whole {
 			if sample, err = d.findIn(pol, f.Shown, sample, data); err != nil {
 				pool.Put(bp)
 				return finish(sample, err)
+			}
+			if sample, err = d.unpack(pol, kind, bytes.NewReader(data), int64(len(data)), sample); err != nil {
+				pool.Put(bp)
+				return finish(sample, ioErr(f.Shown, err))
 			}
 			d.tell(f, sample)
 		}
@@ -229,6 +240,9 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 			}
 			if sc.err == nil && sc.res.Class != sniff.PrivateKey {
 				sc.res, sc.err = d.scanFor(pol, f, sc.res, *bp)
+				if sc.err == nil {
+					sc.res, sc.err = d.unpack(pol, kind, f, f.Stat.Size, sc.res)
+				}
 				if sc.err == nil {
 					d.tell(f, sc.res)
 				}
@@ -352,6 +366,9 @@ func (d *Decider) remember(k key, res sniff.Result, at int64) {
 
 // verdict applies the policy's refused classes to the class of the file p.
 func verdict(pol *policy.Policy, p roots.Path, res sniff.Result) (sniff.Result, error) {
+	if err := insideVerdict(pol, p, res.Inside); err != nil {
+		return res, err
+	}
 	if pol.Refuses(string(res.Class)) && !pol.Allowed(p.Root.Path, p.Root.Real, p.Rel) {
 		if res.Class == sniff.PrivateKey {
 			return res, refusal.Of(refusal.DeniedKey, refusal.OpRead, p.Shown, refusal.Facts{})

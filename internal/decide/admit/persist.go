@@ -77,8 +77,9 @@ func (d *Decider) Save(path string, pol *policy.Policy) (int, error) {
 		return 0, err
 	}
 	out := savedFile{Stamp: st}
-	// A class without masks is a comparable value; a version with masks
-	// is not saved: its masks are its own, and a rescan finds them again.
+	// A class without masks is a comparable value; a version with masks,
+	// or a packed one with a finding inside, is not saved: those are its
+	// own, and a rescan finds them again.
 	type class struct {
 		Class   sniff.Class
 		MIME    string
@@ -90,7 +91,7 @@ func (d *Decider) Save(path string, pol *policy.Policy) (int, error) {
 	d.mu.Lock()
 	out.Classes = make([]saved, 0, len(d.cache))
 	for k, c := range d.cache {
-		if k.pol == pol && c.at-k.id.CtimeNs >= int64(d.settle) && len(c.res.Masks) == 0 {
+		if k.pol == pol && c.at-k.id.CtimeNs >= int64(d.settle) && len(c.res.Masks) == 0 && c.res.Inside == nil {
 			ck := class{c.res.Class, c.res.MIME, c.res.BOM, string(c.res.Charset), c.res.BadByte}
 			i, ok := index[ck]
 			if !ok {
@@ -229,7 +230,7 @@ func stamp(pol *policy.Policy) (string, error) {
 		return "", fmt.Errorf("boot id: %w", err)
 	}
 	sum := sha256.Sum256([]byte(pol.Summary()))
-	return fmt.Sprintf("fsguard verdicts 1\nbuild %s\nboot %s\npolicy %s\n", build, strings.TrimSpace(string(boot)), hex.EncodeToString(sum[:])), nil
+	return fmt.Sprintf("fsguard verdicts 2\nbuild %s\nboot %s\npolicy %s\n", build, strings.TrimSpace(string(boot)), hex.EncodeToString(sum[:])), nil
 }
 
 var buildOnce = sync.OnceValues(func() (string, error) {

@@ -1,8 +1,9 @@
 // Package sniff classifies content: text, binary (with its MIME type),
 // image, or text in an encoding fsguard does not serve, from a bounded
-// sample; and private keys anywhere in the whole content (keys.go). It
-// decides from bytes, never from names, so a key file renamed notes.txt is
-// still a key.
+// sample; private keys anywhere in the whole content, in PEM and other
+// encodings (keys.go, encoded.go); and what packed files (gzip, tar, zip)
+// hold (packed.go). It decides from bytes, never from names, so a key file
+// renamed notes.txt is still a key.
 //
 // Text means UTF-8, or UTF-16 or UTF-32 announced by a byte order mark
 // (Result.Charset; shown decoded). A UTF-8 byte order mark is accepted (and
@@ -52,6 +53,10 @@ type Result struct {
 	// file, sorted by Off and not overlapping: a version with masks is
 	// served masked, through every door, never raw.
 	Masks []Mask
+	// Inside, for a packed file (gzip, tar, zip), is what it holds that
+	// the view must not serve, or why it could not be checked: the
+	// verdict refuses the file whole (see Unpacker).
+	Inside *Inside
 }
 
 // utf8BOM is the UTF-8 byte order mark.

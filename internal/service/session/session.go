@@ -415,7 +415,7 @@ func (s *Service) recordRefusal(session, path string, err error) {
 		return
 	}
 	switch code := refusal.CodeOf(err); code {
-	case refusal.Denied, refusal.OutsideAllowedRoots, refusal.DangerousPath:
+	case refusal.Denied, refusal.ArchiveUnchecked, refusal.OutsideAllowedRoots, refusal.DangerousPath:
 		shown := path
 		if r, ok := err.(*refusal.Error); ok && r.Path != "" {
 			shown = r.Path

@@ -289,7 +289,7 @@ func errnoOf(err error, deniedEACCES bool) (errno syscall.Errno, denial bool) {
 	switch refusal.CodeOf(err) {
 	case refusal.NotFound:
 		return syscall.ENOENT, false
-	case refusal.Denied:
+	case refusal.Denied, refusal.ArchiveUnchecked:
 		if deniedEACCES {
 			return syscall.EACCES, true
 		}

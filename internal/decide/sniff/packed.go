@@ -1,0 +1,425 @@
+package sniff
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/fsguard/fsguard/internal/concept/policy"
+)
+
+// Packed files — gzip streams, tar and zip archives, recognised by their
+// magic bytes, never by their names — are looked into: a key or a
+// credential compressed, or a denied file (.env, id_rsa) packed in an
+// archive, is out of the view's reach only if what is inside is checked as
+// a file of the tree would be. Members are checked by name (the policy's
+// deny rules, with the member's path inside the archive) and by content
+// (keys in every encoding, credentials in text), archives inside archives
+// too, within bounds of members, bytes and depth. What cannot be checked
+// within the bounds — too large, too many members, too deep, encrypted, a
+// compression method not known here, damaged — is reported as unchecked:
+// the verdict refuses it, never serves it unchecked. A credential cannot be
+// masked inside compressed bytes, so one found in a member refuses the
+// file too.
+
+// Bounds of one packed file's check: they bound its memory (one member
+// at a time in memory, at each depth) and its time (every byte
+// decompressed counts).
+const (
+	// MaxPackedMembers is the most entries looked at, over all depths.
+	MaxPackedMembers = 10000
+	// MaxPackedMember is the largest member read, decompressed.
+	MaxPackedMember = 16 << 20
+	// MaxPackedBytes is the most bytes decompressed, over all members
+	// and depths (a gzip bomb stops here).
+	MaxPackedBytes = 128 << 20
+	// MaxPackedDepth is how deep archives inside archives are opened: a
+	// .tgz inside a .zip is depth 2 (a tar inside its gzip is one level).
+	MaxPackedDepth = 2
+	// maxZipDirectory bounds a zip's central directory, which the zip
+	// reader holds whole.
+	maxZipDirectory = 4 << 20
+)
+
+// Packing kinds.
+const (
+	Gzip = "gzip"
+	Zip  = "zip"
+	Tar  = "tar"
+)
+
+// PackedKind names the packing of content that starts with head (at
+// least 512 bytes when there are): "gzip", "zip", "tar", or "".
+func PackedKind(head []byte) string {
+	switch {
+	case len(head) >= 3 && head[0] == 0x1f && head[1] == 0x8b && head[2] == 8:
+		return Gzip
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("PK\x05\x06")):
+		return Zip
+	case isTarHeader(head):
+		return Tar
+	}
+	return ""
+}
+
+// isTarHeader: a tar header, POSIX, GNU or older, whose checksum is
+// right (text that happens to hold "ustar" at 257 is not one).
+func isTarHeader(h []byte) bool {
+	if len(h) < 512 {
+		return false
+	}
+	sum := strings.TrimRight(strings.TrimSpace(string(h[148:156])), "\x00 ")
+	if sum == "" || h[0] == 0 {
+		return false
+	}
+	var want int64
+	if _, err := fmt.Sscanf(sum, "%o", &want); err != nil {
+		return false
+	}
+	var got int64
+	for i, c := range h[:512] {
+		if i >= 148 && i < 156 {
+			c = ' '
+		}
+		got += int64(c)
+	}
+	return got == want
+}
+
+// Why a packed file is refused.
+const (
+	InsideKey        = "key"        // a member is or holds a private key
+	InsideName       = "name"       // a member's name is denied (Rule)
+	InsideCredential = "credential" // a member's text holds a credential (Family)
+	InsideUnchecked  = "unchecked"  // it cannot be checked within the bounds (Detail)
+	InsideRefused    = "refused"    // the policy refuses packed files ([sniff] archives = "deny")
+)
+
+// Inside is what a packed file holds that the view must not serve.
+type Inside struct {
+	Why string
+	// Member is the member's path, archives inside archives joined by
+	// "/" (a gzip stream's member is its original name, or "-").
+	Member string
+	Rule   string // InsideName: the deny glob
+	Family string // InsideCredential: the credential's family
+	Detail string // InsideUnchecked: which bound, or what could not be read
+}
+
+// Unpacker checks packed files: members' names against Deny, their
+// content for keys and, when Creds is set, credentials.
+type Unpacker struct {
+	Deny  []policy.Glob
+	Fold  bool
+	Creds *Detector
+	// bounds, when set, replaces the Max* bounds (tests).
+	bounds *bounds
+}
+
+// bounds are a check's bounds: the Max* constants, but in tests.
+type bounds struct {
+	members     int
+	member, all int64
+}
+
+var defaultBounds = bounds{MaxPackedMembers, MaxPackedMember, MaxPackedBytes}
+
+// unpack is one packed file's check under way: its bounds and budget.
+type unpack struct {
+	u       *Unpacker
+	b       bounds
+	members int
+	bytes   int64
+}
+
+// errOver is a bound met while decompressing.
+type errOver struct{ what string }
+
+func (e *errOver) Error() string { return e.what }
+
+// Inspect checks the packed file r of size bytes, whose packing is kind
+// (PackedKind); nil when nothing in it stops it from being served. err is
+// an error reading r itself.
+func (u *Unpacker) Inspect(r io.ReaderAt, size int64, kind string) (*Inside, error) {
+	p := &unpack{u: u, b: defaultBounds}
+	if u.bounds != nil {
+		p.b = *u.bounds
+	}
+	in, err := p.inspect(r, size, kind, "", 1)
+	var over *errOver
+	if errors.As(err, &over) {
+		return &Inside{Why: InsideUnchecked, Detail: over.what}, nil
+	}
+	return in, err
+}
+
+// unchecked is an Inside for a member that cannot be checked.
+func unchecked(member, why string) *Inside {
+	return &Inside{Why: InsideUnchecked, Member: member, Detail: why}
+}
+
+// inspect checks one packed stream at depth, its members named under
+// prefix.
+func (p *unpack) inspect(r io.ReaderAt, size int64, kind, prefix string, depth int) (*Inside, error) {
+	switch kind {
+	case Gzip:
+		return p.gzip(io.NewSectionReader(r, 0, size), prefix, depth)
+	case Zip:
+		return p.zip(r, size, prefix, depth)
+	case Tar:
+		return p.tar(io.NewSectionReader(r, 0, size), prefix, depth, true)
+	}
+	return nil, nil
+}
+
+// counted counts the bytes decompressed against the file's budget.
+type counted struct {
+	r io.Reader
+	p *unpack
+}
+
+func (c *counted) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.p.bytes += int64(n)
+	if c.p.bytes > c.p.b.all {
+		return n, &errOver{fmt.Sprintf("more than %d bytes decompressed", c.p.b.all)}
+	}
+	return n, err
+}
+
+// readMember reads a member's content whole, within the member bound;
+// count: its bytes count against the budget (not yet counted by the
+// gzip stream they come from).
+// hint is the member's size as its header says (-1: unknown), to read it
+// into a buffer of its size.
+func (p *unpack) readMember(r io.Reader, member string, hint int64, count bool) ([]byte, *Inside, error) {
+	if count {
+		r = &counted{r, p}
+	}
+	var b bytes.Buffer
+	if hint >= 0 {
+		b.Grow(int(min(hint, p.b.member) + 1))
+	}
+	_, err := b.ReadFrom(io.LimitReader(r, p.b.member+1))
+	data := b.Bytes()
+	var over *errOver
+	switch {
+	case errors.As(err, &over):
+		return nil, nil, err
+	case err != nil:
+		return nil, unchecked(member, "damaged: "+err.Error()), nil
+	case int64(len(data)) > p.b.member:
+		return nil, p.tooLarge(member), nil
+	}
+	return data, nil, nil
+}
+
+// gzip checks a gzip stream: a tar inside is read as it streams; anything
+// else is a member, read whole.
+func (p *unpack) gzip(r io.Reader, prefix string, depth int) (*Inside, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return unchecked(prefix, "damaged gzip: "+err.Error()), nil
+	}
+	name := zr.Name
+	if name == "" {
+		name = "-"
+	}
+	member := prefix + path.Base(name)
+	if in := p.named(member); in != nil {
+		return in, nil
+	}
+	br := bufio.NewReaderSize(&counted{zr, p}, 4096)
+	head, _ := br.Peek(512)
+	if isTarHeader(head) {
+		return p.tar(br, prefix, depth, false)
+	}
+	data, in, err := p.readMember(br, member, -1, false)
+	if in != nil || err != nil {
+		return in, err
+	}
+	return p.content(data, member, depth)
+}
+
+// tar checks a tar stream's entries, one at a time; count: its members'
+// bytes count against the budget (a tar read from a gzip stream is
+// counted as it is decompressed).
+func (p *unpack) tar(r io.Reader, prefix string, depth int, count bool) (*Inside, error) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil, nil
+		}
+		var over *errOver
+		if errors.As(err, &over) {
+			return nil, err
+		}
+		if err != nil {
+			return unchecked(prefix, "damaged tar: "+err.Error()), nil
+		}
+		member := prefix + memberPath(h.Name)
+		if in := p.entry(member); in != nil {
+			return in, nil
+		}
+		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeGNUSparse {
+			continue // directories, links, devices: a name, no content
+		}
+		if h.Size > p.b.member {
+			return p.tooLarge(member), nil
+		}
+		data, in, err := p.readMember(tr, member, h.Size, count)
+		if in != nil || err != nil {
+			return in, err
+		}
+		if in, err := p.content(data, member, depth); in != nil || err != nil {
+			return in, err
+		}
+	}
+}
+
+// zip checks a zip archive's entries through its central directory.
+func (p *unpack) zip(r io.ReaderAt, size int64, prefix string, depth int) (*Inside, error) {
+	if why, err := zipBounded(r, size, p.b.members); why != "" || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return unchecked(prefix, why), nil
+	}
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return unchecked(prefix, "damaged zip: "+err.Error()), nil
+	}
+	for _, f := range zr.File {
+		member := prefix + memberPath(f.Name)
+		if in := p.entry(member); in != nil {
+			return in, nil
+		}
+		if f.Mode().IsDir() {
+			continue
+		}
+		if f.Flags&1 != 0 {
+			return unchecked(member, "an encrypted member"), nil
+		}
+		if f.Method != zip.Store && f.Method != zip.Deflate {
+			return unchecked(member, fmt.Sprintf("compression method %d", f.Method)), nil
+		}
+		if f.UncompressedSize64 > uint64(p.b.member) {
+			return p.tooLarge(member), nil
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return unchecked(member, "damaged zip: "+err.Error()), nil
+		}
+		data, in, err := p.readMember(rc, member, int64(f.UncompressedSize64), true)
+		rc.Close()
+		if in != nil || err != nil {
+			return in, err
+		}
+		if in, err := p.content(data, member, depth); in != nil || err != nil {
+			return in, err
+		}
+	}
+	return nil, nil
+}
+
+// zipBounded says why a zip's central directory is beyond the bounds ("":
+// it is not): the zip reader reads every entry from the directory's
+// offset on, so its size, and the entries' count, are bounded here first.
+// Only a plain end record is taken (zip64 is for archives beyond the
+// bounds anyway), and the directory must end where the record starts.
+func zipBounded(r io.ReaderAt, size int64, members int) (string, error) {
+	const rec = 22
+	tail := make([]byte, min(size, rec+0xFFFF))
+	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && err != io.EOF {
+		return "", err
+	}
+	i := bytes.LastIndex(tail, []byte("PK\x05\x06"))
+	if i < 0 || len(tail)-i < rec {
+		return "damaged zip: no end of central directory", nil
+	}
+	e := tail[i:]
+	entries := binary.LittleEndian.Uint16(e[10:])
+	dirSize := int64(binary.LittleEndian.Uint32(e[12:]))
+	dirOff := int64(binary.LittleEndian.Uint32(e[16:]))
+	at := size - int64(len(tail)) + int64(i)
+	switch {
+	case entries == 0xFFFF || dirOff == 0xFFFFFFFF:
+		return "a zip64 archive", nil
+	case int(entries) > members:
+		return fmt.Sprintf("more than %d members", members), nil
+	case dirSize > maxZipDirectory:
+		return fmt.Sprintf("a central directory larger than %d bytes", maxZipDirectory), nil
+	case dirOff+dirSize != at:
+		return "a zip whose directory is not where its end record says", nil
+	}
+	return "", nil
+}
+
+// memberPath is a member's name as a path inside the archive: cleaned,
+// without a leading "/", "./" or "../".
+func memberPath(name string) string {
+	p := path.Clean("/" + strings.ReplaceAll(name, "\\", "/"))
+	return strings.TrimPrefix(p, "/")
+}
+
+// tooLarge is the Inside of a member beyond the member bound.
+func (p *unpack) tooLarge(member string) *Inside {
+	return unchecked(member, fmt.Sprintf("a member larger than %d bytes", p.b.member))
+}
+
+// entry counts a member against the bound and checks its name.
+func (p *unpack) entry(member string) *Inside {
+	p.members++
+	if p.members > p.b.members {
+		return unchecked(member, fmt.Sprintf("more than %d members", p.b.members))
+	}
+	return p.named(member)
+}
+
+// named checks a member's path against the deny rules, as a file of that
+// path under a root (relative rules) or at that absolute path (absolute
+// ones: an archive of / holds home/u/.ssh/...).
+func (p *unpack) named(member string) *Inside {
+	if member == "" || member == "-" {
+		return nil
+	}
+	if i := policy.MatchGlobs(p.u.Deny, member, "/"+member, p.u.Fold); i >= 0 {
+		return &Inside{Why: InsideName, Member: member, Rule: p.u.Deny[i].String()}
+	}
+	return nil
+}
+
+// content checks a member's bytes: an archive inside is opened (to the
+// depth bound), anything else searched for keys and, as text, for
+// credentials.
+func (p *unpack) content(data []byte, member string, depth int) (*Inside, error) {
+	if HasKey(data) {
+		return &Inside{Why: InsideKey, Member: member}, nil
+	}
+	if kind := PackedKind(data); kind != "" {
+		if depth >= MaxPackedDepth {
+			return unchecked(member, fmt.Sprintf("archives nested deeper than %d", MaxPackedDepth)), nil
+		}
+		return p.inspect(bytes.NewReader(data), int64(len(data)), kind, member+"/", depth+1)
+	}
+	if p.u.Creds == nil {
+		return nil, nil
+	}
+	sample := data[:min(len(data), 8192)]
+	if c := Classify(sample, len(sample) == len(data)).Class; c != Text && c != Encoding {
+		return nil, nil
+	}
+	if ms := p.u.Creds.Find(data); len(ms) > 0 {
+		return &Inside{Why: InsideCredential, Member: member, Family: ms[0].Family}, nil
+	}
+	return nil, nil
+}

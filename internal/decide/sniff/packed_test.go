@@ -1,0 +1,261 @@
+package sniff
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"crypto/rand"
+	"encoding/pem"
+
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsguard/fsguard/internal/concept/policy"
+)
+
+type member struct {
+	name string
+	data []byte
+}
+
+func tarOf(t testing.TB, ms ...member) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, m := range ms {
+		if err := tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(m.data)
+	}
+	tw.Close()
+	return b.Bytes()
+}
+
+func zipOf(t testing.TB, method uint16, ms ...member) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, m := range ms {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: m.name, Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(m.data)
+	}
+	zw.Close()
+	return b.Bytes()
+}
+
+func gz(t testing.TB, name string, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Name = name
+	zw.Write(data)
+	zw.Close()
+	return b.Bytes()
+}
+
+// unpacker is the default policy's: its deny rules, and its credential
+// detector.
+func unpacker(t testing.TB) *Unpacker {
+	t.Helper()
+	pol, err := policy.Default(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	det, err := NewDetector(pol.Secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Unpacker{Deny: pol.Deny.Globs, Fold: pol.Folds(), Creds: det}
+}
+
+func inspect(t testing.TB, u *Unpacker, data []byte) *Inside {
+	t.Helper()
+	kind := PackedKind(data[:min(len(data), 8192)])
+	if kind == "" {
+		t.Fatalf("not recognised as packed: % x", data[:min(len(data), 16)])
+	}
+	in, err := u.Inspect(bytes.NewReader(data), int64(len(data)), kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// TestPackedFindings: keys, denied names and credentials inside gzip,
+// tar, tar.gz and zip (stored and deflated), and an archive inside an
+// archive, are found, named by member; clean archives are clean.
+func TestPackedFindings(t *testing.T) {
+	t.Parallel()
+	u := unpacker(t)
+	der := derKeys(t)["pkcs8-ec"]
+	key := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	var token string
+	for _, s := range SampleCredentials(7) {
+		if s.Family == "github-pat" {
+			token = s.Value
+		}
+	}
+	readme := member{"proj/README.md", []byte("# hello\n")}
+	cases := []struct {
+		name   string
+		data   []byte
+		why    string
+		member string
+	}{
+		{"gzip pem", gz(t, "notes.txt", key), InsideKey, "notes.txt"},
+		{"gzip innocent name, der", gz(t, "", der), InsideKey, "-"},
+		{"gzip .pem name", gz(t, "k.pem", []byte("x")), InsideName, "k.pem"},
+		{"tar .env", tarOf(t, readme, member{"proj/.env", []byte("A=1\n")}), InsideName, "proj/.env"},
+		{"tgz key", gz(t, "", tarOf(t, readme, member{"proj/notes/k.txt", key})), InsideKey, "proj/notes/k.txt"},
+		{"tgz id_rsa", gz(t, "", tarOf(t, readme, member{"./home/u/.ssh/id_rsa", []byte("x")})), InsideName, "home/u/.ssh/id_rsa"},
+		{"zip deflate key", zipOf(t, zip.Deflate, readme, member{"a/b.txt", key}), InsideKey, "a/b.txt"},
+		{"zip store .env", zipOf(t, zip.Store, member{"../.env", []byte("A=1")}), InsideName, ".env"},
+		{"zip credential", zipOf(t, zip.Deflate, readme, member{"cfg.yml", []byte("token: " + token + "\n")}), InsideCredential, "cfg.yml"},
+		{"zip in zip key", zipOf(t, zip.Deflate, member{"inner.zip", zipOf(t, zip.Deflate, member{"k.txt", key})}), InsideKey, "inner.zip/k.txt"},
+		{"tgz in zip .env", zipOf(t, zip.Deflate, member{"x.tgz", gz(t, "", tarOf(t, member{".env", []byte("A=1")}))}), InsideName, "x.tgz/.env"},
+		{"too deep", zipOf(t, zip.Deflate, member{"1.zip", zipOf(t, zip.Deflate, member{"2.zip", zipOf(t, zip.Deflate, readme)})}), InsideUnchecked, "1.zip/2.zip"},
+		{"clean tgz", gz(t, "", tarOf(t, readme, member{"proj/main.go", []byte("package main\n")})), "", ""},
+		{"clean zip", zipOf(t, zip.Deflate, readme), "", ""},
+	}
+	for _, c := range cases {
+		in := inspect(t, u, c.data)
+		switch {
+		case c.why == "" && in != nil:
+			t.Errorf("%s: refused: %+v", c.name, *in)
+		case c.why != "" && in == nil:
+			t.Errorf("%s: nothing found, want %s at %q", c.name, c.why, c.member)
+		case c.why != "" && (in.Why != c.why || in.Member != c.member):
+			t.Errorf("%s: found %+v, want %s at %q", c.name, *in, c.why, c.member)
+		}
+	}
+}
+
+// TestPackedBounds: a gzip bomb, an archive of too many members, a member
+// too large, an encrypted or unknown-method zip member, and a damaged
+// stream are unchecked (refused), and a bomb costs no more than the bound.
+func TestPackedBounds(t *testing.T) {
+	t.Parallel()
+	u := unpacker(t)
+	// Bounds a hundredth of the real ones, with the same logic.
+	b := bounds{members: 100, member: MaxPackedMember / 100, all: MaxPackedBytes / 100}
+	u.bounds = &b
+	// A bomb: 4 times the member bound of zeros.
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zw.Write(make([]byte, 4*b.member))
+	zw.Close()
+	// Members each within the member bound, more than the total bound.
+	var big []member
+	for i := range b.all/b.member + 1 {
+		big = append(big, member{string(rune('a' + i)), make([]byte, b.member-1024)})
+	}
+	tarBomb := gz(t, "", tarOf(t, big...))
+	var many []member
+	for i := range b.members + 1 {
+		many = append(many, member{strings.Repeat("d/", 3) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676)), nil})
+	}
+	enc := zipOf(t, zip.Deflate, member{"a.txt", []byte("x")})
+	// Set the encrypted flag in the local and the central header.
+	for _, sig := range []string{"PK\x03\x04", "PK\x01\x02"} {
+		i := bytes.Index(enc, []byte(sig))
+		off := 6
+		if sig == "PK\x01\x02" {
+			off = 8
+		}
+		enc[i+off] |= 1
+	}
+	damaged := gz(t, "", bytes.Repeat([]byte("text\n"), 1000))
+	damaged = damaged[:len(damaged)/2]
+	rnd := make([]byte, 4096)
+	rand.Read(rnd)
+	for name, data := range map[string][]byte{
+		"gzip bomb":      bomb.Bytes(),
+		"many members":   tarOf(t, many...),
+		"large member":   zipOf(t, zip.Store, member{"big.bin", make([]byte, b.member+1)}),
+		"encrypted":      enc,
+		"damaged gzip":   damaged,
+		"damaged zip":    append([]byte("PK\x03\x04"), rnd...),
+		"tgz over total": tarBomb,
+	} {
+		start := time.Now()
+		in := inspect(t, u, data)
+		if in == nil || in.Why != InsideUnchecked {
+			t.Errorf("%s: %+v, want unchecked", name, in)
+			continue
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("%s: checked in %v", name, d)
+		}
+		t.Logf("%s: %s (%s) in %v", name, in.Detail, in.Member, time.Since(start))
+	}
+}
+
+// TestPackedKindByContent: packing is recognised by magic, not by name; a
+// tar without the ustar magic by its header's checksum.
+func TestPackedKindByContent(t *testing.T) {
+	t.Parallel()
+	v7 := tarOf(t, member{"a.txt", []byte("x")})
+	copy(v7[257:265], make([]byte, 8)) // no magic, no version
+	// Its checksum must still hold: recompute it as a v7 writer would.
+	for i := 148; i < 156; i++ {
+		v7[i] = ' '
+	}
+	sum := 0
+	for _, c := range v7[:512] {
+		sum += int(c)
+	}
+	copy(v7[148:], []byte(strings.Repeat("0", 6-len(octal(sum)))+octal(sum)+"\x00 "))
+	for name, c := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"tar":      {tarOf(t, member{"a", []byte("x")}), Tar},
+		"v7 tar":   {v7, Tar},
+		"zip":      {zipOf(t, zip.Deflate, member{"a", []byte("x")}), Zip},
+		"gzip":     {gz(t, "", []byte("x")), Gzip},
+		"text":     {[]byte(strings.Repeat("hello tar ustar PK\n", 100)), ""},
+		"zeros":    {make([]byte, 1024), ""},
+		"jar name": {[]byte("not a zip"), ""},
+	} {
+		if got := PackedKind(c.data); got != c.want {
+			t.Errorf("%s: %q, want %q", name, got, c.want)
+		}
+	}
+}
+
+func octal(n int) string {
+	s := ""
+	for n > 0 {
+		s = string(rune('0'+n%8)) + s
+		n /= 8
+	}
+	return s
+}
+
+// TestPackedBombRealBounds: a gzip bomb of 16 times the member bound, with
+// the real bounds, is unchecked after decompressing no more than the
+// member bound (and a read's buffer) of it.
+func TestPackedBombRealBounds(t *testing.T) {
+	t.Parallel()
+	var bomb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestSpeed)
+	zeros := make([]byte, 1<<20)
+	for range 16 * MaxPackedMember >> 20 {
+		zw.Write(zeros)
+	}
+	zw.Close()
+	p := &unpack{u: unpacker(t), b: defaultBounds}
+	in, err := p.inspect(bytes.NewReader(bomb.Bytes()), int64(bomb.Len()), Gzip, "", 1)
+	if err != nil || in == nil || in.Why != InsideUnchecked {
+		t.Fatalf("a bomb of %d bytes: %+v, %v; want unchecked", bomb.Len(), in, err)
+	}
+	if p.bytes > MaxPackedMember+1<<20 {
+		t.Errorf("decompressed %d bytes of the bomb, more than the member bound %d", p.bytes, MaxPackedMember)
+	}
+}
