@@ -240,6 +240,13 @@ func findKeyIn(r io.ReaderAt, from, to, size int64, buf []byte) (int64, error) {
 // for a marker's check. It returns the first marker that proves a key, or
 // -1.
 func findInChunk(chunk []byte, off, size int64, window func(from, want int64) ([]byte, error)) (int64, error) {
+	return findInChunkFrom(chunk, off, 0, size, window)
+}
+
+// findInChunkFrom is findInChunk for bytes of the file from floor on: no
+// check's window reaches before floor (a marker that looks further back
+// than lookBehind, as a JWK's does, sees what there is).
+func findInChunkFrom(chunk []byte, off, floor, size int64, window func(from, want int64) ([]byte, error)) (int64, error) {
 	if off == 0 {
 		// A DER key is looked for where it is kept: at the start (see
 		// encoded.go).
@@ -265,7 +272,7 @@ func findInChunk(chunk []byte, off, size int64, window func(from, want int64) ([
 		if m.behind > 0 {
 			behind = m.behind
 		}
-		from := max(0, at-int64(behind))
+		from := max(floor, at-int64(behind))
 		win, err := window(from, min(size, at+int64(len(m.s)+ahead))-from)
 		if err != nil {
 			return -1, false, err

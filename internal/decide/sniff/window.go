@@ -42,7 +42,7 @@ func KeyInWindow(win []byte, base int64, atEOF bool) bool {
 		hi = max(len(win)-lookAhead, lo)
 	}
 	size := base + int64(len(win))
-	at, _ := findInChunk(win[lo:hi], base+int64(lo), size, func(from, want int64) ([]byte, error) {
+	at, _ := findInChunkFrom(win[lo:hi], base+int64(lo), base, size, func(from, want int64) ([]byte, error) {
 		return win[from-base : from-base+want], nil
 	})
 	return at >= 0
