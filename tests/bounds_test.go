@@ -86,6 +86,35 @@ func TestRequestsBounded(t *testing.T) {
 			f.Close()
 			return "line.txt"
 		}, wantWindowOrRefusal("file", "TOO_LARGE"), false},
+		{"edit of a file of 16 Mi empty lines", editManyLines(16 << 20), wantWindowOrRefusal("file", ""), true},
+		{"edit of a file of 1 Mi empty lines", editManyLines(1 << 20), wantWindowOrRefusal("file", ""), true},
+		{"masked write of 16 Mi empty lines", func(t *testing.T, root, sock string, client clientFunc) string {
+			// A file with a credential is shown masked; a write back
+			// restores the secret by matching the lines written to the
+			// lines shown.
+			writeFile(t, filepath.Join(root, "cfg.txt"), "url = postgres://app:Xk9vTq2mLp7w@db.internal/app\n"+strings.Repeat("\n", 16<<20), 0o644)
+			if o, e, c := client("", "read", "cfg.txt", "--limit", "1"); c != 0 || strings.Contains(o, "Xk9vTq2mLp7w") {
+				t.Fatalf("read: %d %s %.300s", c, e, o)
+			}
+			o, e, c := client(strings.Repeat("\n", 16<<20), "write", "cfg.txt", "--format", "json")
+			t.Logf("write: exit %d %.300s %.300s", c, o, e)
+			return "README.md"
+		}, wantWindowOrRefusal("file", ""), true},
+		{"write of 64 MiB to a UTF-16 file", func(t *testing.T, root, sock string, client clientFunc) string {
+			// A file in UTF-16 is written back in UTF-16: the content
+			// sent as UTF-8 is re-encoded.
+			utf16 := append([]byte{0xff, 0xfe}, []byte("h\x00i\x00\n\x00")...)
+			if err := os.WriteFile(filepath.Join(root, "wide.txt"), utf16, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, e, c := client("", "read", "wide.txt"); c != 0 {
+				t.Fatalf("read: %d %s", c, e)
+			}
+			big := strings.Repeat(strings.Repeat("a", 63)+"\n", (64<<20)/64-1)
+			o, e, c := client(big, "write", "wide.txt")
+			t.Logf("write: exit %d %.300s %.300s", c, o, e)
+			return "README.md"
+		}, wantWindowOrRefusal("file", ""), true},
 		{"request body of 1 GiB", func(t *testing.T, root, sock string, _ clientFunc) string {
 			// A request line that never ends, then a write body that
 			// never ends: both must be cut at their caps, not held.
@@ -136,6 +165,22 @@ func TestRequestsBounded(t *testing.T) {
 				t.Fatalf("the daemon died: %s", d.log.String())
 			}
 		})
+	}
+}
+
+// editManyLines writes, through the socket, a file of n empty lines and
+// a last one, then edits the last: an edit plans on the file's lines, and
+// each costs a line record whatever its length.
+func editManyLines(n int) func(t *testing.T, root, sock string, client clientFunc) string {
+	return func(t *testing.T, root, sock string, client clientFunc) string {
+		if _, e, c := client(strings.Repeat("\n", n)+"x\n", "write", "lines.txt"); c != 0 {
+			t.Fatalf("write of the file: %d %s", c, e)
+		}
+		o, e, c := client("", "edit", "lines.txt", "--session", "bounds", "--old", "x", "--new", "y", "--format", "json")
+		if c != 0 && !strings.Contains(o, "TOO_LARGE") {
+			t.Errorf("edit: exit %d, neither done nor TOO_LARGE: %.300s %.300s", c, o, e)
+		}
+		return "README.md"
 	}
 }
 

@@ -271,3 +271,74 @@ func (r *Reader) Settle(sum *[sha256.Size]byte, size *int64) {
 	copy(sum[:], r.hash.Sum(nil))
 	*size = r.n
 }
+
+// encoder is NewEncoder's reader.
+type encoder struct {
+	r     io.Reader
+	enc   Encoding
+	carry []byte // the start of a rune split across reads
+	out   []byte // encoded, not yet returned
+	in    []byte
+	off   int64 // text bytes consumed before carry
+	err   error
+}
+
+// NewEncoder returns a reader of r's UTF-8 text encoded in e, e's BOM
+// first, as Encode would make it of the whole text, in memory bounded
+// whatever r's length. Text that is not valid UTF-8 fails the read with
+// an *Error naming where.
+func NewEncoder(r io.Reader, e Encoding) io.Reader {
+	if e == UTF8 {
+		return r
+	}
+	return &encoder{r: r, enc: e, out: append([]byte{}, e.BOM()...), in: make([]byte, 32<<10)}
+}
+
+func (d *encoder) Read(p []byte) (int, error) {
+	for len(d.out) == 0 && d.err == nil {
+		n, err := d.r.Read(d.in[len(d.carry):])
+		copy(d.in, d.carry)
+		text := d.in[:len(d.carry)+n]
+		// Encode whole runes; keep a rune the read split for the next.
+		whole := len(text)
+		if err == nil {
+			for i := len(text) - 1; i >= 0 && i >= len(text)-utf8.UTFMax; i-- {
+				if utf8.RuneStart(text[i]) {
+					if !utf8.FullRune(text[i:]) {
+						whole = i
+					}
+					break
+				}
+			}
+		}
+		if !utf8.Valid(text[:whole]) || (err != nil && err != io.EOF) {
+			if err == nil || err == io.EOF {
+				at := d.off + int64(len(text[:whole]))
+				for i := 0; i < whole; {
+					r, size := utf8.DecodeRune(text[i:whole])
+					if r == utf8.RuneError && size <= 1 {
+						at = d.off + int64(i)
+						break
+					}
+					i += size
+				}
+				err = &Error{d.enc, at, "the text is not valid UTF-8"}
+			}
+			d.err = err
+			break
+		}
+		enc, _ := Encode(text[:whole], d.enc)
+		d.out = enc[len(d.enc.BOM()):]
+		d.off += int64(whole)
+		d.carry = append(d.carry[:0], text[whole:]...)
+		if err != nil {
+			d.err = err
+		}
+	}
+	n := copy(p, d.out)
+	d.out = d.out[n:]
+	if n > 0 {
+		return n, nil
+	}
+	return 0, d.err
+}

@@ -220,46 +220,48 @@ var units = map[string][2]string{"": {"lines", "lines"}, "line": {"lines", "line
 // The reasons of an edit's plan (edit) and of a session's checks, writes
 // and edits (session).
 const (
-	AnchorNoLine     Reason = "anchor-no-line"  // Anchor
-	SpecNotAnchor    Reason = "spec-not-anchor" // Anchor
-	EditNotAnchor    Reason = "edit-not-anchor" // Anchor
-	OldNewApart      Reason = "old-new-apart"
-	NotOneEdit       Reason = "not-one-edit"
-	SpecNeedsText    Reason = "spec-needs-text" // Arg: the edit
-	TextAlone        Reason = "text-alone"
-	UnknownEdit      Reason = "unknown-edit" // Got
-	InsertOneAnchor  Reason = "insert-one-anchor"
-	NeedsLines       Reason = "needs-lines" // Arg: the edit
-	VersionGone      Reason = "version-gone"
-	RangeBackwards   Reason = "range-backwards" // Anchor, AnchorTo
-	PastEnd          Reason = "past-end"        // Anchor, Total
-	AnchorMismatch   Reason = "anchor-mismatch" // Anchor, Line, Now
-	LinesNotShown    Reason = "lines-not-shown" // Line, End
-	LineNotShown     Reason = "line-not-shown"  // Line
-	AnchoredChanged  Reason = "anchored-line-changed"
-	LineChanged      Reason = "line-changed" // Line
-	EmptyOld         Reason = "empty-old"
-	NoMatch          Reason = "no-match"
-	Ambiguous        Reason = "ambiguous" // Total: occurrences
-	BothForms        Reason = "both-forms"
-	NotRead          Reason = "not-read"
-	PartRead         Reason = "part-read"
-	ChangedSinceRead Reason = "changed-since-read"
-	CreatedMeanwhile Reason = "created-meanwhile"
-	NotRecorded      Reason = "not-recorded"    // Detail: why the journal is missing
-	Unrecordable     Reason = "unrecordable"    // Detail: why
-	JournalFailed    Reason = "journal-failed"  // Detail
-	WriteFailed      Reason = "write-failed"    // Detail
-	WriteNoAccess    Reason = "write-no-access" // Detail
-	NoSuchFile       Reason = "no-such-file"
-	TooLargeToEdit   Reason = "too-large-to-edit" // Limit
-	NotText          Reason = "not-text"
-	EncodingFailed   Reason = "encoding-failed" // Detail
-	MasksTooLarge    Reason = "masks-too-large" // Limit
-	MasksUnplaced    Reason = "masks-unplaced"
-	MaskAltered      Reason = "mask-altered"   // Line, At: column
-	MaskWritten      Reason = "mask-written"   // Line, At: column
-	SecretExposed    Reason = "secret-exposed" // Line, At: column, when known
+	AnchorNoLine       Reason = "anchor-no-line"  // Anchor
+	SpecNotAnchor      Reason = "spec-not-anchor" // Anchor
+	EditNotAnchor      Reason = "edit-not-anchor" // Anchor
+	OldNewApart        Reason = "old-new-apart"
+	NotOneEdit         Reason = "not-one-edit"
+	SpecNeedsText      Reason = "spec-needs-text" // Arg: the edit
+	TextAlone          Reason = "text-alone"
+	UnknownEdit        Reason = "unknown-edit" // Got
+	InsertOneAnchor    Reason = "insert-one-anchor"
+	NeedsLines         Reason = "needs-lines" // Arg: the edit
+	VersionGone        Reason = "version-gone"
+	RangeBackwards     Reason = "range-backwards" // Anchor, AnchorTo
+	PastEnd            Reason = "past-end"        // Anchor, Total
+	AnchorMismatch     Reason = "anchor-mismatch" // Anchor, Line, Now
+	LinesNotShown      Reason = "lines-not-shown" // Line, End
+	LineNotShown       Reason = "line-not-shown"  // Line
+	AnchoredChanged    Reason = "anchored-line-changed"
+	LineChanged        Reason = "line-changed" // Line
+	EmptyOld           Reason = "empty-old"
+	NoMatch            Reason = "no-match"
+	Ambiguous          Reason = "ambiguous" // Total: occurrences
+	BothForms          Reason = "both-forms"
+	NotRead            Reason = "not-read"
+	PartRead           Reason = "part-read"
+	ChangedSinceRead   Reason = "changed-since-read"
+	CreatedMeanwhile   Reason = "created-meanwhile"
+	NotRecorded        Reason = "not-recorded"    // Detail: why the journal is missing
+	Unrecordable       Reason = "unrecordable"    // Detail: why
+	JournalFailed      Reason = "journal-failed"  // Detail
+	WriteFailed        Reason = "write-failed"    // Detail
+	WriteNoAccess      Reason = "write-no-access" // Detail
+	NoSuchFile         Reason = "no-such-file"
+	TooLargeToEdit     Reason = "too-large-to-edit"      // Limit
+	TooManyLinesToEdit Reason = "too-many-lines-to-edit" // Limit
+	NotText            Reason = "not-text"
+	EncodingFailed     Reason = "encoding-failed"      // Detail
+	MasksTooLarge      Reason = "masks-too-large"      // Limit
+	MasksTooManyLines  Reason = "masks-too-many-lines" // Limit
+	MasksUnplaced      Reason = "masks-unplaced"
+	MaskAltered        Reason = "mask-altered"   // Line, At: column
+	MaskWritten        Reason = "mask-written"   // Line, At: column
+	SecretExposed      Reason = "secret-exposed" // Line, At: column, when known
 )
 
 // unobserved is an FS_NOT_OBSERVED row: the session has not seen (all
@@ -486,10 +488,16 @@ var table = map[Reason]row{
 	TooLargeToEdit: whyf(TooLarge, func(e *Error, _ *words) string {
 		return fmt.Sprintf("it is larger than %d bytes, the most fsguard edit rewrites", e.Limit)
 	}),
+	TooManyLinesToEdit: whyf(TooLarge, func(e *Error, w *words) string {
+		return fmt.Sprintf("it has more than %d lines, the most fsguard edit plans on; replace it whole with %s", e.Limit, w.writeTool)
+	}),
 	NotText:        why(Encoding, "it is not UTF-8 text (nor UTF-16 or UTF-32 with a byte order mark)"),
 	EncodingFailed: detail(Encoding, "", ""),
 	MasksTooLarge: whyf(TooLarge, func(e *Error, _ *words) string {
 		return fmt.Sprintf("it holds masked credentials, and content larger than %d bytes cannot be checked for their masks", e.Limit)
+	}),
+	MasksTooManyLines: whyf(TooLarge, func(e *Error, _ *words) string {
+		return fmt.Sprintf("it holds masked credentials, and text of more than %d lines cannot be checked for their masks", e.Limit)
 	}),
 	MasksUnplaced: masked("its masks could not be placed on its lines"),
 	MaskAltered:   masked("a masked credential of this file is still there, altered or moved"),

@@ -31,6 +31,23 @@ type EditResult struct {
 // maxEdit bounds the file an edit rewrites (the control socket's bound).
 const maxEdit = 64 << 20
 
+// maxEditLines bounds the lines of a text an edit plans on, or a write
+// restores masks in. A line costs its split record and its text (tens of
+// bytes) whatever its length, so maxEdit bytes of empty lines would cost
+// tens of times maxEdit: the byte bound alone does not bound the memory.
+const maxEditLines = 1 << 20
+
+// lineCount is how many lines lines.Split would make of data, counted
+// without making them: a LF, a CR, or a CRLF ends a line, and text after
+// the last end is one more.
+func lineCount(data []byte) int {
+	n := bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) - bytes.Count(data, []byte("\r\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' && data[len(data)-1] != '\r' {
+		n++
+	}
+	return n
+}
+
 // Edit applies one edit atomically through the write path. What it checks
 // is narrower than a write: only that the lines it touches are lines the
 // session was handed and that they have not changed since. The file may
@@ -108,6 +125,9 @@ func (s *Service) planEdit(f *roots.File, session string, ed edit.Edit) (*edit.P
 		return nil, err
 	}
 	data := m.shown
+	if lineCount(data) > maxEditLines {
+		return nil, refusal.Of(refusal.TooManyLinesToEdit, refusal.OpEdit, f.Shown, refusal.Facts{Limit: maxEditLines})
+	}
 	bom, split := lines.Split(data)
 	cur := lines.Texts(split)
 	last, err := s.Journal.LastObservation(s.sess(session), f.Real)

@@ -50,6 +50,9 @@ func restore(name string, raw, shown, next []byte) ([]byte, [][]byte, error) {
 	if bytes.Equal(raw, shown) {
 		return next, nil, maskShaped(name, next)
 	}
+	if lineCount(raw) > maxEditLines || lineCount(shown) > maxEditLines || lineCount(next) > maxEditLines {
+		return nil, nil, refusal.Of(refusal.MasksTooManyLines, refusal.OpWrite, name, refusal.Facts{Limit: maxEditLines})
+	}
 	_, rl := lines.Split(raw)
 	_, sl := lines.Split(shown)
 	bom, nl := lines.Split(next)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"unicode/utf8"
 
 	"github.com/fsguard/fsguard/internal/concept/charset"
 	"github.com/fsguard/fsguard/internal/concept/fileid"
@@ -229,7 +229,9 @@ func (s *Service) write(name, cwd, session string, content io.Reader) (*WriteRes
 // keepEncoding writes UTF-8 content sent for a UTF-16 or UTF-32 file in
 // that file's encoding, with its BOM: the agent was shown the text
 // decoded, and sends text back. Content that already announces an
-// encoding, or is not UTF-8, is written as sent.
+// encoding is written as sent. The content is encoded as it streams, so
+// a write costs the same memory whatever its length; content that is not
+// UTF-8 text is refused, the file untouched.
 func keepEncoding(f *roots.File, content io.Reader) (io.Reader, *edited, error) {
 	var head [4]byte
 	n, _ := f.ReadAt(head[:], 0)
@@ -237,15 +239,32 @@ func keepEncoding(f *roots.File, content io.Reader) (io.Reader, *edited, error) 
 	if enc == charset.UTF8 {
 		return content, nil, nil
 	}
-	data, err := io.ReadAll(content)
-	if err != nil {
-		return nil, nil, writeErr(f.Shown, err) // too large, or a broken stream
+	br := bufio.NewReader(content)
+	sent, _ := br.Peek(4)
+	if charset.Detect(sent) != charset.UTF8 {
+		return br, nil, nil
 	}
-	if charset.Detect(data) != charset.UTF8 || !utf8.Valid(data) {
-		return bytes.NewReader(data), nil, nil
+	if bytes.HasPrefix(sent, []byte("\xef\xbb\xbf")) {
+		br.Discard(3)
 	}
-	out, err := charset.Encode(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), enc)
-	return bytes.NewReader(out), nil, err
+	return &encodeErr{r: charset.NewEncoder(br, enc), shown: f.Shown, enc: enc}, nil, nil
+}
+
+// encodeErr turns an encoder's complaint about the text into the
+// refusal of the write.
+type encodeErr struct {
+	r     io.Reader
+	shown string
+	enc   charset.Encoding
+}
+
+func (e *encodeErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	var bad *charset.Error
+	if errors.As(err, &bad) {
+		err = refusal.Of(refusal.EncodingFailed, refusal.OpWrite, e.shown, refusal.Facts{Detail: fmt.Sprintf("the file is %s and the content is not UTF-8 text (byte %d): send UTF-8 text, or the file's own encoding with its byte order mark", e.enc, bad.Offset)})
+	}
+	return n, err
 }
 
 // edited says what an edit changed, for its record: the lines of the new
