@@ -13,6 +13,7 @@ package admit
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"path"
 	"sync"
@@ -340,7 +341,12 @@ func (d *Decider) keepWhole(g *roots.Guard, f *roots.File, res sniff.Result, kee
 	masked(keep, res)(data)
 }
 
+// ioErr is a read of shown that failed with err; a refusal (a scan's own
+// decision) is returned as it is, with its code and advice.
 func ioErr(shown string, err error) error {
+	if _, ok := errors.AsType[*refusal.Error](err); ok {
+		return err
+	}
 	return refusal.Of(refusal.IOFailedReading, refusal.OpRead, shown, refusal.Facts{Detail: err.Error()})
 }
 

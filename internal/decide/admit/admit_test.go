@@ -15,6 +15,7 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 
 	"golang.org/x/sys/unix"
 )
@@ -376,5 +377,26 @@ func TestShownDirectorySwappedAfterListing(t *testing.T) {
 	}
 	if got["text"].Mode&unix.S_IFMT != unix.S_IFREG || got["dir"].Mode&unix.S_IFMT != unix.S_IFDIR {
 		t.Errorf("text shown as mode %o, dir as %o", got["text"].Mode, got["dir"].Mode)
+	}
+}
+
+// TestRefusalsOfTheWholeScanKeepTheirCode: a file past the sample's size
+// is scanned whole after the sample; what that scan refuses (more
+// credentials than are masked in one file) keeps its own code and advice,
+// never turns into a read error.
+func TestRefusalsOfTheWholeScanKeepTheirCode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	var b strings.Builder
+	for i := range sniff.MaxMasks + 1 {
+		b.WriteString("token = " + sniff.SampleCredentials(int64(i))[0].Value + "\n")
+	}
+	if b.Len() <= 128<<10 {
+		t.Fatalf("the file is %d bytes: not past the sample", b.Len())
+	}
+	e.write("many.txt", b.String())
+	err := e.decide(admit.New(16), "many.txt")
+	if refusal.CodeOf(err) != refusal.Denied {
+		t.Fatalf("a file of %d credentials: %v (code %s), want DENIED (too many to mask)", sniff.MaxMasks+1, err, refusal.CodeOf(err))
 	}
 }

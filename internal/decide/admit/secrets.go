@@ -92,10 +92,6 @@ func credErr(shown string, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return refusal.Of(refusal.ChangedChecking, refusal.OpRead, shown, refusal.Facts{})
 	}
-	var re *refusal.Error
-	if errors.As(err, &re) {
-		return err
-	}
 	return ioErr(shown, err)
 }
 
