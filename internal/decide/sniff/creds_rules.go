@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 )
@@ -674,16 +675,35 @@ func weakURLPassword(user, pw []byte) bool {
 	if err != nil {
 		dec = string(pw)
 	}
-	l := strings.ToLower(dec)
 	if len(dec) < 6 || dec == string(user) || placeholderPassword([]byte(dec)) {
 		return true
 	}
-	for _, w := range []string{"pass", "pwd", "word", "secret"} {
-		if strings.Contains(l, w) {
-			return true
+	return exampleWords(strings.ToLower(dec))
+}
+
+// exampleWords reports whether a lower-cased password is made of the words
+// examples are made of ("mysecretpassword", "password123", "super_secret",
+// "pa%2Fssword") with at most two other letters and four digits or marks
+// besides: one with more ("Passw0rdXk9v", "Swordfish99", "PgSecret_x8q") is
+// a person's and masked. A word inside a password never makes it an
+// example.
+func exampleWords(l string) bool {
+	letters := strings.Map(func(c rune) rune {
+		if unicode.IsLetter(c) {
+			return c
+		}
+		return -1
+	}, l)
+	for _, w := range []string{"password", "passwd", "secret", "changeme", "example", "super", "admin", "your", "pass", "word", "test", "pwd", "my", "db"} {
+		letters = strings.ReplaceAll(letters, w, "")
+	}
+	others := 0
+	for _, c := range l {
+		if !unicode.IsLetter(c) {
+			others++
 		}
 	}
-	return false
+	return len(letters) <= 2 && others <= 4
 }
 
 // schemeEnds are "://" after each byte a URL scheme may end with, and

@@ -221,6 +221,9 @@ func TestNotCredentials(t *testing.T) {
 		"token: ghp_" + strings.Repeat("*", 36),
 		"token: ghp_" + strings.Repeat("x", 36),
 		"url: postgres://user:password@localhost/db",
+		"url: postgres://postgres:mysecretpassword@localhost/db",
+		"url: mysql://root:password123@localhost/db",
+		"url: redis://app:super_secret@localhost:6379",
 		"url: postgres://user:${DB_PASSWORD}@localhost/db",
 		"url: postgres://user:<pass>@localhost/db",
 		"url: postgres://user:xxx@localhost/db",
@@ -503,6 +506,22 @@ func TestBase64Encoded(t *testing.T) {
 		v := base64.StdEncoding.EncodeToString([]byte(plain))
 		if ms := d.Find([]byte("data: " + v + "\n")); len(ms) != 0 {
 			t.Errorf("%q encoded: %+v", plain, ms)
+		}
+	}
+}
+
+// TestURLPasswordsHoldingWords: a person's password often holds a word
+// ("Swordfish99", "PgSecret_x8", "Passw0rdXk9v"); it is masked like any
+// other. Only a password made of example words is left alone (see
+// TestNotCredentials).
+func TestURLPasswordsHoldingWords(t *testing.T) {
+	t.Parallel()
+	d := defaultDetector(t)
+	for _, pw := range []string{"Passw0rdXk9v", "Xk9vSecretZ12", "Sup3rS3cretPassw0rd", "Swordfish99", "PgSecret_x8q", "hunter2pwd77"} {
+		line := "url = postgres://app:" + pw + "@db.internal/app"
+		ms := d.Find([]byte(line))
+		if len(ms) != 1 || line[ms[0].Off:ms[0].Off+int64(ms[0].Len)] != pw {
+			t.Errorf("%q: masks %+v, want the password %q masked", line, ms, pw)
 		}
 	}
 }
