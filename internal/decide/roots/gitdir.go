@@ -130,8 +130,15 @@ func markIn(dfd int, mark gitMark) (bool, error) {
 // tree. The lookups are made with the guard's access (the caller's
 // rights), which can see every mark of a directory the caller could open.
 func (g *Guard) writeIntoGitDir(d *Dir, name, shown string) error {
-	if policy.Fold(name) == ".git" {
+	switch policy.Fold(name) {
+	case ".git":
 		return refusal.Of(refusal.GitDir, refusal.OpWrite, shown, refusal.Facts{Detail: "a .git file tells git where a repository's git directory is"})
+	case "commondir":
+		// Refused wherever it is, not only beside HEAD: a write of HEAD
+		// and one of commondir at once would each find the other
+		// missing, and together make a git directory (objects/ and
+		// refs/, the other way, are directories no write can make).
+		return refusal.Of(refusal.GitDir, refusal.OpWrite, shown, refusal.Facts{Detail: "a commondir file makes its directory a git directory wherever it is (it names where a repository's objects and refs are)"})
 	}
 	depth := 0
 	if d.Rel != "." {

@@ -150,12 +150,19 @@ func TestGitDirsByNature(t *testing.T) {
 			os.MkdirAll(filepath.Join(e.root, "almost", "objects"), 0o755)
 			os.MkdirAll(filepath.Join(e.root, "almostwt"), 0o755)
 			os.WriteFile(filepath.Join(e.root, "almostwt", "commondir"), []byte("../sepgit\n"), 0o644)
+			var err error
 			for _, name := range []string{"almost/refs", "almostwt/HEAD"} {
 				_, err := e.svc.Write(name, e.root, "s1", strings.NewReader("ref: refs/heads/main\n"))
 				refused("write "+name, err)
 			}
+			// A commondir file is never written, even where HEAD is not
+			// (yet): two writes at once, HEAD and commondir, would each
+			// find the other missing.
+			os.MkdirAll(filepath.Join(e.root, "fresh"), 0o755)
+			_, err = e.svc.Write("fresh/commondir", e.root, "s1", strings.NewReader("../sepgit\n"))
+			refused("write fresh/commondir", err)
 			// A .git file points git at a git directory: never written.
-			_, err := e.svc.Write("cwd/.git", e.root, "s1", strings.NewReader("gitdir: ../plain\n"))
+			_, err = e.svc.Write("cwd/.git", e.root, "s1", strings.NewReader("gitdir: ../plain\n"))
 			refused("write cwd/.git", err)
 
 			// Ordinary files stay writable: beside the repositories, in
