@@ -86,6 +86,10 @@ func TestDaemonStatus(t *testing.T) {
 	stagedEnv(t, filepath.Join(shared, "app"), agentUID, agentGID)
 	evil := "x\x1b]0;owned\x07\x1b[2J"
 	stagedEnv(t, filepath.Join(shared, evil), agentUID, agentGID)
+	// A repository whose work tree all may list and whose git directory
+	// only root may open: its history is root's alone.
+	stagedEnv(t, filepath.Join(shared, "locked"), 0, 0)
+	testenv.Must(t, os.Chmod(filepath.Join(shared, "locked", ".git"), 0o700))
 	// A repository in a root only root may open.
 	stagedEnv(t, filepath.Join(secret, "vault"), 0, 0)
 	testenv.Must(t, os.Chmod(secret, 0o700))
@@ -142,7 +146,7 @@ func TestDaemonStatus(t *testing.T) {
 		}
 		found[r.Path] = f.Text
 	}
-	for _, want := range []string{filepath.Join(shared, "app"), filepath.Join(shared, evil), filepath.Join(secret, "vault")} {
+	for _, want := range []string{filepath.Join(shared, "app"), filepath.Join(shared, evil), filepath.Join(shared, "locked"), filepath.Join(secret, "vault")} {
 		if _, ok := found[want]; !ok {
 			t.Errorf("status lacks the repository %q: %v", want, found)
 		}
@@ -187,7 +191,7 @@ func TestDaemonStatus(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("the agent's status text: %d %s", code, errs)
 	}
-	for _, leak := range []string{secret, "vault", base + "/shared"} {
+	for _, leak := range []string{secret, "vault", "locked", base + "/shared"} {
 		if strings.Contains(out+text, leak) {
 			t.Errorf("the agent's status names %q:\n%s\n%s", leak, out, text)
 		}

@@ -141,7 +141,7 @@ func (s *Service) State() (*DaemonState, error) {
 		}
 	}
 	// Roots, and each repository, count only where the caller could open
-	// the directory itself.
+	// the directory itself (a repository's: its git directory).
 	readable := map[string]bool{}
 	canRead := func(dir string) bool {
 		if op {
@@ -202,7 +202,11 @@ func (s *Service) State() (*DaemonState, error) {
 		st.History.Unlisted = h.Unlisted
 	}
 	for _, rep := range h.Repos {
-		if rep.Root == nil || !canRead(rep.Root.Real) || !canRead(filepath.Join(rep.Root.Real, rep.Repo)) {
+		// What a history holds is the git directory's: a work tree
+		// anyone may list can have a git directory only its owner may
+		// open (a .git that is a file, naming one elsewhere, is judged
+		// as not readable: shown to the operator alone).
+		if rep.Root == nil || !canRead(rep.Root.Real) || !canRead(filepath.Join(rep.Root.Real, rep.Repo, ".git")) {
 			continue
 		}
 		hr := HistoryRepo{Path: s.hostShown(filepath.Join(rep.Root.Path, rep.Repo), op), Complete: !rep.Incomplete, Findings: []HistoryFinding{}}
