@@ -31,6 +31,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Chmod(dir, 0o755) // other uids run it too
+	// Every fsguard the tests start journals, and keeps its state, in a
+	// temporary directory, never in the host's (/var/lib/fsguard as root).
+	state, err := os.MkdirTemp("", "fsguard-state")
+	if err != nil {
+		panic(err)
+	}
+	hostUntouched := testenv.Hermetic(state)
 	binary = filepath.Join(dir, "fsguard")
 	// Stamped as a release is (scripts/release.sh), so TestVersionIsOneString
 	// can find the one string everywhere.
@@ -41,7 +48,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if err := hostUntouched(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		code = 1
+	}
 	os.RemoveAll(dir)
+	os.RemoveAll(state)
 	os.Exit(code)
 }
 

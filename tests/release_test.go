@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,5 +49,30 @@ func TestVersionIsOneString(t *testing.T) {
 	m := regexp.MustCompile(`(?m)^fsguard_build_info\{version="([^"]*)"`).FindStringSubmatch(scrape(t, sock))
 	if m == nil || m[1] != testVersion {
 		t.Errorf("fsguard_build_info: %q, want version %q", m, testVersion)
+	}
+}
+
+// TestTryOutJournalsInUsersState: the README's first command, run without a
+// policy file (the embedded default), journals in the user's own state
+// directory and says where, once — as root too, where it used to append to
+// the packaged service's journal in /var/lib/fsguard (TestMain checks that
+// directory is untouched by the whole run).
+func TestTryOutJournalsInUsersState(t *testing.T) {
+	t.Parallel()
+	root, state := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(root, "README.md"), "# try\n", 0o644)
+	env := []string{"FSGUARD_JOURNAL=", "FSGUARD_POLICY=", "FSGUARD_SOCKET=", "XDG_STATE_HOME=" + state}
+	want := filepath.Join(state, "fsguard", "journal.db")
+	for i := range 2 {
+		out, errs, code, _ := runBinary(t, root, env, "", "read", "README.md")
+		if code != 0 || !strings.Contains(out, "# try") {
+			t.Fatalf("read: exit %d\n%s\n%s", code, out, errs)
+		}
+		if said := strings.Contains(errs, "journaling this session in "+want); said != (i == 0) {
+			t.Errorf("run %d: stderr %q (the journal's place is said once, when it is made)", i+1, errs)
+		}
+	}
+	if _, err := os.Stat(want); err != nil {
+		t.Fatalf("no journal in the user's state directory: %v", err)
 	}
 }

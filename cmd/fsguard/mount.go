@@ -13,7 +13,6 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/daemon"
-	"github.com/fsguard/fsguard/internal/store/journal"
 	"github.com/fsguard/fsguard/internal/view/mount"
 )
 
@@ -68,15 +67,16 @@ flags:
 	// sent the moment the mount is ready must reload, not kill the daemon.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	journalAt := journalPath(pol)
 	d, err := daemon.Start(daemon.Config{
 		Policy: pol, MountPoint: arg, AllowOther: *allowOther, Debug: *debug, Socket: *socket,
-		JournalPath: journal.Locate(pol.Journal.Path), Log: log, Denials: mount.LogLines{Log: log}, Session: *session,
+		JournalPath: journalAt, Log: log, Denials: mount.LogLines{Log: log}, Session: *session,
 	})
 	if err != nil {
 		return fail(stderr, err)
 	}
 	srv := d.Server()
-	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source, "socket": *socket, "watch": srv.Watch(), "opens": d.Opens()})
+	ready, _ := json.Marshal(map[string]any{"msg": "mounted", "mountpoint": srv.MountPoint(), "pid": os.Getpid(), "policy": pol.Source, "journal": journalAt, "socket": *socket, "watch": srv.Watch(), "opens": d.Opens()})
 	fmt.Fprintf(stdout, "%s\n", ready)
 	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
 	for _, r := range srv.Guard().Roots() {

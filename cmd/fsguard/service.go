@@ -2,7 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/service/session"
 	"github.com/fsguard/fsguard/internal/store/blobs"
@@ -18,7 +23,14 @@ func openService(pol *policy.Policy) (*session.Service, func(), error) {
 		return nil, nil, err
 	}
 	s := (&session.Service{Guard: g, RequireWholeView: pol.Journal.RequireWholeView}).Self()
-	j, err := journal.Open(journal.Locate(pol.Journal.Path))
+	path := journalPath(pol)
+	_, before := os.Stat(path)
+	j, err := journal.Open(path)
+	if err == nil && errors.Is(before, fs.ErrNotExist) && pol.Source == policy.EmbeddedDefault && os.Getenv("FSGUARD_JOURNAL") == "" {
+		// Said once, when the journal is made: a try-out's record is not
+		// where the service's is, and the user should know where it is.
+		fmt.Fprintf(os.Stderr, "fsguard: no policy file: journaling this session in %s (read it with FSGUARD_JOURNAL=%s fsguard journal query; FSGUARD_JOURNAL or a policy's [journal] path moves it)\n", termsafe.Escape(path), termsafe.Escape(path))
+	}
 	if err != nil {
 		s.JournalErr = err
 	} else {
@@ -42,6 +54,18 @@ func openService(pol *policy.Policy) (*session.Service, func(), error) {
 		}
 		g.Close()
 	}, nil
+}
+
+// journalPath is where a run with pol journals: FSGUARD_JOURNAL, the
+// policy's [journal] path, else the default. A run on the embedded default
+// policy (no policy file: someone trying fsguard in a checkout) journals
+// in the user's own state directory, root's included, so that a try-out
+// never writes into the packaged service's journal in /var/lib/fsguard.
+func journalPath(pol *policy.Policy) string {
+	if pol.Source == policy.EmbeddedDefault && pol.Journal.Path == "" {
+		return journal.LocateUnconfigured()
+	}
+	return journal.Locate(pol.Journal.Path)
 }
 
 // openHeld opens the held-content store beside the journal, or returns

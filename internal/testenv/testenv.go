@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -170,4 +171,88 @@ func As(cmd *exec.Cmd, uid, gid uint32, groups ...uint32) *exec.Cmd {
 	}
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: groups}
 	return cmd
+}
+
+// HostState is what fsguard keeps on the host outside any test's
+// temporary directory: the packaged service's journal directory (root's
+// default) and run directory (its socket), and this user's own journal
+// directory (everyone else's default, and a run without a policy file's).
+func HostState() []string {
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" {
+		home, _ := os.UserHomeDir()
+		state = filepath.Join(home, ".local", "state")
+	}
+	return []string{"/var/lib/fsguard", "/run/fsguard", filepath.Join(state, "fsguard")}
+}
+
+// Hermetic points every fsguard this test binary starts away from the
+// host's state, for the whole run: FSGUARD_JOURNAL (which wins over a
+// policy's [journal] path and over root's /var/lib/fsguard),
+// XDG_STATE_HOME and XDG_RUNTIME_DIR name places under dir, which must be
+// a fresh private temporary directory. A test wanting a journal of its own
+// still sets FSGUARD_JOURNAL on its command (the last entry of an Env
+// wins). Call it in TestMain before m.Run; the check it returns, run after
+// m.Run, says what of HostState the run changed.
+func Hermetic(dir string) (check func() error) {
+	paths := HostState() // the user's, before XDG_STATE_HOME moves
+	before := snapshot(paths)
+	os.Setenv("FSGUARD_JOURNAL", filepath.Join(dir, "journal", "journal.db"))
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	os.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "run"))
+	return func() error {
+		after := snapshot(paths)
+		var changed []string
+		for k, v := range after {
+			if before[k] != v {
+				changed = append(changed, fmt.Sprintf("%s: %s -> %s", k, orAbsent(before[k]), v))
+			}
+		}
+		for k, v := range before {
+			if _, ok := after[k]; !ok {
+				changed = append(changed, fmt.Sprintf("%s: %s -> absent", k, v))
+			}
+		}
+		if len(changed) == 0 {
+			return nil
+		}
+		sort.Strings(changed)
+		return fmt.Errorf("the tests changed the host's fsguard state (every journal, socket and run directory of a test belongs in a temporary directory):\n  %s", strings.Join(changed, "\n  "))
+	}
+}
+
+func orAbsent(s string) string {
+	if s == "" {
+		return "absent"
+	}
+	return s
+}
+
+// snapshot is each entry under paths (absent ones left out) with its
+// type, size, modification time and inode: a journal appended to, a
+// file made or replaced, all show.
+func snapshot(paths []string) map[string]string {
+	out := map[string]string{}
+	for _, p := range paths {
+		filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			ino := uint64(0)
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				ino = st.Ino
+			}
+			size := fi.Size()
+			if fi.IsDir() {
+				size = 0 // a directory's size says nothing of what changed in it
+			}
+			out[path] = fmt.Sprintf("%v size=%d mtime=%s ino=%d", fi.Mode(), size, fi.ModTime().UTC().Format(time.RFC3339Nano), ino)
+			return nil
+		})
+	}
+	return out
 }

@@ -407,6 +407,10 @@ func defaults() Policy {
 	}
 }
 
+// EmbeddedDefault is the Source of the policy a run without a policy file
+// uses (Default).
+const EmbeddedDefault = "embedded default"
+
 // Default returns the embedded default policy: dir as the only root, the
 // default deny list and limits. It refuses to make the whole file system,
 // or a home directory itself, the root: run from there, an agent would see
@@ -416,7 +420,7 @@ func Default(dir string) (*Policy, error) {
 		return nil, err
 	}
 	p := defaults()
-	p.Source = "embedded default"
+	p.Source = EmbeddedDefault
 	p.Roots = []Root{{Path: dir}}
 	if err := p.finish(nil); err != nil {
 		return nil, err

@@ -180,11 +180,18 @@ func (e *DamageError) Error() string {
 // DefaultPath is where the journal lives when neither the policy nor
 // FSGUARD_JOURNAL says: /var/lib/fsguard/journal.db for root (a service's
 // journal must not move with $HOME, and the operator's shell must find the
-// daemon's), $XDG_STATE_HOME/fsguard/journal.db for anyone else.
+// daemon's), UserPath for anyone else.
 func DefaultPath() string {
 	if os.Geteuid() == 0 {
 		return SystemPath
 	}
+	return UserPath()
+}
+
+// UserPath is the user's own journal, $XDG_STATE_HOME/fsguard/journal.db
+// (~/.local/state when unset), root's included: where a run without a
+// policy file journals (LocateUnconfigured).
+func UserPath() string {
 	state := os.Getenv("XDG_STATE_HOME")
 	if state == "" {
 		home, _ := os.UserHomeDir()
@@ -206,6 +213,17 @@ func Locate(policyPath string) string {
 		return policyPath
 	}
 	return DefaultPath()
+}
+
+// LocateUnconfigured is Locate for a run with no policy file (the
+// embedded default: someone trying fsguard in a checkout, even as root):
+// FSGUARD_JOURNAL, else UserPath — never the service's SystemPath, which
+// belongs to the packaged daemon and its policy.
+func LocateUnconfigured() string {
+	if p := os.Getenv("FSGUARD_JOURNAL"); p != "" {
+		return p
+	}
+	return UserPath()
 }
 
 // Open opens (creating if need be) the journal at path, and checks that
