@@ -2,14 +2,19 @@ package tests
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/fsguard/fsguard/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -74,5 +79,170 @@ func TestTryOutJournalsInUsersState(t *testing.T) {
 	}
 	if _, err := os.Stat(want); err != nil {
 		t.Fatalf("no journal in the user's state directory: %v", err)
+	}
+}
+
+// TestSecondDaemonRefusesALiveSocket: a second `fsguard mount` on the
+// socket of a live daemon (another mount point) refuses, naming the
+// first's pid, and leaves the socket alone: the first still answers on it,
+// after the second has exited. Before, the second took the socket over and
+// deleted it on exit, leaving the first mounted but unreachable.
+func TestSecondDaemonRefusesALiveSocket(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sock := filepath.Join(f.base, "ctl.sock")
+	first := startMount(t, f.mp, "--policy", f.policy, "--socket", sock)
+	other := filepath.Join(f.base, "mnt2")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	second := exec.CommandContext(ctx, binary, "mount", "--policy", f.policy, "--socket", sock, other)
+	second.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(f.base, "second.db"))
+	out, err := second.CombinedOutput()
+	if err == nil {
+		exec.Command(binary, "unmount", other).Run()
+		t.Fatalf("a second daemon served the live socket:\n%s", out)
+	}
+	if want := fmt.Sprintf("pid %d", first.cmd.Process.Pid); !strings.Contains(string(out), want) || !strings.Contains(string(out), sock) {
+		t.Errorf("the refusal does not name the socket and the first daemon (%s):\n%s", want, out)
+	}
+	if o, errs, code, _ := runBinary(t, f.base, nil, "", "health", "--socket", sock); code != 0 || strings.TrimSpace(o) != "ok" {
+		t.Fatalf("the first daemon no longer answers on its socket after the second exited: %q %q (exit %d)", o, errs, code)
+	}
+}
+
+// TestMountWithoutFUSERightsSaysWhatToAdd: `fsguard mount` run by a user
+// who may neither open /dev/fuse nor mount answers FUSE_UNAVAILABLE with
+// the flags a container needs, before touching anything; before, it said
+// only `exec: "/bin/fusermount": stat /bin/fusermount: no such file or
+// directory` (or mounted through a setuid fusermount3, where one exists —
+// the test then has nothing to prove and skips).
+func TestMountWithoutFUSERightsSaysWhatToAdd(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, "it runs the mount as another user")
+	for _, n := range []string{"fusermount3", "fusermount"} {
+		if p, err := exec.LookPath(n); err == nil {
+			t.Skipf("%s exists here: an unprivileged user can mount", p)
+		}
+	}
+	base := openDir(t)
+	os.Chmod(base, 0o777)
+	root, mp := filepath.Join(base, "root"), filepath.Join(base, "mnt")
+	for _, d := range []string{root, mp} {
+		testenv.Must(t, os.Mkdir(d, 0o777))
+	}
+	policy := filepath.Join(base, "policy.toml")
+	writePolicy(t, policy, []string{root}, "")
+	out, errs, code, _ := runBinaryAs(t, &syscall.Credential{Uid: 65534, Gid: 65534}, base,
+		[]string{"FSGUARD_JOURNAL=" + filepath.Join(base, "j", "j.db")}, "", "mount", "--policy", policy, mp)
+	if code == 0 || !strings.Contains(errs, "FUSE_UNAVAILABLE") || !strings.Contains(errs, "--device /dev/fuse --cap-add SYS_ADMIN") {
+		t.Fatalf("exit %d, want FUSE_UNAVAILABLE with the docker flags:\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(base, "j")); err == nil {
+		t.Error("the refused mount made its journal directory")
+	}
+}
+
+// unitDirectives reads a systemd unit's [Service] directives (the last
+// value of each wins, as systemd's assignments do for these).
+func unitDirectives(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	testenv.Must(t, err)
+	out := map[string]string{}
+	section := ""
+	for _, ln := range strings.Split(string(b), "\n") {
+		ln = strings.TrimSpace(ln)
+		if strings.HasPrefix(ln, "[") {
+			section = ln
+			continue
+		}
+		if k, v, ok := strings.Cut(ln, "="); ok && section == "[Service]" && !strings.HasPrefix(ln, "#") {
+			if prev, ok := out[k]; ok && k == "ExecStartPre" {
+				v = prev + "\n" + v
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestUnitLetsAgentsReachTheSocket: the shipped unit's socket directory,
+// made as its directives make it (systemd's RuntimeDirectoryMode for a
+// RuntimeDirectory, else an ExecStartPre mkdir under the unit's UMask),
+// lets a user other than root connect to a socket in it. Before, mkdir
+// under UMask=0077 made /run/fsguard 0700 and every agent in allow_uids got
+// "connect: permission denied". The client's error for that case names the
+// socket and its directory.
+func TestUnitLetsAgentsReachTheSocket(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, "it connects as another user")
+	u := unitDirectives(t, "../deploy/fsguard.service")
+	m := regexp.MustCompile(`--socket (\S+)`).FindStringSubmatch(u["ExecStart"])
+	if m == nil {
+		t.Fatalf("the unit's ExecStart names no --socket: %q", u["ExecStart"])
+	}
+	dir := filepath.Dir(m[1])
+	umask, err := strconv.ParseUint(u["UMask"], 8, 32)
+	if err != nil {
+		umask = 0o022 // systemd's default
+	}
+	var mode os.FileMode
+	switch {
+	case u["RuntimeDirectory"] != "" && filepath.Join("/run", u["RuntimeDirectory"]) == dir:
+		rm, err := strconv.ParseUint(u["RuntimeDirectoryMode"], 8, 32)
+		if err != nil {
+			rm = 0o755 // systemd's default
+		}
+		mode = os.FileMode(rm)
+	case strings.Contains(u["ExecStartPre"], dir):
+		mode = os.FileMode(0o777 &^ umask)
+	default:
+		t.Fatalf("nothing in the unit makes the socket's directory %s", dir)
+	}
+	if systemdAnalyze, err := exec.LookPath("systemd-analyze"); err == nil {
+		// Where systemd is, it parses the unit too (unknown directives, bad
+		// values); missing binaries and a non-running manager are not ours.
+		out, _ := exec.Command(systemdAnalyze, "verify", "../deploy/fsguard.service").CombinedOutput()
+		for _, ln := range strings.Split(string(out), "\n") {
+			if strings.Contains(ln, "Unknown key") || strings.Contains(ln, "Failed to parse") {
+				t.Errorf("systemd-analyze verify: %s", ln)
+			}
+		}
+	}
+
+	// The directory as the unit makes it, a socket in it as the daemon
+	// makes it (0666), and another user connecting.
+	base := openDir(t)
+	run := filepath.Join(base, "run")
+	testenv.Must(t, os.Mkdir(run, 0o700))
+	testenv.Must(t, os.Chmod(run, mode))
+	sock := filepath.Join(run, "fsguard.sock")
+	ln, err := net.Listen("unix", sock)
+	testenv.Must(t, err)
+	defer ln.Close()
+	testenv.Must(t, os.Chmod(sock, 0o666))
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	agent := &syscall.Credential{Uid: 65534, Gid: 65534}
+	_, errs, _, _ := runBinaryAs(t, agent, base, nil, "", "health", "--socket", sock)
+	if strings.Contains(errs, "permission denied") {
+		t.Errorf("the unit's socket directory (%s as %04o) keeps an agent out: %s", dir, mode, errs)
+	}
+
+	// The client's words when a directory does keep it out.
+	testenv.Must(t, os.Chmod(run, 0o700))
+	_, errs, _, _ = runBinaryAs(t, agent, base, nil, "", "health", "--socket", sock)
+	if !strings.Contains(errs, "permission denied") || !strings.Contains(errs, sock) || !strings.Contains(errs, "its directory "+run) {
+		t.Errorf("the refused connection does not name the socket and its directory: %s", errs)
 	}
 }

@@ -67,6 +67,9 @@ flags:
 	// sent the moment the mount is ready must reload, not kill the daemon.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	if err := mount.Preflight(); err != nil {
+		return fail(stderr, err) // before the journal, the socket or the mount is touched
+	}
 	journalAt := journalPath(pol)
 	d, err := daemon.Start(daemon.Config{
 		Policy: pol, MountPoint: arg, AllowOther: *allowOther, Debug: *debug, Socket: *socket,

@@ -58,7 +58,10 @@ type Config struct {
 
 // Daemon is a running `fsguard mount`.
 type Daemon struct {
-	cfg      Config
+	cfg Config
+	// locks are the socket's and the mount point's (lock.go), released
+	// last, once the socket is gone.
+	locks    []*os.File
 	log      *slog.Logger
 	Metrics  *metrics.Set
 	journal  *journal.Journal
@@ -98,6 +101,23 @@ func Start(cfg Config) (*Daemon, error) {
 	d.bg, d.stopBg = context.WithCancel(context.Background())
 	if d.log == nil {
 		d.log = slog.New(slog.NewJSONHandler(termsafe.Writer(os.Stderr), nil))
+	}
+	if cfg.Socket != "" {
+		l, err := lockSocket(cfg.Socket)
+		if err != nil {
+			return nil, err
+		}
+		d.locks = append(d.locks, l)
+	}
+	if mp, err := filepath.Abs(cfg.MountPoint); err == nil {
+		l, err := lockMountPoint(mp)
+		if err != nil {
+			d.close()
+			return nil, err
+		}
+		if l != nil {
+			d.locks = append(d.locks, l)
+		}
 	}
 	pol := d.overridden(cfg.Policy)
 	d.setMemoryLimit(pol.Limits.MemoryLimit)
@@ -440,6 +460,10 @@ func (d *Daemon) close() {
 	if d.journal != nil {
 		d.journal.Close()
 	}
+	for _, l := range d.locks {
+		l.Close()
+	}
+	d.locks = nil
 }
 
 // serveControl starts the control socket. Each request gets a service

@@ -53,6 +53,11 @@ const (
 	// cannot all be checked within fsguard's bounds; it is never served
 	// unchecked.
 	ArchiveUnchecked Code = "FS_ARCHIVE_UNCHECKED"
+
+	// FuseUnavailable: fsguard mount cannot mount here (no FUSE device,
+	// or neither the privilege nor fusermount3); said before mounting,
+	// with what to add (mount.Preflight).
+	FuseUnavailable Code = "FUSE_UNAVAILABLE"
 )
 
 // Op is the operation a refusal says no to, as its message names it

@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -53,6 +55,9 @@ func dial(ctx context.Context, socket string) (net.Conn, error) {
 		if err == nil {
 			return &writeFirst{Conn: c, wrote: make(chan struct{}), closed: make(chan struct{})}, nil
 		}
+		if errors.Is(err, syscall.EACCES) {
+			return nil, denied(socket, err)
+		}
 		if !errors.Is(err, syscall.EAGAIN) {
 			return nil, err
 		}
@@ -62,6 +67,24 @@ func dial(ctx context.Context, socket string) (net.Conn, error) {
 		case <-time.After(pause):
 		}
 	}
+}
+
+// denied names, for a connection refused by file permissions, the socket
+// and its directory, and which of the two keeps this user out: a service
+// whose run directory is private locks out every agent in allow_uids.
+func denied(socket string, err error) error {
+	dir := filepath.Dir(socket)
+	mode := func(p string) string {
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) != nil {
+			return "unknown mode"
+		}
+		return fmt.Sprintf("mode %04o, owner uid %d", st.Mode&0o7777, st.Uid)
+	}
+	if syscall.Access(dir, 1 /* X_OK */) != nil {
+		return fmt.Errorf("control socket %s: permission denied: its directory %s (%s) does not let uid %d through; the daemon's directory must be searchable by its agents (the unit's RuntimeDirectoryMode=0755): %w", socket, dir, mode(dir), os.Geteuid(), err)
+	}
+	return fmt.Errorf("control socket %s: permission denied: the socket (%s) in %s (%s) does not let uid %d connect: %w", socket, mode(socket), dir, mode(dir), os.Geteuid(), err)
 }
 
 // writeFirst holds a connection's reads until its first write. A daemon
