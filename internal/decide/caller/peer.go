@@ -15,27 +15,15 @@ import (
 // change these. The pid namespace and command name are read from /proc and
 // kept only if a pidfd (SO_PEERPIDFD) shows the peer still alive after the
 // read, so a recycled pid cannot lend another process's namespace.
-func OfConn(c net.Conn) (*Caller, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return nil, errors.New("not a unix socket")
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var out *Caller
-	var oerr error
-	if err := raw.Control(func(fd uintptr) { out, oerr = ofFD(int(fd)) }); err != nil {
-		return nil, err
-	}
-	return out, oerr
-}
+func OfConn(c net.Conn) (*Caller, error) { return onFD(c, ofFD) }
 
 // CredsOf is OfConn without the reads of /proc: pid, uid, gid and groups
 // only, the kernel's record, enough to decide whether to serve the peer at
 // all, at the cost of two getsockopt calls.
-func CredsOf(c net.Conn) (*Caller, error) {
+func CredsOf(c net.Conn) (*Caller, error) { return onFD(c, credsOfFD) }
+
+// onFD runs of on the descriptor of the unix socket c.
+func onFD(c net.Conn, of func(fd int) (*Caller, error)) (*Caller, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return nil, errors.New("not a unix socket")
@@ -46,7 +34,7 @@ func CredsOf(c net.Conn) (*Caller, error) {
 	}
 	var out *Caller
 	var oerr error
-	if err := raw.Control(func(fd uintptr) { out, oerr = credsOfFD(int(fd)) }); err != nil {
+	if err := raw.Control(func(fd uintptr) { out, oerr = of(int(fd)) }); err != nil {
 		return nil, err
 	}
 	return out, oerr
