@@ -204,20 +204,7 @@ func (d *nbDecoder) leave() { d.depth-- }
 // member's value. Keys are kept up to 64 bytes (longer ones match nothing
 // nbformat names).
 func (d *nbDecoder) object(field func(key string) error) error {
-	if err := d.expect('{'); err != nil {
-		return err
-	}
-	if err := d.enter(); err != nil {
-		return err
-	}
-	defer d.leave()
-	if c, err := d.ws(); err != nil {
-		return err
-	} else if c == '}' {
-		d.s.pos++
-		return nil
-	}
-	for {
+	return d.container('{', '}', func(int) error {
 		var key nbText
 		if err := d.str(&key, 64); err != nil {
 			return err
@@ -225,27 +212,19 @@ func (d *nbDecoder) object(field func(key string) error) error {
 		if err := d.expect(':'); err != nil {
 			return err
 		}
-		if err := field(key.s); err != nil {
-			return err
-		}
-		c, err := d.ws()
-		if err != nil {
-			return err
-		}
-		d.s.pos++
-		switch c {
-		case ',':
-		case '}':
-			return nil
-		default:
-			return errNBSyntax
-		}
-	}
+		return field(key.s)
+	})
 }
 
 // array calls elem for each element of an array; elem must consume it.
 func (d *nbDecoder) array(elem func(i int) error) error {
-	if err := d.expect('['); err != nil {
+	return d.container('[', ']', elem)
+}
+
+// container reads an object or an array, from open to close, one nesting
+// level deeper, calling each for every member or element.
+func (d *nbDecoder) container(open, close byte, each func(i int) error) error {
+	if err := d.expect(open); err != nil {
 		return err
 	}
 	if err := d.enter(); err != nil {
@@ -254,12 +233,12 @@ func (d *nbDecoder) array(elem func(i int) error) error {
 	defer d.leave()
 	if c, err := d.ws(); err != nil {
 		return err
-	} else if c == ']' {
+	} else if c == close {
 		d.s.pos++
 		return nil
 	}
 	for i := 0; ; i++ {
-		if err := elem(i); err != nil {
+		if err := each(i); err != nil {
 			return err
 		}
 		c, err := d.ws()
@@ -269,7 +248,7 @@ func (d *nbDecoder) array(elem func(i int) error) error {
 		d.s.pos++
 		switch c {
 		case ',':
-		case ']':
+		case close:
 			return nil
 		default:
 			return errNBSyntax
