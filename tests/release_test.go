@@ -59,9 +59,9 @@ func TestVersionIsOneString(t *testing.T) {
 
 // TestTryOutJournalsInUsersState: the README's first command, run without a
 // policy file (the embedded default), journals in the user's own state
-// directory and says where, once — as root too, where it used to append to
-// the packaged service's journal in /var/lib/fsguard (TestMain checks that
-// directory is untouched by the whole run).
+// directory and says where, once — as root too, never in the packaged
+// service's journal in /var/lib/fsguard (TestMain checks that directory is
+// untouched by the whole run).
 func TestTryOutJournalsInUsersState(t *testing.T) {
 	t.Parallel()
 	root, state := t.TempDir(), t.TempDir()

@@ -33,6 +33,7 @@ import (
 	"syscall"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/decide/roots"
 	"github.com/fsguard/fsguard/internal/decide/sniff"
 )
@@ -576,7 +577,7 @@ func (r Report) Summary() string {
 	where := filepath.Join(r.Root.Path, r.Repo)
 	if len(r.Findings) == 0 && r.Failed != "" {
 		return fmt.Sprintf("git could not scan the history of %s (%s): what its commits, index and unreachable objects hold is not known; check that the repository's owner can reach it, or set [git] history = \"hide\"",
-			where, strconv.Quote(r.Failed))
+			where, termsafe.Quote(r.Failed))
 	}
 	var parts []string
 	for _, f := range r.Findings {
@@ -585,7 +586,7 @@ func (r Report) Summary() string {
 	s := fmt.Sprintf("the git history of %s holds what the view hides: %s; the mount cannot filter git objects (git show, git log -p, git cat-file print them): rewrite the history, drop what is staged, prune what no ref reaches (git reflog expire --expire-unreachable=now --all; git gc --prune=now), or set [git] history = \"hide\"",
 		where, strings.Join(parts, ", "))
 	if r.Failed != "" {
-		s += fmt.Sprintf(" (git could not scan all of it: %s)", strconv.Quote(r.Failed))
+		s += fmt.Sprintf(" (git could not scan all of it: %s)", termsafe.Quote(r.Failed))
 	} else if r.Incomplete {
 		s += " (the scan is not whole: it stopped at its byte budget, or git fsck could not list every unreachable object)"
 	}
@@ -595,13 +596,9 @@ func (r Report) Summary() string {
 // String says what the finding is and where: "staged .env (denied path)",
 // "unreachable blob 1a2b3c4d5e6f holding a private key".
 func (f Finding) String() string {
-	// A path is the agent's to choose: one with a control character or
-	// other unprintable byte is quoted, so it cannot rewrite the
+	// A path is the agent's to choose: quoted where it could rewrite the
 	// operator's terminal.
-	p := f.Path
-	if q := strconv.Quote(p); q[1:len(q)-1] != p {
-		p = q
-	}
+	p := termsafe.Quote(f.Path)
 	switch f.Where {
 	case InIndex:
 		return fmt.Sprintf("staged %s (%s)", p, f.Why)
