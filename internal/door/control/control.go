@@ -261,7 +261,7 @@ func (s *Server) refuse(c net.Conn, who *caller.Caller, reason string, status in
 		}
 		s.Log.Warn("control connection refused", args...)
 	}
-	body, _ := json.Marshal(session.Output{Stderr: "Error: " + msg + "\n", Exit: session.ExitFail, Code: code, Message: msg})
+	body, _ := json.Marshal(failed(session.ExitFail, code, msg))
 	answer := fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, http.StatusText(status), len(body), body)
 	select {
 	case s.lingering <- struct{}{}:
@@ -305,7 +305,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		if !held && !s.slots.take(r.Context(), who.Uid, privileged(who.Uid), s.BusyWait) {
 			if r.Context().Err() == nil {
 				s.count("busy")
-				reply(w, session.Output{Stderr: "Error: the fsguard daemon is busy (all request slots in use, or this uid's share of them); try again\n", Exit: session.ExitFail, Code: "BUSY", Message: "the fsguard daemon is busy (all request slots in use, or this uid's share of them); try again"})
+				reply(w, failed(session.ExitFail, "BUSY", "the fsguard daemon is busy (all request slots in use, or this uid's share of them); try again"))
 			}
 			return false
 		}
@@ -325,10 +325,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			s.count("timeout")
 			msg := fmt.Sprintf("the request line did not arrive within %v of the request's headers", s.BodyWait)
-			reply(w, session.Output{Stderr: "Error: " + msg + "\n", Exit: session.ExitFail, Code: "BUSY", Message: msg})
+			reply(w, failed(session.ExitFail, "BUSY", msg))
 			return
 		}
-		reply(w, session.Output{Stderr: "Error: bad request: " + err.Error() + "\n", Exit: session.ExitUsage, Message: "bad request: " + err.Error()})
+		reply(w, failed(session.ExitUsage, "", "bad request: "+err.Error()))
 		return
 	}
 	if req.Op != "write" {
@@ -346,7 +346,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	prefix, err := mountinfo.Where(int(who.Pid), s.MountDev)
 	if err != nil {
-		reply(w, session.Output{Stderr: "Error: " + err.Error() + "\n", Exit: session.ExitFail, Message: err.Error()})
+		reply(w, failed(session.ExitFail, "", err.Error()))
 		return
 	}
 	svc := s.Service()
@@ -407,6 +407,12 @@ func decodeLine(r *bufio.Reader, v any, long func() bool) error {
 		}
 	}
 	return json.Unmarshal(bytes.TrimSpace(line), v)
+}
+
+// failed is the answer to a request the socket itself turns away, with
+// the exit status and code the client reports.
+func failed(exit int, code, msg string) session.Output {
+	return session.Output{Stderr: "Error: " + msg + "\n", Exit: exit, Code: code, Message: msg}
 }
 
 func reply(w http.ResponseWriter, out session.Output) {
