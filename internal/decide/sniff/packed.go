@@ -270,9 +270,12 @@ func (p *unpack) tar(r io.Reader, prefix string, depth int, count bool) (*Inside
 		if in := p.entry(member); in != nil {
 			return in, nil
 		}
-		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeGNUSparse {
-			continue // directories, links, devices: a name, no content
+		switch h.Typeflag {
+		case tar.TypeDir, tar.TypeSymlink, tar.TypeLink, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+			continue // a name, no content
 		}
+		// Every other type flag carries data that extractors write out as
+		// a file (contiguous files, flags they do not know): checked.
 		if h.Size > p.b.member {
 			return p.tooLarge(member), nil
 		}

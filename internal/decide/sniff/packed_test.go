@@ -259,3 +259,24 @@ func TestPackedBombRealBounds(t *testing.T) {
 		t.Errorf("decompressed %d bytes of the bomb, more than the member bound %d", p.bytes, MaxPackedMember)
 	}
 }
+
+// TestPackedTarAnyTypeFlagIsContent: GNU tar and bsdtar extract a member
+// with the contiguous-file flag, or a flag they do not know, as a regular
+// file; its content is checked like one.
+func TestPackedTarAnyTypeFlagIsContent(t *testing.T) {
+	t.Parallel()
+	u := unpacker(t)
+	key := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: derKeys(t)["pkcs8-ec"]})
+	for _, flag := range []byte{tar.TypeCont, 'Z'} {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		if err := tw.WriteHeader(&tar.Header{Name: "notes.txt", Size: int64(len(key)), Mode: 0o644, Typeflag: flag, ModTime: time.Unix(0, 0), Format: tar.FormatGNU}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(key)
+		tw.Close()
+		if in := inspect(t, u, gz(t, "", b.Bytes())); in == nil || in.Why != InsideKey {
+			t.Errorf("a tgz member with type flag %q holding a key: %+v, want the key found", flag, in)
+		}
+	}
+}
