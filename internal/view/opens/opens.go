@@ -375,7 +375,15 @@ func (r *Recorder) ownTable() error {
 // closeCopies closes, in the thread's own table, the copies ownTable
 // does not keep.
 func (r *Recorder) closeCopies() error {
-	dir, err := os.ReadDir("/proc/thread-self/fd")
+	// Listed through a descriptor of its own, not os.ReadDir: os.Open's
+	// hooks must not run on this thread (see readSmall).
+	dfd, err := unix.Open("/proc/thread-self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	d := os.NewFile(uintptr(dfd), "/proc/thread-self/fd")
+	dir, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return err
 	}
