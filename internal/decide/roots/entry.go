@@ -15,9 +15,13 @@ import (
 // Entry is the guard's verdict on one directory entry, as a listing or the
 // mount presents it.
 type Entry struct {
-	Name string      // base name
-	Rel  string      // path relative to the root
-	Stat unix.Stat_t // the entry itself (lstat); for a link, the link
+	Name string // base name
+	Rel  string // path relative to the root
+	// Stat is the entry itself (lstat); for a link, the link. Its
+	// permission bits are lowered where the entry's POSIX access ACL
+	// allows less than they do (see clampToACL): no caller they let in
+	// is shut out by the ACL.
+	Stat unix.Stat_t
 	// Link is the target text of an admitted symbolic link: relative, and
 	// resolving beneath the root to an admitted regular file or directory.
 	Link string
@@ -97,9 +101,11 @@ func (g *Guard) entry(p Path, want func(*unix.Stat_t) bool) (Entry, *File, error
 			return e, nil, notAFile(at.Shown, KindOf(e.Stat.Mode))
 		}
 		if want == nil || viaLink || e.Stat.Mode&unix.S_IFMT != unix.S_IFREG || !want(&e.Stat) {
+			clampToACL(pfd, true, &e.Stat)
 			return e, nil, nil
 		}
 		f, err := g.reopen(pfd, p, &e.Stat)
+		clampToACL(pfd, true, &e.Stat)
 		return e, f, err
 	}
 	e.Link, err = g.linkEntry(pfd, at)
@@ -120,10 +126,13 @@ func (g *Guard) openListed(p Path, e *Entry, want func(*unix.Stat_t) bool) (*Fil
 		return nil, false
 	}
 	if !want(&e.Stat) {
+		clampToACL(fd, false, &e.Stat)
 		unix.Close(fd)
 		return nil, true
 	}
-	return opened(fd, p, &e.Stat), true
+	f := opened(fd, p, &e.Stat)
+	clampToACL(fd, false, &e.Stat)
+	return f, true
 }
 
 // openNodev opens rel beneath root for reading at once, where no device

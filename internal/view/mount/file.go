@@ -60,7 +60,7 @@ func (h *handle) Release(context.Context) syscall.Errno {
 
 func (h *handle) Getattr(_ context.Context, out *fuse.AttrOut) syscall.Errno {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(h.f.Fd()), &st); err != nil {
+	if err := roots.FstatShown(int(h.f.Fd()), false, &st); err != nil {
 		return fs.ToErrno(err)
 	}
 	fillAttr(&out.Attr, &st)

@@ -178,9 +178,10 @@ func Mount(cfg Config) (*Server, error) {
 			EnableSymlinkCaching: true,
 			MaxBackground:        64,
 			MaxWrite:             maxRead,
-			// Only for ACLs: the kernel checks callers against the backing
-			// POSIX ACLs (see node.Getxattr); no other attribute is shown.
-			EnableAcl:     true,
+			// No POSIX ACLs: the kernel would ask for each inode's ACL, a
+			// round trip per file for every caller but its owner. The mode
+			// bits shown stand for the backing ACL, never more permissive
+			// (see roots.Entry.Stat).
 			MaxStackDepth: stackDepth(g),
 			Debug:         cfg.Debug,
 		},

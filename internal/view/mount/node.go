@@ -346,7 +346,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	out.SetTimeout(attr) // read only with a success
 	if h, ok := f.(*handle); ok {
 		var st unix.Stat_t
-		if err := unix.Fstat(int(h.f.Fd()), &st); err != nil {
+		if err := roots.FstatShown(int(h.f.Fd()), false, &st); err != nil {
 			return fs.ToErrno(err)
 		}
 		fillAttr(&out.Attr, &st)
@@ -617,37 +617,13 @@ func (n *node) Symlink(context.Context, string, string, *fuse.EntryOut) (*fs.Ino
 }
 func (n *node) Setxattr(context.Context, string, []byte, uint32) syscall.Errno { return syscall.EROFS }
 
-// Getxattr answers the kernel's question for a POSIX access ACL, which it
-// asks (once per inode, then cached) before it checks a caller who is not
-// the owner against a file or directory: the kernel enforces the backing
-// ACL exactly, at every open and lookup, whoever filled the page cache.
-// The view has no other attribute: a default ACL is absent (ENODATA, which
-// the kernel caches like an ACL), and any other name is not supported
-// (ENOTSUP). The kernel caches no answer for those, but tools do: `ls -l`
-// asks for security.selinux of every file until a device says ENOTSUP,
-// and then stops asking, where ENODATA cost a round trip per file.
-func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	defer n.v.timed("getxattr", time.Now())
-	switch attr {
-	case "system.posix_acl_access":
-	case "system.posix_acl_default":
-		return 0, syscall.ENODATA
-	default:
-		return 0, syscall.ENOTSUP
-	}
-	g, p, errno := n.resolve()
-	if errno != 0 {
-		return 0, errno
-	}
-	sz, err := g.AccessACL(p.Root, p.Rel, dest)
-	switch e := err.(type) {
-	case nil:
-		return uint32(sz), 0
-	case syscall.Errno:
-		return 0, e
-	default:
-		return 0, syscall.EACCES // refused now: nobody passes
-	}
+// Getxattr answers that the view supports no attribute (ENOTSUP), POSIX
+// ACLs included: the mode bits shown stand for the backing ACL (see
+// roots.Entry.Stat). The kernel caches no answer, but tools do: `ls -l`
+// asks for the ACL and security.selinux of every file until a device says
+// ENOTSUP, and then stops asking, where ENODATA cost a round trip per file.
+func (n *node) Getxattr(context.Context, string, []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOTSUP
 }
 func (n *node) Removexattr(context.Context, string) syscall.Errno { return syscall.EROFS }
 func (n *node) CopyFileRange(context.Context, fs.FileHandle, uint64, *fs.Inode, fs.FileHandle, uint64, uint64, uint64) (uint32, syscall.Errno) {

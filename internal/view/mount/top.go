@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fsguard/fsguard/internal/decide/roots"
+
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -32,7 +34,7 @@ func (t *top) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.
 		return nil, syscall.ENOENT
 	}
 	var st unix.Stat_t
-	if err := r.Use(func(fd int) error { return unix.Fstat(fd, &st) }); err != nil {
+	if err := r.Use(func(fd int) error { return roots.FstatShown(fd, true, &st) }); err != nil {
 		return nil, fs.ToErrno(err)
 	}
 	fillAttr(&out.Attr, &st)
