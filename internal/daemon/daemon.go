@@ -121,6 +121,7 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	pol := d.overridden(cfg.Policy)
 	d.setMemoryLimit(pol.Limits.MemoryLimit)
+	d.watchDescriptorLimit(raiseDescriptorLimit())
 	d.state = newTracker(pol.Git.History)
 	var jerr error
 	if cfg.JournalPath != "" {

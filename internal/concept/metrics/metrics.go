@@ -157,6 +157,9 @@ type Set struct {
 	HeldBytes func() (int64, error)
 	// Scans, when set, counts the admission decider's content scans.
 	Scans func() int64
+	// DescriptorHits, when set, counts the opens that found the
+	// descriptor table full.
+	DescriptorHits func() int64
 }
 
 // New returns the daemon's metric set.
@@ -205,6 +208,9 @@ func (s *Set) Write(w io.Writer) {
 	}
 	if s.Scans != nil {
 		fmt.Fprintf(w, "# HELP fsguard_admit_scans_total Files read and classified because their version's verdict was not known (not remembered, nor saved by an earlier run).\n# TYPE fsguard_admit_scans_total counter\nfsguard_admit_scans_total %d\n", s.Scans())
+	}
+	if s.DescriptorHits != nil {
+		fmt.Fprintf(w, "# HELP fsguard_descriptor_limit_hits_total Opens that found the descriptor table full (RLIMIT_NOFILE): the kept descriptors were closed and the open retried.\n# TYPE fsguard_descriptor_limit_hits_total counter\nfsguard_descriptor_limit_hits_total %d\n", s.DescriptorHits())
 	}
 	writeProcess(w)
 	fmt.Fprintf(w, "# HELP fsguard_build_info The running build: version and Go version.\n# TYPE fsguard_build_info gauge\nfsguard_build_info{version=%q,goversion=%q} 1\n", Version(), runtime.Version())

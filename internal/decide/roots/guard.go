@@ -368,10 +368,11 @@ func (r *Root) openOn(on *rootFD, rel string, flags uint64, links bool) (fd int,
 // a rename elsewhere raced it; EINTR) a bounded number of times. EAGAIN is
 // also the answer to an O_NONBLOCK open while a lease on the file is being
 // broken, for up to lease-break-time (45 s): a file whose owner holds a
-// write lease must be refused, not spun on.
+// write lease must be refused, not spun on. A full descriptor table is
+// relieved and retried (retryOpen).
 func openat2(dirfd int, rel string, how *unix.OpenHow) (fd int, err error) {
 	for range 16 {
-		fd, err = unix.Openat2(dirfd, rel, how)
+		fd, err = retryOpen(func() (int, error) { return unix.Openat2(dirfd, rel, how) })
 		if err != unix.EINTR && err != unix.EAGAIN {
 			return fd, err
 		}

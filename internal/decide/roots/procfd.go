@@ -23,7 +23,7 @@ var procFD = sync.OnceValues(func() (int, error) {
 func Reopen(fd, flags int) (int, error) {
 	dir, err := procFD()
 	if err != nil {
-		return unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), flags, 0)
+		return retryOpen(func() (int, error) { return unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), flags, 0) })
 	}
-	return unix.Openat(dir, strconv.Itoa(fd), flags, 0)
+	return retryOpen(func() (int, error) { return unix.Openat(dir, strconv.Itoa(fd), flags, 0) })
 }

@@ -43,8 +43,21 @@ type heldFD struct {
 	elem  *list.Element
 }
 
-// maxFDs bounds the kept descriptors (well under the daemon's limit).
+// maxFDs bounds the kept descriptors; under a lower descriptor limit the
+// bound is what the limit leaves a cache (roots.DescriptorRoom), and when
+// the table fills all the same the idle ones are closed (evictIdle) so
+// that the open a READ needs succeeds.
 const maxFDs = 1024
+
+// keptFDs is the bound on kept descriptors under the daemon's current
+// descriptor limit.
+func keptFDs() int {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
+		return maxFDs
+	}
+	return roots.DescriptorRoom(int(min(lim.Cur, 1<<30)), maxFDs)
+}
 
 // get returns n's kept descriptor if it still stands for the file's
 // current version under guard g; the caller must release it.
@@ -152,4 +165,22 @@ func (c *fds) closeIfIdle(h *heldFD) {
 	if idle {
 		f.Close()
 	}
+}
+
+// evictIdle forgets and closes every kept descriptor no READ uses now,
+// and returns how many it closed: the descriptor table is full.
+func (c *fds) evictIdle() int {
+	c.mu.Lock()
+	var idle []*heldFD
+	for _, h := range c.byNode {
+		if h.refs == 0 {
+			c.unlink(h)
+			idle = append(idle, h)
+		}
+	}
+	c.mu.Unlock()
+	for _, h := range idle {
+		c.closeIfIdle(h)
+	}
+	return len(idle)
 }

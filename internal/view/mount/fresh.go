@@ -38,7 +38,7 @@ func (s *Server) startWatch(g *roots.Guard) error {
 	s.watchMu.Lock()
 	s.watcher = w
 	s.watchMu.Unlock()
-	s.v.open.Store(&fds{max: maxFDs}) // the watch can now drop what changed
+	s.v.open.Store(&fds{max: keptFDs()}) // the watch can now drop what changed
 	s.log.Info("watching the backing tree", "backend", w.Backend(), "roots", len(dirs))
 	return nil
 }

@@ -87,6 +87,7 @@ type Server struct {
 	log  *slog.Logger
 
 	onEvent   func(string)
+	relieve   func() // unregisters the descriptor-pressure reliever
 	stopRoots chan struct{}
 	stopOnce  sync.Once
 	closeOnce sync.Once // the guard, once unmounted
@@ -195,6 +196,14 @@ func Mount(cfg Config) (*Server, error) {
 	}
 	s.srv = srv
 	s.live.Store(true)
+	// A full descriptor table closes the kept descriptors no READ uses,
+	// so the open that met it can be retried.
+	s.relieve = roots.OnDescriptorPressure(func() int {
+		if c := s.v.open.Load(); c != nil {
+			return c.evictIdle()
+		}
+		return 0
+	})
 	s.raiseReadahead()
 	s.stopRoots = make(chan struct{})
 	v.work.Go(s.watchRoots)
@@ -292,6 +301,9 @@ func (s *Server) Unmount() error {
 	s.stopRootWatch()
 	s.v.work.stop()
 	s.stopWatch()
+	if s.relieve != nil {
+		s.relieve()
+	}
 	if err := s.srv.Unmount(); err != nil {
 		if derr := unix.Unmount(s.mp, unix.MNT_DETACH); derr != nil {
 			return fmt.Errorf("unmount %s: %v (detach: %v)", s.mp, err, derr)

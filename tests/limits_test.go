@@ -1,0 +1,66 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fsguard/fsguard/internal/testenv"
+)
+
+// TestFewDescriptorsNoEIO: a daemon started with a descriptor limit of 64
+// (soft and hard) serves 300 cats of distinct files, and of one file, with
+// no failure: its descriptor caches are sized from the limit and give way
+// when it is reached, instead of answering EIO; after idle it still serves.
+func TestFewDescriptorsNoEIO(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	prlimit := requireTool(t, "prlimit")
+	f := newFixture(t)
+	const n = 300
+	for i := range n {
+		writeFile(t, filepath.Join(f.root, "many", fmt.Sprintf("d%d", i%10), fmt.Sprintf("f%03d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
+	}
+	for _, open := range []string{"kernel", "daemon"} {
+		writePolicy(t, f.policy, []string{f.root}, fmt.Sprintf("[mount]\nopen = %q\n", open))
+		d := startMountVia(t, []string{prlimit, "--nofile=64:64", "--"}, f.mp, nil, "--policy", f.policy)
+		cat := func(round string) {
+			var mu sync.Mutex
+			var failed []string
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 8)
+			for i := range n {
+				wg.Add(2)
+				for _, rel := range []string{filepath.Join("many", fmt.Sprintf("d%d", i%10), fmt.Sprintf("f%03d.txt", i)), "README.md"} {
+					sem <- struct{}{}
+					go func() {
+						defer wg.Done()
+						defer func() { <-sem }()
+						out, err := exec.Command("cat", filepath.Join(f.mp, rel)).CombinedOutput()
+						want := "# hello\nsee src/\n"
+						if rel != "README.md" {
+							want = fmt.Sprintf("file %d\n", i)
+						}
+						if err != nil || string(out) != want {
+							mu.Lock()
+							failed = append(failed, fmt.Sprintf("%s: %v %q", rel, err, out))
+							mu.Unlock()
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			if len(failed) > 0 {
+				t.Errorf("open=%s %s: %d of %d cats failed under a limit of 64 descriptors, e.g. %s\n%s", open, round, len(failed), 2*n, strings.Join(failed[:min(3, len(failed))], "; "), d.log.String())
+			}
+		}
+		cat("first")
+		cat("again")
+		d.stop()
+		os.Remove(d.journal)
+	}
+}
