@@ -1,13 +1,22 @@
 // Command benchmount measures, in one run on this machine, the same shell
-// workloads on native access, plain go-fuse loopback and fsguard, and
-// prints a markdown table of medians and ratios to native.
+// workloads on native access, the FUSE mirrors a user would pick instead
+// of fsguard (go-fuse's loopback, bindfs, and with -floor
+// scripts/fusefloor) and fsguard, and prints a markdown table of medians,
+// each server's ratio to native, and fsguard's to the best peer (the
+// fastest of the mirrors in that cell).
 //
 //	go run ./scripts/benchmount              # 5 runs per cell, warm
 //	go run ./scripts/benchmount -runs 9 -dir /var/tmp/fsb
 //	go run ./scripts/benchmount -cold        # each run on a fresh mount
 //	go run ./scripts/benchmount -cold -tree /tmp/moby   # any tree
+//	go run ./scripts/benchmount -cold -as 65534  # the commands as another uid
 //	go run ./scripts/benchmount -cold -nodev  # the tree on a nodev bind of itself
 //	go run ./scripts/benchmount -cold -floor  # and the floor: scripts/fusefloor
+//
+// bindfs (apt: bindfs; scripts/deps.sh installs it) is mounted read-only
+// (bindfs -r); without it on the machine its column is left out (-bindfs
+// false leaves it out anyway). With -as every server is mounted with
+// allow_other, and each command runs as that uid (its gid the same number).
 //
 // Warm cells run once untimed first: the steady state of an agent that
 // re-runs its tools. Cold cells mount both FUSE servers afresh for every
@@ -46,6 +55,8 @@ var (
 	kept   = flag.Bool("kept", false, "cold: fsguard starts with the verdicts an earlier run saved (a restart on a tree seen before), not as on a first mount ever")
 	floor  = flag.Bool("floor", false, "also measure scripts/fusefloor, an in-memory copy of the tree served with no admission and no backing file: what FUSE's requests alone cost here")
 	splice = flag.Bool("splice", false, "with -floor: the floor answers READs by splice from the backing files (fusefloor -splice), as fsguard does, instead of from memory")
+	bind   = flag.Bool("bindfs", true, "also measure bindfs -r, when it is installed")
+	as     = flag.Int("as", -1, "run each command as this uid (and gid), every server mounted with allow_other")
 )
 
 func main() {
@@ -54,7 +65,9 @@ func main() {
 		fatal("benchmount mounts FUSE directly and must run as root")
 	}
 	data := filepath.Join(*dir, "data")
-	makeData(data)
+	if *tree == "" {
+		makeData(data)
+	}
 	bin := filepath.Join(*dir, "bin")
 	os.MkdirAll(bin, 0o755)
 	build(filepath.Join(bin, "fsguard"), "./cmd/fsguard")
@@ -71,7 +84,21 @@ func main() {
 		defer bindNodev(root)()
 	}
 	m := &mounts{bin: bin, root: root, loop: filepath.Join(*dir, "mnt-loopback"), fsg: filepath.Join(*dir, "mnt-fsguard"), pol: filepath.Join(*dir, "policy.toml"),
-		baseBin: *base, baseMnt: filepath.Join(*dir, "mnt-base"), floorMnt: filepath.Join(*dir, "mnt-floor")}
+		baseBin: *base, baseMnt: filepath.Join(*dir, "mnt-base"), floorMnt: filepath.Join(*dir, "mnt-floor"), bindMnt: filepath.Join(*dir, "mnt-bindfs")}
+	if *bind {
+		if _, err := exec.LookPath("bindfs"); err != nil {
+			fmt.Fprintln(os.Stderr, "benchmount: no bindfs here (apt install bindfs); its column is left out")
+			*bind = false
+		}
+	}
+	if *as >= 0 {
+		// The uid must reach the data: the work directory is root's.
+		for d := *dir; d != "/" && d != "."; d = filepath.Dir(d) {
+			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 != 0o005 {
+				fmt.Fprintf(os.Stderr, "benchmount: -as %d: %s is not readable and searchable by others\n", *as, d)
+			}
+		}
+	}
 	os.WriteFile(m.pol, []byte(fmt.Sprintf("[[root]]\npath = %q\n[mount]\nopen = %q\n", root, *open)), 0o644)
 	if *cold {
 		runCold(m, data)
@@ -92,7 +119,7 @@ func main() {
 	if *tree != "" {
 		benches = treeBenches(*tree)
 	}
-	fmt.Printf("fsguard mount.open = %q, %d runs per cell after one warm-up, medians\n\n", *open, *runs)
+	fmt.Printf("fsguard mount.open = %q, %d runs per cell after one warm-up, medians%s\n\n", *open, *runs, asText())
 	header(targets)
 	for _, b := range benches {
 		if *only != "" && !strings.Contains(b.name, *only) {
@@ -110,6 +137,9 @@ func main() {
 		row(b.name, targets, times)
 	}
 	fmt.Printf("\nfsguard daemon peak RSS: %s; loopback: %s\n", peakRSS(m.fsgCmd.Process.Pid), peakRSS(m.loopCmd.Process.Pid))
+	if m.bindCmd != nil {
+		fmt.Printf("bindfs peak RSS: %s\n", peakRSS(m.bindCmd.Process.Pid))
+	}
 }
 
 type bench struct{ name, script string }
@@ -124,14 +154,27 @@ func treeBenches(tree string) []bench {
 		{"tree-like walk (ls -lR)", "ls -lR $R > /dev/null"},
 	}
 	if _, err := os.Stat(filepath.Join(tree, ".git")); err == nil {
-		bs = append(bs, bench{"git status", "git -C $R status --porcelain > /dev/null"})
+		bs = append(bs, bench{"git status", "git -c safe.directory='*' -C $R status --porcelain > /dev/null"})
 	}
 	return bs
 }
 
-// header starts the table: a column of medians for each target, then one
-// of ratios to native for each server.
-func header(targets []target) {
+// asText says, for a table's heading, who ran the commands.
+func asText() string {
+	if *as < 0 {
+		return ""
+	}
+	return fmt.Sprintf(", commands run as uid %d", *as)
+}
+
+// peer reports whether a target is one of the mirrors fsguard is held
+// against (not native, not fsguard, not an older fsguard).
+func peer(name string) bool { return name != "native" && name != "fsguard" && name != "base" }
+
+// header starts the table: a column of medians for each target, one of
+// ratios to native for each server, and fsguard's (and base's) ratio to
+// the best peer; extra names columns added at the end of each row.
+func header(targets []target, extra ...string) {
 	cols := []string{"workload"}
 	for _, t := range targets {
 		cols = append(cols, t.name)
@@ -139,27 +182,43 @@ func header(targets []target) {
 	for _, t := range targets[1:] {
 		cols = append(cols, t.name+"/native")
 	}
+	for _, t := range targets {
+		if !peer(t.name) && t.name != "native" {
+			cols = append(cols, t.name+"/best peer")
+		}
+	}
+	cols = append(cols, extra...)
 	fmt.Printf("| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
 }
 
-func row(name string, targets []target, times map[string][]time.Duration) {
+func row(name string, targets []target, times map[string][]time.Duration, extra ...string) {
 	cells := []string{name}
 	for _, t := range targets {
 		cells = append(cells, ms(median(times[t.name])))
 	}
 	n := median(times["native"])
+	var best time.Duration
 	for _, t := range targets[1:] {
 		cells = append(cells, fmt.Sprintf("%.2fx", float64(median(times[t.name]))/float64(n)))
+		if d := median(times[t.name]); peer(t.name) && (best == 0 || d < best) {
+			best = d
+		}
 	}
+	for _, t := range targets {
+		if !peer(t.name) && t.name != "native" {
+			cells = append(cells, fmt.Sprintf("%.2fx", float64(median(times[t.name]))/float64(best)))
+		}
+	}
+	cells = append(cells, extra...)
 	fmt.Printf("| %s |\n", strings.Join(cells, " | "))
 }
 
 // mounts are the FUSE servers over one root.
 type mounts struct {
-	bin, root, loop, fsg, pol          string
-	baseBin, baseMnt, floorMnt         string
-	loopCmd, fsgCmd, baseCmd, floorCmd *exec.Cmd
-	warmed, baseWarmed                 <-chan struct{} // fsguard's (base's) warm walk is done
+	bin, root, loop, fsg, pol                   string
+	baseBin, baseMnt, floorMnt, bindMnt         string
+	loopCmd, fsgCmd, baseCmd, floorCmd, bindCmd *exec.Cmd
+	warmed, baseWarmed                          <-chan struct{} // fsguard's (base's) warm walk is done
 }
 
 // target is where a workload runs: natively (root is the tree) or
@@ -167,10 +226,10 @@ type mounts struct {
 type target struct{ name, root string }
 
 // up mounts every server.
-func (m *mounts) up() { m.upOnly("loopback", "fsguard", "base", "floor") }
+func (m *mounts) up() { m.upOnly("loopback", "bindfs", "fsguard", "base", "floor") }
 
 func (m *mounts) fsguard(bin, mp, journal string) (*exec.Cmd, <-chan struct{}) {
-	cmd := exec.Command(bin, "mount", "--policy", m.pol, mp)
+	cmd := exec.Command(bin, append(append([]string{"mount"}, otherArgs("--allow-other")...), "--policy", m.pol, mp)...)
 	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(*dir, journal))
 	// A first mount ever: a new journal (one grown over earlier runs slows a
 	// start: its id, its held-content store and its WAL are all left
@@ -187,20 +246,22 @@ func (m *mounts) fsguard(bin, mp, journal string) (*exec.Cmd, <-chan struct{}) {
 
 // upOnly mounts the named targets' servers ("native": none).
 func (m *mounts) upOnly(names ...string) {
-	for _, mp := range []string{m.loop, m.fsg, m.baseMnt, m.floorMnt} {
+	for _, mp := range []string{m.loop, m.fsg, m.baseMnt, m.floorMnt, m.bindMnt} {
 		syscall.Unmount(mp, syscall.MNT_DETACH)
 		os.MkdirAll(mp, 0o755)
 	}
 	for _, name := range names {
 		switch {
 		case name == "loopback":
-			m.loopCmd = start(exec.Command(filepath.Join(m.bin, "loopback"), "-directmount", m.loop, m.root), "Mounted!")
+			m.loopCmd = start(exec.Command(filepath.Join(m.bin, "loopback"), append(otherArgs("-allow-other"), "-directmount", m.loop, m.root)...), "Mounted!")
+		case name == "bindfs" && *bind:
+			m.bindCmd = startMounted(exec.Command("bindfs", append(otherArgs("-o", "allow_other"), "-f", "-r", m.root, m.bindMnt)...), m.bindMnt)
 		case name == "fsguard":
 			m.fsgCmd, m.warmed = m.fsguard(filepath.Join(m.bin, "fsguard"), m.fsg, "journal.db")
 		case name == "base" && m.baseBin != "":
 			m.baseCmd, m.baseWarmed = m.fsguard(m.baseBin, m.baseMnt, "journal-base.db")
 		case name == "floor" && *floor:
-			m.floorCmd = start(exec.Command(filepath.Join(m.bin, "fusefloor"), fmt.Sprintf("-splice=%v", *splice), m.root, m.floorMnt), "Mounted!")
+			m.floorCmd = start(exec.Command(filepath.Join(m.bin, "fusefloor"), append(otherArgs("-allow-other"), fmt.Sprintf("-splice=%v", *splice), m.root, m.floorMnt)...), "Mounted!")
 		}
 	}
 }
@@ -209,7 +270,7 @@ func (m *mounts) down() {
 	for _, c := range []struct {
 		cmd **exec.Cmd
 		mp  string
-	}{{&m.loopCmd, m.loop}, {&m.fsgCmd, m.fsg}, {&m.baseCmd, m.baseMnt}, {&m.floorCmd, m.floorMnt}} {
+	}{{&m.loopCmd, m.loop}, {&m.fsgCmd, m.fsg}, {&m.baseCmd, m.baseMnt}, {&m.floorCmd, m.floorMnt}, {&m.bindCmd, m.bindMnt}} {
 		if *c.cmd != nil {
 			stop(*c.cmd, c.mp)
 			*c.cmd = nil
@@ -220,6 +281,9 @@ func (m *mounts) down() {
 // targets are native first, then each server measured: fsguard last.
 func (m *mounts) targets() []target {
 	t := []target{{"native", m.root}, {"loopback", m.loop}}
+	if *bind {
+		t = append(t, target{"bindfs", m.bindMnt})
+	}
 	if *floor {
 		t = append(t, target{"floor", m.floorMnt})
 	}
@@ -255,7 +319,7 @@ func runCold(m *mounts, data string) {
 			{"first find over 20,000 files", "find $R/tree > /dev/null"},
 			{"first dd of 1 GiB", "dd if=$R/big.bin of=/dev/null bs=1M status=none"},
 			{"500 missing-name stats (3,000-entry directory)", "python3 -c \"import os\nfor i in range(500): os.path.exists('$R/many/nope-%d.py' % i)\""},
-			{"git status (20,000 files)", "git --git-dir=$R/gitdir --work-tree=$R/tree status --porcelain > /dev/null"},
+			{"git status (20,000 files)", "git -c safe.directory='*' --git-dir=$R/gitdir --work-tree=$R/tree status --porcelain > /dev/null"},
 			{"python3 imports 12 stdlib modules from the tree", "python3 -I -S -c \"import sys; sys.path[:0] = ['$R/pylib']; import json, email.message, http.client, argparse, decimal, asyncio, xml.etree.ElementTree, csv, logging, unittest, sqlite3, urllib.request\""},
 		}
 		makeColdData(data)
@@ -266,13 +330,14 @@ func runCold(m *mounts, data string) {
 		<-m.warmed
 		m.down()
 	}
-	fmt.Printf("fsguard mount.open = %q, cold: a fresh mount for each of %d runs, backing tree page-cached, verdicts kept from an earlier run: %v, medians\n\n", *open, *runs, *kept)
-	header(m.targets())
+	fmt.Printf("fsguard mount.open = %q, cold: a fresh mount for each of %d runs, backing tree page-cached, verdicts kept from an earlier run: %v, medians%s\n\n", *open, *runs, *kept, asText())
+	header(m.targets(), "fsguard peak RSS")
 	for _, b := range benches {
 		if *only != "" && !strings.Contains(b.name, *only) {
 			continue
 		}
 		times := map[string][]time.Duration{}
+		rss := 0 // kB: the largest VmHWM of fsguard's daemon in this cell
 		for i := 0; i < *runs; i++ {
 			for _, t := range rotated(m.targets(), i) {
 				// One server at a time: another's start-up work (fsguard's
@@ -293,10 +358,13 @@ func runCold(m *mounts, data string) {
 					}
 				}
 				times[t.name] = append(times[t.name], timeIt(strings.ReplaceAll(b.script, "$R", t.root)))
+				if t.name == "fsguard" {
+					rss = max(rss, peakKB(m.fsgCmd.Process.Pid))
+				}
 				m.down()
 			}
 		}
-		row(b.name, m.targets(), times)
+		row(b.name, m.targets(), times, fmt.Sprintf("%d MB", rss>>10))
 	}
 }
 
@@ -423,9 +491,39 @@ func stop(cmd *exec.Cmd, mp string) {
 	syscall.Unmount(mp, syscall.MNT_DETACH)
 }
 
+// otherArgs is args when the commands run as another uid (-as): a
+// server's way to let them use its mount.
+func otherArgs(args ...string) []string {
+	if *as < 0 {
+		return nil
+	}
+	return args
+}
+
+// startMounted runs a FUSE server in the foreground and waits until its
+// mount is at mp (a server that prints nothing when ready: bindfs -f).
+func startMounted(cmd *exec.Cmd, mp string) *exec.Cmd {
+	cmd.Stderr = os.Stderr
+	must(cmd.Start())
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 4 && f[4] == mp {
+				return cmd
+			}
+		}
+	}
+	fatal(cmd.Path + " did not mount " + mp + " within a minute")
+	return nil
+}
+
 func timeIt(script string) time.Duration {
 	start := time.Now()
 	cmd := exec.Command("sh", "-c", script)
+	if *as >= 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(*as), Gid: uint32(*as)}}
+		cmd.Dir = "/"
+	}
 	cmd.Stderr = os.Stderr
 	must(cmd.Run())
 	return time.Since(start)
@@ -444,6 +542,13 @@ func median(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// peakKB is the peak resident memory (VmHWM) of pid, in kB (0: unknown).
+func peakKB(pid int) int {
+	var kb int
+	fmt.Sscanf(strings.TrimSuffix(peakRSS(pid), " kB"), "%d", &kb)
+	return kb
+}
 
 func peakRSS(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -56,6 +56,7 @@ const maxPush = 128 << 10
 var (
 	push   = flag.Bool("push", true, "push each listed file of at most 128 KiB into the page cache after its listing")
 	splice = flag.Bool("splice", false, "answer READs by splice from the backing files instead of from a copy in memory")
+	other  = flag.Bool("allow-other", false, "let other users use the mount (benchmount -as)")
 )
 
 // node is one file of the copy; its index in floor.nodes is its node ID.
@@ -93,6 +94,7 @@ func main() {
 		FsName:               "fusefloor",
 		Name:                 "fusefloor",
 		Options:              []string{"default_permissions", "ro"},
+		AllowOther:           *other,
 		DirectMount:          os.Geteuid() == 0,
 		DirectMountFlags:     syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV,
 		EnableSymlinkCaching: true,
