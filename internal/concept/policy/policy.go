@@ -353,6 +353,40 @@ type Audit struct {
 type Write struct {
 	UseDefaults *bool  `toml:"use_defaults"`
 	DenyGlobs   []Glob `toml:"deny_globs"`
+	// HookManagers decides on the files of hook managers
+	// (HookManagerGlobs), whose commands run on the host at the next
+	// commit: "deny" (the default) refuses writing them, "allow" lets the
+	// agent change what the developer's commits run.
+	HookManagers string `toml:"hook_managers"`
+}
+
+// HookManagerGlobs are the files in which hook managers keep the commands
+// git hooks run: husky's .husky/, pre-commit's config, lefthook's configs
+// and script directories, overcommit's and simple-git-hooks' configs.
+var HookManagerGlobs = mustGlobs(
+	"**/.husky",
+	"**/.pre-commit-config.yaml", "**/.pre-commit-config.yml",
+	"**/lefthook.yml", "**/lefthook.yaml", "**/lefthook.json", "**/lefthook.toml", "**/lefthook.jsonc",
+	"**/.lefthook.yml", "**/.lefthook.yaml", "**/.lefthook.json", "**/.lefthook.toml", "**/.lefthook.jsonc",
+	"**/lefthook-local.yml", "**/lefthook-local.yaml", "**/lefthook-local.json", "**/lefthook-local.toml",
+	"**/.lefthook-local.yml", "**/.lefthook-local.yaml", "**/.lefthook-local.json", "**/.lefthook-local.toml",
+	"**/.lefthook", "**/.lefthook-local",
+	"**/.overcommit.yml", "**/.git-hooks",
+	"**/.simple-git-hooks.json", "**/.simple-git-hooks.js", "**/.simple-git-hooks.cjs", "**/.simple-git-hooks.mjs",
+	"**/simple-git-hooks.json", "**/simple-git-hooks.js", "**/simple-git-hooks.cjs", "**/simple-git-hooks.mjs",
+)
+
+// mustGlobs compiles built-in globs.
+func mustGlobs(src ...string) []Glob {
+	out := make([]Glob, len(src))
+	for i, s := range src {
+		g, err := CompileGlob(s)
+		if err != nil {
+			panic(err) // the built-in lists are tested
+		}
+		out[i] = g
+	}
+	return out
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
@@ -582,6 +616,13 @@ func (p *Policy) finish(data []byte) error {
 		return fmt.Errorf("%sdeny.hard_links must be \"inside\", \"strict\" or \"allow\", got %q", at("hard_links", p.Deny.HardLinks), p.Deny.HardLinks)
 	}
 	p.Write.DenyGlobs = withDefaults(&p.Write.UseDefaults, DefaultWriteDeny, p.Write.DenyGlobs)
+	switch p.Write.HookManagers {
+	case "":
+		p.Write.HookManagers = "deny"
+	case "deny", "allow":
+	default:
+		return fmt.Errorf("%swrite.hook_managers must be \"deny\" or \"allow\", got %q", at("hook_managers", p.Write.HookManagers), p.Write.HookManagers)
+	}
 	if p.Control.MaxRequests < 1 {
 		return fmt.Errorf("%scontrol.max_requests must be at least 1, got %d", at("max_requests", ""), p.Control.MaxRequests)
 	}
@@ -809,7 +850,7 @@ func (p *Policy) Summary() string {
 	}
 	fmt.Fprintf(&b, "\n[audit]\nopens = %q\nexclude = %s\n", p.Audit.Opens, tomlList(excl))
 	b.WriteString(p.Secrets.summary())
-	fmt.Fprintf(&b, "\n[write]\nuse_defaults = %v\ndeny_globs = %s\n", *p.Write.UseDefaults, tomlList(wglobs))
+	fmt.Fprintf(&b, "\n[write]\nuse_defaults = %v\ndeny_globs = %s\nhook_managers = %q\n", *p.Write.UseDefaults, tomlList(wglobs), p.Write.HookManagers)
 	return b.String()
 }
 

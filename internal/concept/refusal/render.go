@@ -160,6 +160,8 @@ const (
 	DeniedName         Reason = "denied-name"
 	WriteDeniedRule    Reason = "write-denied" // Rule: the [write] deny glob
 	GitDir             Reason = "git-dir"      // Detail: what makes it git's own
+	GitHooks           Reason = "git-hooks"    // Detail: which hooks directory
+	HookManager        Reason = "hook-manager" // Rule: the hook manager's glob
 	NoPermission       Reason = "permission"
 	Directory          Reason = "directory"
 	SpecialFile        Reason = "special-file" // Kind: the file's type
@@ -321,6 +323,12 @@ var table = map[Reason]row{
 	}),
 	GitDir: whyf(WriteDenied, func(e *Error, _ *words) string {
 		return e.Detail + ": git runs the commands its own files name (hooks, core.fsmonitor, filters), so they are not the agent's to change, whatever the policy; leave this change to a person"
+	}),
+	GitHooks: whyf(WriteDenied, func(e *Error, _ *words) string {
+		return e.Detail + ": git runs the hooks there as whoever commits next, so they are not the agent's to change, whatever the policy; leave this change to a person"
+	}),
+	HookManager: whyf(WriteDenied, func(e *Error, _ *words) string {
+		return fmt.Sprintf("a hook manager's file (%q): the commands it names run on the host at the next commit; leave this change to a person, or let the agent change what commits run with [write] hook_managers = \"allow\"", e.Rule)
 	}),
 	NoPermission: why(PermissionDenied, "permission denied: fsguard acts with the caller's own rights, and this user may not open it; ask for access, or read another file"),
 	Directory:    why(NotAFile, "not a regular file (directory); list it with ls, or read a file inside it"),

@@ -178,7 +178,8 @@ type Dir struct {
 // OpenParent opens the directory that would hold p, for a write: the
 // entry's own name must not be denied, the directory must resolve
 // beneath the root to a directory no deny rule matches, and the write
-// must not land in git's own files (writeIntoGitDir). It returns the
+// must not land in git's own files (writeIntoGitDir) nor in the hooks a
+// commit runs (writeIntoHooks). It returns the
 // directory and the entry's base name. Every write and edit, by every
 // door, opens its directory here, and writes through that descriptor.
 func (g *Guard) OpenParent(p Path) (*Dir, string, error) {
@@ -198,6 +199,10 @@ func (g *Guard) OpenParent(p Path) (*Dir, string, error) {
 		return nil, "", deniedErr(p.Shown)
 	}
 	if err := g.writeIntoGitDir(d, name, p.Shown); err != nil {
+		d.Close()
+		return nil, "", err
+	}
+	if err := g.writeIntoHooks(d, name, p.Shown, p.Rel); err != nil {
 		d.Close()
 		return nil, "", err
 	}

@@ -1,0 +1,431 @@
+package roots
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
+
+	"golang.org/x/sys/unix"
+)
+
+// A repository's hooks need not live in its git directory: git runs the
+// hooks in the directory core.hooksPath names (githooks(5)), as whoever
+// commits, and hook managers keep there, or in files of the work tree,
+// the commands every commit runs (husky's .husky/, pre-commit's
+// .pre-commit-config.yaml, lefthook's lefthook.yml). A file the agent
+// writes there is code the host runs, as surely as one in .git/hooks.
+//
+// The hooks directory is found as git finds it: for each directory from
+// the one a write lands in up to its root that holds a .git entry (a
+// work tree's top), the git directory it leads to (a directory, a
+// symbolic link, or a file's "gitdir:" line), that git directory's and
+// its common directory's config and config.worktree, the files they
+// include (include.path and every includeIf's path, whatever the
+// condition: the answer may only err toward a refusal), and the global
+// configs of the work tree's owner and the system; every core.hooksPath
+// any of them sets, resolved as git does (relative to the work tree's
+// top, "~/" to the owner's home). The write is refused when the directory
+// it lands in, or one above it up to the root, is one of those
+// directories, compared by identity, so a symbolic link to the hooks
+// directory leads nowhere new. Nothing is cached: a repository or a
+// setting made while the daemon runs counts at the next write.
+//
+// The configs are read with the daemon's own rights (a caller that
+// cannot read a repository's config must not make its hooks writable),
+// each a regular file opened without blocking, at most maxConfigBytes;
+// at most maxConfigFiles per work tree. A config past a bound refuses the
+// write rather than being half read.
+
+const (
+	maxConfigBytes = 256 << 10
+	maxConfigFiles = 16
+	maxGitFile     = 4 << 10
+)
+
+// writeIntoHooks is the decision that keeps the agent out of the hooks
+// git and hook managers run: it refuses creating or replacing the entry
+// name in d when d or a directory above it is the hooks directory of a
+// repository whose work tree holds d, and (unless [write] hook_managers
+// allows it) when the entry is a hook manager's file by rel or by d's
+// real path.
+func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
+	if g.pol.Write.HookManagers != "allow" {
+		for _, r := range []string{rel, filepath.Join(d.Rel, name)} {
+			for _, base := range []string{d.Root.Real, d.Root.Path} {
+				if i := policy.MatchGlobs(policy.HookManagerGlobs, r, filepath.Join(base, r), g.folds(d.Root)); i >= 0 {
+					return refusal.Of(refusal.HookManager, refusal.OpWrite, shown, refusal.Facts{Rule: policy.HookManagerGlobs[i].String()})
+				}
+			}
+		}
+	}
+	depth := 0
+	if d.Rel != "." {
+		depth = strings.Count(d.Rel, "/") + 1
+	}
+	// The identities of d and each directory above it up to the root
+	// (where a write may land), and every directory above d up to the
+	// file system's top that is a work tree's top (a repository above the
+	// root may name a hooks directory beneath it).
+	type ident struct{ dev, ino uint64 }
+	var chain []ident
+	var tops []int
+	defer func() {
+		for _, fd := range tops {
+			unix.Close(fd)
+		}
+	}()
+	fd, err := unix.Openat(int(d.Fd()), ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return hookErr(shown, err)
+	}
+	var owners []uint32
+	var prev ident
+	for lv := 0; ; lv++ {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return hookErr(shown, err)
+		}
+		here := ident{st.Dev, st.Ino}
+		if lv > 0 && here == prev {
+			unix.Close(fd) // the top of the file system: ".." is itself
+			break
+		}
+		prev = here
+		if lv <= depth {
+			chain = append(chain, here)
+		}
+		var gst unix.Stat_t
+		switch err := unix.Fstatat(fd, ".git", &gst, unix.AT_SYMLINK_NOFOLLOW); err {
+		case nil:
+			tops, owners = append(tops, fd), append(owners, gst.Uid)
+		case unix.ENOENT, unix.ENOTDIR:
+		default:
+			unix.Close(fd)
+			return hookErr(shown, err)
+		}
+		parent, err := unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if len(tops) == 0 || tops[len(tops)-1] != fd {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return hookErr(shown, err)
+		}
+		fd = parent
+		if lv > 4096 {
+			unix.Close(fd)
+			return hookErr(shown, unix.ELOOP)
+		}
+	}
+	for t, top := range tops {
+		paths, err := hooksPaths(top, owners[t])
+		if err != nil {
+			return refusal.Of(refusal.GitHooks, refusal.OpWrite, shown, refusal.Facts{Detail: "a repository's config above it could not be checked for core.hooksPath (" + err.Error() + ")"})
+		}
+		for _, hp := range paths {
+			hfd, err := openHooksDir(top, hp, owners[t])
+			if err != nil {
+				continue // no such directory: no write lands in it
+			}
+			var hs unix.Stat_t
+			err = unix.Fstat(hfd, &hs)
+			unix.Close(hfd)
+			if err != nil {
+				continue
+			}
+			for i, l := range chain {
+				if l == (ident{hs.Dev, hs.Ino}) {
+					what := "it is in"
+					if i > 0 {
+						what = "it is beneath"
+					}
+					return refusal.Of(refusal.GitHooks, refusal.OpWrite, shown, refusal.Facts{Detail: fmt.Sprintf("%s a repository's hooks directory (core.hooksPath = %s)", what, strconv.Quote(hp))})
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func hookErr(shown string, err error) error {
+	return refusal.Of(refusal.IOFailed, refusal.OpWrite, shown, refusal.Facts{Detail: unwrap(err).Error()}).Because(err)
+}
+
+// openHooksDir opens the directory a core.hooksPath value names, for the
+// work tree whose top is topfd, as git resolves it: "~/" and "~user/"
+// from a home directory, a relative path from the work tree's top.
+func openHooksDir(topfd int, value string, owner uint32) (int, error) {
+	p, err := expandHome(value, owner)
+	if err != nil {
+		return -1, err
+	}
+	return unix.Openat(topfd, p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
+
+// expandHome expands a leading "~/" (the home of owner, the user git
+// most likely runs as: the work tree's owner) or "~user/".
+func expandHome(p string, owner uint32) (string, error) {
+	if !strings.HasPrefix(p, "~") {
+		return p, nil
+	}
+	user, rest, _ := strings.Cut(p[1:], "/")
+	var home string
+	if user == "" {
+		home = homeOf(func(f []string) bool { return f[2] == strconv.FormatUint(uint64(owner), 10) })
+	} else {
+		home = homeOf(func(f []string) bool { return f[0] == user })
+	}
+	if home == "" {
+		return "", unix.ENOENT
+	}
+	return filepath.Join(home, rest), nil
+}
+
+// homeOf is the home directory of the first /etc/passwd entry match
+// accepts, or "".
+func homeOf(match func(fields []string) bool) string {
+	b, err := readBounded(unix.AT_FDCWD, "/etc/passwd", 4<<20)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 6 && match(f) {
+			return f[5]
+		}
+	}
+	return ""
+}
+
+// hooksPaths returns every core.hooksPath value the configs of the work
+// tree whose top is topfd set: its repository's own, those they include,
+// and the global ones of owner and the system.
+func hooksPaths(topfd int, owner uint32) ([]string, error) {
+	c := &configs{seen: map[[2]uint64]bool{}, owner: owner}
+	if gd, err := gitDirOf(topfd); err == nil {
+		c.readIn(gd, "config")
+		c.readIn(gd, "config.worktree")
+		if b, err := readBounded(gd, "commondir", maxGitFile); err == nil {
+			if cd, err := unix.Openat(gd, strings.TrimSpace(string(b)), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+				c.readIn(cd, "config")
+				c.readIn(cd, "config.worktree")
+				unix.Close(cd)
+			}
+		}
+		unix.Close(gd)
+	}
+	c.readIn(unix.AT_FDCWD, "/etc/gitconfig")
+	if home, err := expandHome("~/", owner); err == nil {
+		c.readIn(unix.AT_FDCWD, filepath.Join(home, ".gitconfig"))
+		c.readIn(unix.AT_FDCWD, filepath.Join(home, ".config/git/config"))
+	}
+	return c.hooks, c.err
+}
+
+// gitDirOf opens the git directory the .git entry of topfd leads to: the
+// directory (or a symbolic link's), or the one a file's "gitdir:" names.
+func gitDirOf(topfd int) (int, error) {
+	fd, err := unix.Openat(topfd, ".git", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != unix.ENOTDIR {
+		return fd, err
+	}
+	b, err := readBounded(topfd, ".git", maxGitFile)
+	if err != nil {
+		return -1, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	dir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return -1, unix.ENOENT
+	}
+	return unix.Openat(topfd, strings.TrimSpace(dir), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
+
+// configs gathers core.hooksPath values from git config files.
+type configs struct {
+	seen  map[[2]uint64]bool
+	owner uint32
+	n     int
+	hooks []string
+	err   error
+}
+
+// readIn reads the config file name (beneath dirfd when relative) and the
+// files it includes; a file that does not exist or is not a regular file
+// is skipped, as git skips a missing include.
+func (c *configs) readIn(dirfd int, name string) {
+	if c.err != nil {
+		return
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return
+	}
+	k := [2]uint64{st.Dev, st.Ino}
+	if c.seen[k] {
+		return
+	}
+	c.seen[k] = true
+	if c.n++; c.n > maxConfigFiles {
+		c.err = fmt.Errorf("more than %d config files", maxConfigFiles)
+		return
+	}
+	if st.Size > maxConfigBytes {
+		c.err = fmt.Errorf("a config file of more than %d bytes", maxConfigBytes)
+		return
+	}
+	b := make([]byte, st.Size+1)
+	n, _ := f.ReadAt(b, 0)
+	if n > maxConfigBytes {
+		c.err = fmt.Errorf("a config file of more than %d bytes", maxConfigBytes)
+		return
+	}
+	var incs []string
+	for _, kv := range parseConfig(b[:n]) {
+		switch {
+		case kv.section == "core" && kv.key == "hookspath":
+			c.hooks = append(c.hooks, kv.value)
+		case (kv.section == "include" || kv.section == "includeif") && kv.key == "path":
+			incs = append(incs, kv.value)
+		}
+	}
+	for _, inc := range incs {
+		p, err := expandHome(inc, c.owner)
+		if err != nil {
+			continue
+		}
+		if !filepath.IsAbs(p) { // relative to the including file's directory
+			if dirfd == unix.AT_FDCWD {
+				p = filepath.Join(filepath.Dir(name), p)
+			} else if real, err := realPath(fd); err == nil {
+				p = filepath.Join(filepath.Dir(real), p)
+			} else {
+				continue
+			}
+		}
+		c.readIn(unix.AT_FDCWD, p)
+	}
+}
+
+// configValue is one variable of a git config file: its section (the
+// part before the first dot or quote, lower case), its key (lower case)
+// and its value, unquoted.
+type configValue struct{ section, key, value string }
+
+// parseConfig reads git config syntax (git-config(1)): [section] and
+// [section "sub"] headers, key = value lines, comments after '#' or ';'
+// outside quotes, double-quoted parts with backslash escapes, and lines
+// continued by a final backslash.
+func parseConfig(b []byte) []configValue {
+	var out []configValue
+	section := ""
+	// Join continued lines first.
+	text := strings.ReplaceAll(string(b), "\r\n", "\n")
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		for strings.HasSuffix(line, "\\") && !strings.HasSuffix(line, "\\\\") && i+1 < len(lines) {
+			i++
+			line = line[:len(line)-1] + lines[i]
+		}
+		s := strings.TrimSpace(line)
+		if s == "" || s[0] == '#' || s[0] == ';' {
+			continue
+		}
+		if s[0] == '[' {
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				continue
+			}
+			h := strings.TrimSpace(s[1:end])
+			name := h
+			if j := strings.IndexAny(h, " \t\"."); j >= 0 {
+				name = h[:j]
+			}
+			section = strings.ToLower(name)
+			s = strings.TrimSpace(s[end+1:])
+			if s == "" || s[0] == '#' || s[0] == ';' {
+				continue
+			}
+		}
+		key, val, hasVal := strings.Cut(s, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		if !hasVal {
+			continue // a boolean: no path
+		}
+		out = append(out, configValue{section, key, unquote(val)})
+	}
+	return out
+}
+
+// unquote is a config value as git reads it.
+func unquote(v string) string {
+	var b bytes.Buffer
+	inQuote := false
+	v = strings.TrimSpace(v)
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			inQuote = !inQuote
+		case c == '\\' && i+1 < len(v):
+			i++
+			switch v[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'b':
+				if b.Len() > 0 {
+					b.Truncate(b.Len() - 1)
+				}
+			default:
+				b.WriteByte(v[i])
+			}
+		case !inQuote && (c == '#' || c == ';'):
+			return strings.TrimRight(b.String(), " \t")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimRight(b.String(), " \t")
+}
+
+// readBounded reads the regular file name beneath dirfd, refusing one of
+// more than max bytes.
+func readBounded(dirfd int, name string, max int64) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, unix.EINVAL
+	}
+	if st.Size > max {
+		return nil, unix.EFBIG
+	}
+	b := make([]byte, st.Size+1)
+	n, _ := f.ReadAt(b, 0)
+	if int64(n) > max {
+		return nil, unix.EFBIG
+	}
+	return b[:n], nil
+}
