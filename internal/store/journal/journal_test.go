@@ -178,6 +178,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv("FSGUARD_TEST_WRITER"); path != "" {
 		os.Exit(writer(path))
 	}
+	if path := os.Getenv("FSGUARD_TEST_HOLDER"); path != "" {
+		os.Exit(holder(path))
+	}
 	os.Exit(m.Run())
 }
 
@@ -661,5 +664,128 @@ func TestDanglingReadsOnlyWrites(t *testing.T) {
 	// The altered record is still found by whoever reads it: verify.
 	if _, err := j.Verify(nil); err == nil {
 		t.Error("verify passed a journal with a record altered in place")
+	}
+}
+
+// holder is a long-lived writer, as the daemon is (HoldFiles): four
+// goroutines append records one by one, printing each sequence number
+// once its append returned, until the process is killed.
+func holder(path string) int {
+	j, err := Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := j.HoldFiles(nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	for g := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				r := &Record{Kind: KindObservation, Origin: OriginRead, Session: "h", Path: fmt.Sprintf("/h%d/%d", g, i), RealPath: "/r"}
+				if err := j.Append(r); err != nil {
+					mu.Lock()
+					fmt.Fprintln(out, "stopped") // the files were lost: nothing more is acknowledged
+					out.Flush()
+					mu.Unlock()
+					return
+				}
+				mu.Lock()
+				fmt.Fprintf(out, "%d\n", r.Seq)
+				out.Flush()
+				mu.Unlock()
+			}
+		}()
+	}
+	select {}
+}
+
+// TestDeletedWALUnderLoadLosesNoAcknowledgedRecord: the WAL of a
+// long-lived writer deleted while four goroutines append, and the writer
+// killed at once with SIGKILL. Every record it acknowledged is in the
+// journal, or verify says that acknowledged records are missing; never
+// "intact" with records gone. The next long-lived writer records the gap
+// in the chain, so it is not forgotten once the journal grows.
+func TestDeletedWALUnderLoadLosesNoAcknowledgedRecord(t *testing.T) {
+	t.Parallel()
+	for run := range 3 {
+		t.Run(strconv.Itoa(run), func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "j.db")
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "FSGUARD_TEST_HOLDER="+path)
+			stdout, _ := cmd.StdoutPipe()
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			reported := map[int64]bool{}
+			sc := bufio.NewScanner(stdout)
+			for len(reported) < 300+run*300 && sc.Scan() {
+				seq, _ := strconv.ParseInt(sc.Text(), 10, 64)
+				reported[seq] = true
+			}
+			if err := os.Remove(path + "-wal"); err != nil {
+				t.Fatal(err)
+			}
+			// Some more appends (or all four writers stopped) before the
+			// kill, in the later runs.
+			for more, stopped := 0, 0; more < run*50 && stopped < 4 && sc.Scan(); more++ {
+				if sc.Text() == "stopped" {
+					stopped++
+					continue
+				}
+				seq, _ := strconv.ParseInt(sc.Text(), 10, 64)
+				reported[seq] = true
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			for sc.Scan() {
+				if seq, err := strconv.ParseInt(sc.Text(), 10, 64); err == nil {
+					reported[seq] = true
+				}
+			}
+			cmd.Wait()
+			if len(reported) < 300 {
+				t.Fatalf("the writer acknowledged only %d records: %s", len(reported), stderr.String())
+			}
+			j, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			present := map[int64]bool{}
+			recs, _ := j.Query(Filter{})
+			for _, r := range recs {
+				present[r.Seq] = true
+			}
+			missing := 0
+			for seq := range reported {
+				if !present[seq] {
+					missing++
+				}
+			}
+			_, verr := j.Verify(nil)
+			t.Logf("%d acknowledged, %d missing, verify: %v", len(reported), missing, verr)
+			if missing > 0 && (verr == nil || !strings.Contains(verr.Error(), "acknowledged")) {
+				t.Fatalf("%d acknowledged records are missing and verify says %v", missing, verr)
+			}
+			if missing == 0 && verr != nil {
+				t.Fatalf("nothing is missing, but verify says %v", verr)
+			}
+			if err := j.HoldFiles(nil); err != nil {
+				t.Fatal(err)
+			}
+			if (missing > 0) != (j.Lost() != nil) {
+				t.Fatalf("the next writer found a gap: %v; %d records are missing", j.Lost(), missing)
+			}
+			fill(t, j, 3)
+			if _, err := j.Verify(nil); (err != nil) != (missing > 0) {
+				t.Fatalf("verify once the journal grew past the mark: %v (%d missing)", err, missing)
+			}
+		})
 	}
 }

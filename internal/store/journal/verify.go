@@ -134,6 +134,9 @@ func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
 			r.ContentID != content || r.Origin != origin || r.Code != code {
 			return n, &Bad{Seq: seq, Why: "its indexed columns disagree with its body: the record was altered"}
 		}
+		if r.Kind == KindLoss {
+			return n, &Bad{Seq: seq, Why: "a gap: " + r.Detail}
+		}
 		switch {
 		case r.Kind == KindIntent:
 			open[seq] = r.RealPath
@@ -151,6 +154,11 @@ func (j *Journal) Verify(progress func(done, total int64)) (int64, error) {
 	}
 	if total != n || (n > 0 && head != prev) {
 		return n, &Bad{Seq: total, Why: fmt.Sprintf("the head names record %d but the chain ends at %d: records were deleted from the end", total, n)}
+	}
+	// Records acknowledged beyond the head are gone with a WAL, though
+	// the chain that is left is whole.
+	if err := j.lostSince(total); err != nil {
+		return n, &Bad{Seq: total + 1, Why: err.Error()}
 	}
 	// The indexes, against the table: SQLite's own check. A damaged index
 	// answers "not there" for what is there, which no chain walk sees.
