@@ -31,6 +31,13 @@ for arch in amd64 arm64; do
 	done
 	dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/fsguard/policy.toml || fail "$deb: the policy is not a conffile"
 done
+# lintian clean, pedantic tags included; the one override (a static
+# binary) carries its reason in the package.
+report=$(lintian --pedantic --fail-on error,warning,info,pedantic --tag-display-limit 0 fsguard_"${want}"_*.deb 2>&1) ||
+	fail "lintian: $report"
+for s in postinst prerm postrm; do
+	dpkg-deb --ctrl-tarfile "fsguard_${want}_amd64.deb" | tar -t | grep -qx "./$s" || fail "the package lacks its $s script"
+done
 mkdir x && dpkg-deb -x "fsguard_${want}_amd64.deb" x
 for flag in version --version; do
 	got=$(x/usr/bin/fsguard $flag) || fail "the packaged binary does not run"

@@ -21,6 +21,12 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 nfpm=$(cd tools/release && go tool -n nfpm)
+# changelog VERSION: the package's Debian changelog (a native package's,
+# one entry for this build), dated by the commit like every other stamp.
+changelog() {
+	printf 'fsguard (%s) unstable; urgency=medium\n\n  * Built from commit %s.\n\n -- fsguard developers <fsguard@users.noreply.github.com>  %s\n' \
+		"$1" "$(git rev-parse HEAD)" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")"
+}
 for arch in amd64 arm64; do
 	stage=$(mktemp -d)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags="-s -w $stamp" -o "$stage/fsguard" ./cmd/fsguard
@@ -34,6 +40,7 @@ for arch in amd64 arm64; do
 	"$host" completion fish > "$stage/fsguard.fish"
 	sed 's|/usr/local/bin/fsguard|/usr/bin/fsguard|g' deploy/fsguard.service > "$stage/fsguard.service"
 	cp policy.toml.example "$stage/policy.toml"
+	changelog "$version" | gzip -9n > "$stage/changelog.gz"
 	sed "s|\${STAGE}|$stage|g" deploy/nfpm.yaml > "$stage/nfpm.yaml" # nfpm expands no variable in a source path
 	ARCH=$arch VERSION=$version "$nfpm" package --config "$stage/nfpm.yaml" --packager deb --target "$out/fsguard_${version}_$arch.deb" >/dev/null
 	rm -rf "$stage"
