@@ -246,3 +246,31 @@ func TestUnitLetsAgentsReachTheSocket(t *testing.T) {
 		t.Errorf("the refused connection does not name the socket and its directory: %s", errs)
 	}
 }
+
+// TestReadOnlyRootWarnsAtStart: a project bound read-only into the
+// daemon's container (the Kubernetes mistake: readOnly on the daemon's
+// volume, where only the agent's view was meant to be) makes every write
+// fail with EROFS; the daemon says so when it starts, naming that root
+// and no other.
+func TestReadOnlyRootWarnsAtStart(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, "bind mounts a root read-only")
+	base := t.TempDir()
+	src, ro, rw, mp := filepath.Join(base, "src"), filepath.Join(base, "ro"), filepath.Join(base, "rw"), filepath.Join(base, "mnt")
+	for _, d := range []string{src, ro, rw, mp} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644)
+	mustRun(t, "mount", "--bind", src, ro)
+	t.Cleanup(func() { syscall.Unmount(ro, syscall.MNT_DETACH) })
+	mustRun(t, "mount", "-o", "remount,bind,ro", ro)
+	policy := filepath.Join(base, "policy.toml")
+	writePolicy(t, policy, []string{ro, rw}, "")
+	d := startMount(t, mp, "--policy", policy)
+	d.log.waitFor(t, "root on a read-only mount", 1, testenv.HangGuard)
+	for _, line := range strings.Split(d.log.String(), "\n") {
+		if strings.Contains(line, "read-only mount") && (!strings.Contains(line, ro) || strings.Contains(line, rw)) {
+			t.Errorf("the warning names the wrong root: %s", line)
+		}
+	}
+}

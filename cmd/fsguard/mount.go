@@ -83,6 +83,9 @@ flags:
 	fmt.Fprintf(stdout, "%s\n", ready)
 	log.Info("mounted", "mountpoint", srv.MountPoint(), "roots", len(pol.Roots), "policy", pol.Source)
 	for _, r := range srv.Guard().Roots() {
+		if r.ReadOnly() {
+			log.Warn("root on a read-only mount: every write and edit beneath it fails (EROFS); mount it read-write for the daemon (the agent's view is read-only whatever the root's mount)", "root", r.Path)
+		}
 		if !r.OneOpen() && !r.CrossMounts() {
 			log.Info("root neither on a nodev mount nor given a nodev view: each file a cold listing shows costs two more system calls (docs/mount.md: \"One open per file\")", "root", r.Path)
 		}

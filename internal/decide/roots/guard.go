@@ -129,6 +129,20 @@ func (r *Root) noteMount(fd int) {
 // points below it.
 func (r *Root) CrossMounts() bool { return r.crossMounts }
 
+// ReadOnly reports whether the root's file system is mounted read-only
+// now, so every write and edit beneath it would fail with EROFS: a
+// project bound read-only into the daemon's container, where only the
+// agent's view was meant to be.
+func (r *Root) ReadOnly() bool {
+	fd, err := r.rfd.hold()
+	if err != nil {
+		return false
+	}
+	defer r.rfd.drop()
+	var sfs unix.Statfs_t
+	return unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0
+}
+
 // New opens every root of the policy.
 func New(p *policy.Policy) (*Guard, error) {
 	g := &Guard{pol: p, denials: &denials{}}
