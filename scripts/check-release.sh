@@ -38,6 +38,9 @@ report=$(lintian --pedantic --fail-on error,warning,info,pedantic --tag-display-
 for s in postinst prerm postrm; do
 	dpkg-deb --ctrl-tarfile "fsguard_${want}_amd64.deb" | tar -t | grep -qx "./$s" || fail "the package lacks its $s script"
 done
+tag=$(printf %s "$want" | tr '~+' '--')
+[ "$(grep -c "image: ghcr.io/fsguard/fsguard:$tag\$" fsguard-k8s.yaml)" = 2 ] || fail "fsguard-k8s.yaml does not name the image ghcr.io/fsguard/fsguard:$tag twice (daemon, follower): $(grep image: fsguard-k8s.yaml)"
+! grep -q ':VERSION' fsguard-k8s.yaml || fail "fsguard-k8s.yaml still holds the VERSION placeholder"
 mkdir x && dpkg-deb -x "fsguard_${want}_amd64.deb" x
 for flag in version --version; do
 	got=$(x/usr/bin/fsguard $flag) || fail "the packaged binary does not run"

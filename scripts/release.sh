@@ -2,7 +2,8 @@
 # Release artifacts: static binaries (CGO_ENABLED=0, so they run in any
 # image, musl and distroless included), a Debian package per architecture
 # (the binary, the systemd unit, completions, the man page, the example
-# policy as a config file), and SHA256SUMS.
+# policy as a config file), the Kubernetes manifests with the image's tag
+# (fsguard-k8s.yaml), and SHA256SUMS.
 #   scripts/release.sh OUTDIR [VERSION]
 # VERSION defaults to scripts/version.sh (the tag, else
 # 0.0.0~git<date>.<hash>). It is stamped into every binary (-ldflags -X),
@@ -45,5 +46,13 @@ for arch in amd64 arm64; do
 	ARCH=$arch VERSION=$version "$nfpm" package --config "$stage/nfpm.yaml" --packager deb --target "$out/fsguard_${version}_$arch.deb" >/dev/null
 	rm -rf "$stage"
 done
-(cd "$out" && sha256sum fsguard-linux-* fsguard_*.deb > SHA256SUMS)
+# The Kubernetes manifests with the image tagged by this version (a tag
+# may not hold Debian's ~ or +); build and push the image under the same
+# name: docker build --build-arg VERSION=$version -t ghcr.io/fsguard/fsguard:$tag .
+tag=$(printf %s "$version" | tr '~+' '--')
+for f in namespace policy-configmap daemonset; do
+	echo ---
+	sed "s|ghcr.io/fsguard/fsguard:VERSION|ghcr.io/fsguard/fsguard:$tag|" "deploy/k8s/$f.yaml"
+done > "$out/fsguard-k8s.yaml"
+(cd "$out" && sha256sum fsguard-linux-* fsguard_*.deb fsguard-k8s.yaml > SHA256SUMS)
 ls -l "$out"
