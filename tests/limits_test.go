@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fsguard/fsguard/internal/testenv"
 )
@@ -62,5 +64,64 @@ func TestFewDescriptorsNoEIO(t *testing.T) {
 		cat("again")
 		d.stop()
 		os.Remove(d.journal)
+	}
+}
+
+// TestShortReadersNamedUnderLoad: with both cores kept busy, 100 cats
+// through the mount, each exiting at once, are recorded with their
+// process name (at least 99): the recorder that takes their opens off the
+// queue after they are gone still learns who they were.
+func TestShortReadersNamedUnderLoad(t *testing.T) {
+	t.Parallel()
+	e := newAccessEnv(t, "")
+	stop := make(chan struct{})
+	var busy sync.WaitGroup
+	for range 2 * runtime.NumCPU() {
+		busy.Add(1)
+		go func() {
+			defer busy.Done()
+			x := 0
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for i := range 1 << 16 {
+					x += i
+				}
+			}
+		}()
+	}
+	const n = 100
+	pids := map[uint32]bool{}
+	for i := range n {
+		cat := exec.Command("cat", filepath.Join(e.mp, "many", fmt.Sprintf("d%02d", i%20), fmt.Sprintf("f%04d.txt", i)))
+		if out, err := cat.Output(); err != nil || !strings.HasPrefix(string(out), fmt.Sprintf("line %d\n", i)) {
+			t.Fatalf("cat %d: %v %q", i, err, out)
+		}
+		pids[uint32(cat.Process.Pid)] = true
+	}
+	close(stop)
+	busy.Wait()
+	var named, unnamed int
+	testenv.Within(t, 60*time.Second, "an access record for each cat", func() error {
+		named, unnamed = 0, 0
+		for _, r := range accesses(t, e.d) {
+			if pids[r.Pid] {
+				if r.Process == "cat" {
+					named++
+				} else {
+					unnamed++
+				}
+			}
+		}
+		if named+unnamed < n {
+			return fmt.Errorf("%d of %d cats recorded", named+unnamed, n)
+		}
+		return nil
+	})
+	if named < n-1 {
+		t.Errorf("%d of %d short-lived cats under load recorded without their name", unnamed, n)
 	}
 }

@@ -23,6 +23,9 @@ func (d *Daemon) recordOpens() error {
 		return err
 	}
 	d.opens = rec
+	if err := rec.ExitsUnknown(); err != nil {
+		d.log.Warn("processes that exit before their opens are recorded are not named (no taskstats exit notifications)", "err", err.Error())
+	}
 	return nil
 }
 

@@ -129,10 +129,13 @@ type Recorder struct {
 	// descriptor in it, not by resolving the whole path again, which
 	// each of a walker's many files would pay.
 	fdDir int
-	tid   int // the thread, whose table is /proc/self/task/<tid>/fd
-	link  []byte
-	held  []heldOpen // read, not yet named
-	procs *procs
+	// exitsErr says why exits are not learned from taskstats (nil: they
+	// are).
+	exitsErr error
+	tid      int // the thread, whose table is /proc/self/task/<tid>/fd
+	link     []byte
+	held     []heldOpen // read, not yet named
+	procs    *procs
 
 	mu       sync.Mutex
 	pending  map[key]*Access
@@ -297,9 +300,20 @@ func (r *Recorder) read(ready chan<- error) {
 	// polls nobody waits, and an open queues its event without a wakeup.
 	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}, {Fd: int32(r.wake[0]), Events: unix.POLLIN}}
 	var drop [64]byte
+	// The exits' queue is drained at least each exitDrain, so the socket
+	// does not overflow while no open is made.
+	wait := -1
+	if r.procs.ex.fd >= 0 {
+		wait = int(exitDrain / time.Millisecond)
+	}
 	for {
-		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+		ready, err := unix.Poll(fds, wait)
+		if err != nil && err != unix.EINTR {
 			return
+		}
+		r.procs.ex.drain()
+		if ready <= 0 {
+			continue
 		}
 		if fds[1].Revents != 0 {
 			for {
@@ -369,7 +383,12 @@ func (r *Recorder) ownTable() error {
 	}
 	var err error
 	r.fdDir, err = unix.Open("/proc/thread-self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	return err
+	if err != nil {
+		return err
+	}
+	// The exits' socket is in this table too: only this thread reads it.
+	r.procs.ex, r.exitsErr = newExits()
+	return nil
 }
 
 // closeCopies closes, in the thread's own table, the copies ownTable
@@ -611,6 +630,10 @@ func (r *Recorder) deferredLocked() bool {
 
 // Flush names what is held and hands on what is pending now.
 func (r *Recorder) Flush() { r.flush() }
+
+// ExitsUnknown says why processes that exit before their opens are taken
+// off the queue cannot be named (taskstats unavailable), or nil.
+func (r *Recorder) ExitsUnknown() error { return r.exitsErr }
 
 func (r *Recorder) flush() {
 	r.nameHeld()

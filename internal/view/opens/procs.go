@@ -32,6 +32,9 @@ const NoUid = ^uint32(0)
 // on the reader's thread only: its descriptors are in that thread's table.
 type procs struct {
 	m map[uint32]*proc
+	// ex names the processes that exited before they could be named
+	// here (nil: not known).
+	ex *exits
 }
 
 type proc struct {
@@ -68,6 +71,11 @@ func (ps *procs) get(pid uint32) Process {
 	}
 	fresh := open(pid)
 	if fresh == nil {
+		if ps.ex != nil {
+			if p, ok := ps.ex.named(pid); ok {
+				return p
+			}
+		}
 		return Process{Uid: NoUid}
 	}
 	if len(ps.m) >= maxProcs {
@@ -140,6 +148,9 @@ func (ps *procs) sweepOlder(olderThan time.Duration) {
 
 func (ps *procs) close() {
 	ps.sweepOlder(0)
+	if ps.ex != nil {
+		ps.ex.close()
+	}
 }
 
 // readSmall reads a small /proc file by system calls alone. It runs on the
