@@ -188,6 +188,7 @@ const (
 	PackedName       Reason = "packed-name"       // Member, Rule
 	PackedCredential Reason = "packed-credential" // Member, Family
 	PackedUnchecked  Reason = "packed-unchecked"  // Member (when one is at fault), Detail: the bound
+	PackedTwoWays    Reason = "packed-two-ways"   // Member (when one is at fault), Detail: where the readings part
 	PackedRefused    Reason = "packed-refused"
 )
 
@@ -371,6 +372,13 @@ var table = map[Reason]row{
 			at = fmt.Sprintf(" at member %q", e.Member)
 		}
 		return fmt.Sprintf("it is packed (gzip, tar or zip) and cannot be checked within fsguard's bounds (%s%s), and fsguard never serves a packed file it has not looked into; unpack it where the agent can read the files one by one, or the operator can list it in [sniff] allow_globs or set [sniff] archives = \"allow\"", e.Detail, at)
+	}),
+	PackedTwoWays: whyf(ArchiveUnchecked, func(e *Error, _ *words) string {
+		at := ""
+		if e.Member != "" {
+			at = fmt.Sprintf(" at member %q", e.Member)
+		}
+		return fmt.Sprintf("it is a zip that extractors read two ways (%s%s): one that streams its local headers and one that reads its central directory would unpack different files, so fsguard cannot say what it holds and does not guess; make the zip again from its files with an ordinary tool (zip, jar), or the operator can list it in [sniff] allow_globs", e.Detail, at)
 	}),
 	PackedRefused:      why(Denied, `it is packed (gzip, tar or zip), and the policy refuses packed files ([sniff] archives = "deny"); read the files it was made from`),
 	ChangedReading:     why(ChangedDuringRead, "the file changed while it was being read; read it again"),

@@ -206,7 +206,11 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 	p.Sample = sample
 	// A packed file is looked into, whatever its size; its kind is known
 	// from the sample, before the scan reuses the sample's buffer.
-	kind := packedKind(pol, data)
+	kind, err := packedKind(pol, data, f, f.Stat.Size)
+	if err != nil {
+		pool.Put(bp)
+		return finish(sample, ioErr(f.Shown, err))
+	}
 	// A sample that is the whole file was searched for keys and
 	// credentials whole.
 	creds := maskable(sample) && pol.Secrets.Masks()

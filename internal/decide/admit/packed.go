@@ -20,13 +20,16 @@ import (
 // to a member per depth in memory (sniff.MaxPackedMember).
 const maxUnpacking = 2
 
-// packedKind is the packing of a file whose first bytes are head, when
-// the policy looks into packed files ("" otherwise).
-func packedKind(pol *policy.Policy, head []byte) string {
+// packedKind is the packing of the file r of size bytes whose first
+// bytes are head, when the policy looks into packed files ("" otherwise):
+// by its head, or a zip by its end record, whatever is before it (a zip
+// behind a self-extractor's stub or appended to an image is one to every
+// zip reader).
+func packedKind(pol *policy.Policy, head []byte, r io.ReaderAt, size int64) (string, error) {
 	if pol.Sniff.Archives == policy.ArchivesAllow {
-		return ""
+		return "", nil
 	}
-	return sniff.PackedKind(head)
+	return sniff.PackedKindIn(head, r, size)
 }
 
 // unpack fills res.Inside for a packed file of kind (r, size bytes): what
@@ -80,6 +83,8 @@ func insideVerdict(pol *policy.Policy, p roots.Path, in *sniff.Inside) error {
 		reason, facts.Family = refusal.PackedCredential, in.Family
 	case sniff.InsideRefused:
 		reason = refusal.PackedRefused
+	case sniff.InsideTwoWays:
+		reason, facts.Detail = refusal.PackedTwoWays, in.Detail
 	default:
 		facts.Detail = in.Detail
 	}

@@ -2,11 +2,9 @@ package sniff
 
 import (
 	"archive/tar"
-	"archive/zip"
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -70,6 +68,40 @@ func PackedKind(head []byte) string {
 	return ""
 }
 
+// packedKindOf is the packing of data, a whole file: by its first bytes,
+// or a zip by its end record (behind a prefix).
+func packedKindOf(data []byte) string {
+	kind, _ := PackedKindIn(data, bytes.NewReader(data), int64(len(data)))
+	return kind
+}
+
+// PackedKindIn is the packing of the file of size bytes that r reads,
+// whose first bytes are head (at least 512 when there are): by head
+// (PackedKind), or a zip by the end record its last bytes hold, whatever
+// is before it (a self-extractor's stub, an image the zip is appended
+// to), as every zip reader finds one.
+func PackedKindIn(head []byte, r io.ReaderAt, size int64) (string, error) {
+	if kind := PackedKind(head); kind != "" {
+		return kind, nil
+	}
+	if size < zipEndLen {
+		return "", nil
+	}
+	var tail []byte
+	if int64(len(head)) >= size {
+		tail = head[size-min(size, ZipTail) : size]
+	} else {
+		tail = make([]byte, min(size, ZipTail))
+		if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && err != io.EOF {
+			return "", err
+		}
+	}
+	if ZipAtEnd(tail) {
+		return Zip, nil
+	}
+	return "", nil
+}
+
 // isTarHeader: a tar header, POSIX, GNU or older, whose checksum is
 // right (text that happens to hold "ustar" at 257 is not one).
 func isTarHeader(h []byte) bool {
@@ -100,6 +132,7 @@ const (
 	InsideName       = "name"       // a member's name is denied (Rule)
 	InsideCredential = "credential" // a member's text holds a credential (Family)
 	InsideUnchecked  = "unchecked"  // it cannot be checked within the bounds (Detail)
+	InsideTwoWays    = "two-ways"   // a zip's streaming and directory readings disagree (Detail)
 	InsideRefused    = "refused"    // the policy refuses packed files ([sniff] archives = "deny")
 )
 
@@ -111,7 +144,7 @@ type Inside struct {
 	Member string
 	Rule   string // InsideName: the deny glob
 	Family string // InsideCredential: the credential's family
-	Detail string // InsideUnchecked: which bound, or what could not be read
+	Detail string // InsideUnchecked: which bound, or what could not be read; InsideTwoWays: where a zip's readings part
 }
 
 // Unpacker checks packed files: members' names against Deny, their
@@ -161,8 +194,12 @@ func (u *Unpacker) Inspect(r io.ReaderAt, size int64, kind string) (*Inside, err
 	return in, err
 }
 
-// unchecked is an Inside for a member that cannot be checked.
+// unchecked is an Inside for a member that cannot be checked: a zip
+// whose two readings disagree is one (zipDisagree), told apart.
 func unchecked(member, why string) *Inside {
+	if d, ok := strings.CutPrefix(why, zipDisagree); ok {
+		return &Inside{Why: InsideTwoWays, Member: member, Detail: d}
+	}
 	return &Inside{Why: InsideUnchecked, Member: member, Detail: why}
 }
 
@@ -289,82 +326,60 @@ func (p *unpack) tar(r io.Reader, prefix string, depth int, count bool) (*Inside
 	}
 }
 
-// zip checks a zip archive's entries through its central directory.
+// zip checks a zip archive as both its readings see it (zipwalk.go):
+// through its central directory, and walking its local headers; the
+// members are read from the local records, once the two are found one.
 func (p *unpack) zip(r io.ReaderAt, size int64, prefix string, depth int) (*Inside, error) {
-	if why, err := zipBounded(r, size, p.b.members); why != "" || err != nil {
-		if err != nil {
-			return nil, err
+	tail := make([]byte, min(size, ZipTail))
+	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && err != io.EOF {
+		return nil, err
+	}
+	e, why, ok := findZipEnd(tail, size)
+	if !ok {
+		if why == "" {
+			why = "damaged zip: no end of central directory"
 		}
 		return unchecked(prefix, why), nil
 	}
-	zr, err := zip.NewReader(r, size)
-	if err != nil {
-		return unchecked(prefix, "damaged zip: "+err.Error()), nil
+	es, why, err := zipEntries(r, e, p.b.members)
+	if why != "" || err != nil {
+		return unchecked(prefix, why), err
 	}
-	for _, f := range zr.File {
-		member := prefix + memberPath(f.Name)
+	es, why, err = zipLayout(r, es, e.at-e.dirSize)
+	if why != "" || err != nil {
+		return unchecked(prefix, why), err
+	}
+	for i := range es {
+		z := &es[i]
+		member := prefix + memberPath(z.name)
 		if in := p.entry(member); in != nil {
 			return in, nil
 		}
-		if f.Mode().IsDir() {
-			continue
+		if z.csize == 0 && z.usize == 0 {
+			continue // a directory, or an empty file
 		}
-		if f.Flags&1 != 0 {
+		if z.flags&1 != 0 {
 			return unchecked(member, "an encrypted member"), nil
 		}
-		if f.Method != zip.Store && f.Method != zip.Deflate {
-			return unchecked(member, fmt.Sprintf("compression method %d", f.Method)), nil
-		}
-		if f.UncompressedSize64 > uint64(p.b.member) {
+		if z.usize > p.b.member {
 			return p.tooLarge(member), nil
 		}
-		rc, err := f.Open()
-		if err != nil {
-			return unchecked(member, "damaged zip: "+err.Error()), nil
+		rd, check, why := zipMember(r, z)
+		if why != "" {
+			return unchecked(member, why), nil
 		}
-		data, in, err := p.readMember(rc, member, int64(f.UncompressedSize64), true)
-		rc.Close()
+		data, in, err := p.readMember(rd, member, z.usize, true)
 		if in != nil || err != nil {
 			return in, err
+		}
+		if why := check(data); why != "" {
+			return unchecked(member, why), nil
 		}
 		if in, err := p.content(data, member, depth); in != nil || err != nil {
 			return in, err
 		}
 	}
 	return nil, nil
-}
-
-// zipBounded says why a zip's central directory is beyond the bounds ("":
-// it is not): the zip reader reads every entry from the directory's
-// offset on, so its size, and the entries' count, are bounded here first.
-// Only a plain end record is taken (zip64 is for archives beyond the
-// bounds anyway), and the directory must end where the record starts.
-func zipBounded(r io.ReaderAt, size int64, members int) (string, error) {
-	const rec = 22
-	tail := make([]byte, min(size, rec+0xFFFF))
-	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && err != io.EOF {
-		return "", err
-	}
-	i := bytes.LastIndex(tail, []byte("PK\x05\x06"))
-	if i < 0 || len(tail)-i < rec {
-		return "damaged zip: no end of central directory", nil
-	}
-	e := tail[i:]
-	entries := binary.LittleEndian.Uint16(e[10:])
-	dirSize := int64(binary.LittleEndian.Uint32(e[12:]))
-	dirOff := int64(binary.LittleEndian.Uint32(e[16:]))
-	at := size - int64(len(tail)) + int64(i)
-	switch {
-	case entries == 0xFFFF || dirOff == 0xFFFFFFFF:
-		return "a zip64 archive", nil
-	case int(entries) > members:
-		return fmt.Sprintf("more than %d members", members), nil
-	case dirSize > maxZipDirectory:
-		return fmt.Sprintf("a central directory larger than %d bytes", maxZipDirectory), nil
-	case dirOff+dirSize != at:
-		return "a zip whose directory is not where its end record says", nil
-	}
-	return "", nil
 }
 
 // memberPath is a member's name as a path inside the archive: cleaned,
@@ -408,7 +423,7 @@ func (p *unpack) content(data []byte, member string, depth int) (*Inside, error)
 	if HasKey(data) {
 		return &Inside{Why: InsideKey, Member: member}, nil
 	}
-	if kind := PackedKind(data); kind != "" {
+	if kind := packedKindOf(data); kind != "" {
 		if depth >= MaxPackedDepth {
 			return unchecked(member, fmt.Sprintf("archives nested deeper than %d", MaxPackedDepth)), nil
 		}

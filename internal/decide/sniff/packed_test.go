@@ -76,7 +76,7 @@ func unpacker(t testing.TB) *Unpacker {
 
 func inspect(t testing.TB, u *Unpacker, data []byte) *Inside {
 	t.Helper()
-	kind := PackedKind(data[:min(len(data), 8192)])
+	kind := packedKindOf(data)
 	if kind == "" {
 		t.Fatalf("not recognised as packed: % x", data[:min(len(data), 16)])
 	}
