@@ -12,13 +12,14 @@ var flagsOf = map[string]string{
 	"check":      "--policy --session --socket --format",
 	"write":      "--policy --session --socket --id --format",
 	"status":     "--policy --socket --format",
-	"health":     "--socket",
+	"health":     "--socket --format",
 	"edit":       "--replace --insert-after --delete --text --old --new --policy --session --socket --format",
 	"journal":    "query tail stats verify export --session --path --since --until --kind --process --after --append-to --format -f --follow -n --jsonl --policy",
 	"policy":     "check",
 	"completion": "bash zsh fish",
 	"mount":      "--policy --allow-other --socket --session --debug",
-	"unmount":    "--lazy",
+	"unmount":    "--lazy --format",
+	"version":    "--format",
 	"mcp":        "--policy --socket --session --resume",
 }
 

@@ -36,7 +36,8 @@ const journalUsage = `usage: fsguard journal <query|tail|stats|verify|export> [f
 
 T is RFC 3339 (2026-12-02T15:00:00Z) or a duration ago (90m, 24h).
 The journal is $FSGUARD_JOURNAL, else the policy's journal.path, else
-~/.local/state/fsguard/journal.db.
+/var/lib/fsguard/journal.db for root (the service's) and
+~/.local/state/fsguard/journal.db for anyone else.
 
 An access record says that a process opened a file through the mount;
 it is not an observation (no model was shown anything by it), and no

@@ -116,10 +116,9 @@ func usage(w io.Writer) {
 // (`fsguard read FILE --offset 10`), which the flag package alone does not.
 // "--" ends flag parsing.
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, int, bool) {
-	fs.SetOutput(stderr)
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args, stderr); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, 0, false
 			}

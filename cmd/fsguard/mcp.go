@@ -61,9 +61,28 @@ example (an MCP client's server command):
 	return 0
 }
 
+const versionUsage = `usage: fsguard version [--format text|json]
+
+Prints the build's version: the release's, or 0.0.0~git<date>.<hash> for
+a build of an untagged commit (the same string as --version, the
+fsguard_build_info metric and the MCP server's serverInfo).
+`
+
 func runVersion(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintf(stdout, "fsguard %s\n", version())
-	return 0
+	fs := flagSet("version", versionUsage, stderr)
+	format := fs.String("format", "text", "text or json")
+	pos, code, ok := parse(fs, args, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "Error: fsguard version takes no argument, got %q (fsguard version --help)\n", pos[0])
+		return exitUsage
+	}
+	if !validFormat(*format, stderr) {
+		return exitUsage
+	}
+	return answer(stdout, stderr, *format, "fsguard "+version(), map[string]any{"version": version()}, nil)
 }
 
 // version is the build's version (the same string /metrics reports).

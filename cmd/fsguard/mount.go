@@ -136,8 +136,9 @@ func reload(log *slog.Logger, d *daemon.Daemon, file string) {
 func runUnmount(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("unmount", flag.ContinueOnError)
 	lazy := fs.Bool("lazy", false, "detach a busy mount now (MNT_DETACH); it goes away when the last file is closed")
+	format := fs.String("format", "text", "text or json")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: fsguard unmount [--lazy] MOUNTPOINT
+		fmt.Fprint(stderr, `usage: fsguard unmount [--lazy] [--format text|json] MOUNTPOINT
 
 Unmounts an fsguard mount. A stale mount (its daemon was killed) is
 always detached. A busy mount is tried again for 2 s before the command
@@ -152,10 +153,14 @@ example:
 	if !ok {
 		return code
 	}
-	if err := mount.Unmount(arg, *lazy); err != nil {
-		return fail(stderr, err)
+	if !validFormat(*format, stderr) {
+		return exitUsage
 	}
-	return 0
+	err := mount.Unmount(arg, *lazy)
+	if *format != "json" && err == nil {
+		return 0 // nothing to say, as umount(8)
+	}
+	return answer(stdout, stderr, *format, "", map[string]any{"mountpoint": arg, "lazy": *lazy}, err)
 }
 
 // moreProcs gives the daemon twice the Ps (GOMAXPROCS) the runtime would

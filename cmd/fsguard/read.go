@@ -48,7 +48,10 @@ changed since with a unified diff against the version it holds, when that
 is smaller. --anchors shows N#hh: text, for fsguard edit. With --socket (or
 $FSGUARD_SOCKET) the daemon reads and records, and PATH is in this
 process's view of the mount; otherwise the journal is $FSGUARD_JOURNAL,
-the policy's journal.path, or ~/.local/state/fsguard/journal.db.
+else the policy's journal.path; with a policy file and no path there,
+/var/lib/fsguard/journal.db for root and ~/.local/state/fsguard/journal.db
+for anyone else; with no policy file, ~/.local/state/fsguard/journal.db,
+root's too (a try-out never writes into the service's journal).
 
 examples:
   fsguard read README.md

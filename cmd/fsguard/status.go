@@ -65,7 +65,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	return perform(api.Request{Op: "status", ID: id, Format: *format}, nil, *policyFile, *socket, stdout, stderr)
 }
 
-const healthUsage = `usage: fsguard health [--socket SOCK]
+const healthUsage = `usage: fsguard health [--socket SOCK] [--format text|json]
 
 Exits 0 when the fsguard daemon at SOCK answers, 1 (with the reason)
 when it does not within 10 s: a liveness or readiness probe.
@@ -77,16 +77,17 @@ example:
 func runHealth(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("health", healthUsage, stderr)
 	socket := fs.String("socket", os.Getenv("FSGUARD_SOCKET"), "the fsguard daemon's control socket (default: $FSGUARD_SOCKET)")
+	format := fs.String("format", "text", "text or json")
 	if _, code, ok := parse(fs, args, stderr); !ok {
 		return code
+	}
+	if !validFormat(*format, stderr) {
+		return exitUsage
 	}
 	if *socket == "" {
 		fmt.Fprintln(stderr, "Error: health needs --socket (or FSGUARD_SOCKET)")
 		return exitUsage
 	}
-	if err := control.Health(*socket, 10*time.Second); err != nil {
-		return fail(stderr, err)
-	}
-	fmt.Fprintln(stdout, "ok")
-	return 0
+	err := control.Health(*socket, 10*time.Second)
+	return answer(stdout, stderr, *format, "ok", map[string]any{"socket": *socket}, err)
 }
