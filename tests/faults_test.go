@@ -150,15 +150,22 @@ func TestRootFollowsItsPath(t *testing.T) {
 }
 
 // TestJournalErrorsNameTheCause: a user who may not write the journal's
-// directory is told so, not "unable to open database file".
+// directory is told so, not "unable to open database file"; a command that
+// only reads the journal says there is none.
 func TestJournalErrorsNameTheCause(t *testing.T) {
 	t.Parallel()
 	testenv.RequireRoot(t, needsRoot)
 	dir := openDir(t) // root's, 0755: others may enter, not write
-	_, errs, code, _ := runBinaryAs(t, &syscall.Credential{Uid: agentUID, Gid: agentGID}, dir,
-		[]string{"FSGUARD_JOURNAL=" + filepath.Join(dir, "j.db"), "FSGUARD_POLICY="}, "", "journal", "stats")
-	if code != 1 || !strings.Contains(errs, "may not write in") || strings.Contains(errs, "unable to open database file") {
-		t.Errorf("journal in a directory the user may not write: exit %d %s", code, errs)
+	writeFile(t, filepath.Join(dir, "a.txt"), "a line\n", 0o644)
+	agent := &syscall.Credential{Uid: agentUID, Gid: agentGID}
+	env := []string{"FSGUARD_JOURNAL=" + filepath.Join(dir, "j.db"), "FSGUARD_POLICY=", "FSGUARD_SOCKET=", "FSGUARD_SESSION=s"}
+	_, errs, _, _ := runBinaryAs(t, agent, dir, env, "", "read", "a.txt")
+	if !strings.Contains(errs, "may not write in") || strings.Contains(errs, "unable to open database file") {
+		t.Errorf("journal in a directory the user may not write: %s", errs)
+	}
+	_, errs, code, _ := runBinaryAs(t, agent, dir, env, "", "journal", "stats")
+	if code != 1 || !strings.Contains(errs, "no journal at") || strings.Contains(errs, "unable to open database file") {
+		t.Errorf("journal stats with no journal: exit %d %s", code, errs)
 	}
 }
 

@@ -14,7 +14,7 @@ var flagsOf = map[string]string{
 	"status":     "--policy --socket --format",
 	"health":     "--socket --format",
 	"edit":       "--replace --insert-after --delete --text --old --new --policy --session --socket --format",
-	"journal":    "query tail stats verify export --session --path --since --until --kind --process --after --append-to --format -f --follow -n --jsonl --policy",
+	"journal":    "query tail stats verify export --session --path --since --until --kind --process --after --append-to --format -f --follow --reopen -n --jsonl --policy",
 	"policy":     "check",
 	"completion": "bash zsh fish",
 	"mount":      "--policy --allow-other --socket --session --debug",

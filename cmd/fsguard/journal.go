@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/store/blobs"
@@ -24,8 +27,10 @@ const journalUsage = `usage: fsguard journal <query|tail|stats|verify|export> [f
 
   query  [--session S] [--path GLOB] [--since T] [--until T] [--kind KIND] [--process NAME] [--format table|json]
                               KIND: observation, denial, access, eviction, intent, outcome, history
-  tail   [-f] [-n N] [--after SEQ] [--jsonl] [--append-to FILE]
-                              the last records; -f (--follow) follows new ones; --after SEQ
+  tail   [-f [--reopen]] [-n N] [--after SEQ] [--jsonl] [--append-to FILE]
+                              the last records; -f (--follow) follows new ones, and exits 5 when
+                              another journal, or none, is at the path (started anew); with
+                              --reopen it follows the new one, saying so in its stream; --after SEQ
                               starts after record SEQ (a shipper's cursor: the last seq it took);
                               --append-to FILE appends JSON lines to FILE, resuming after its
                               last record (killed and restarted, each record lands once)
@@ -60,7 +65,7 @@ type journalSub struct {
 
 var journalSubs = map[string]journalSub{
 	"query":  {"policy session path since until kind process after format", (*journalCmd).query},
-	"tail":   {"policy session path since until kind process after append-to format f follow n jsonl", (*journalCmd).tail},
+	"tail":   {"policy session path since until kind process after append-to format f follow reopen n jsonl", (*journalCmd).tail},
 	"stats":  {"policy format", (*journalCmd).stats},
 	"verify": {"policy", (*journalCmd).verify},
 	"export": {"policy session path since until kind process after jsonl", (*journalCmd).export},
@@ -72,7 +77,7 @@ type journalCmd struct {
 	fs                                                         *flag.FlagSet
 	policyFile, session, pathGlob, since, until, kind, process *string
 	format, appendTo                                           *string
-	follow, jsonl                                              *bool
+	follow, jsonl, reopen                                      *bool
 	after                                                      *int64
 	count                                                      *int
 	stdout, stderr                                             io.Writer
@@ -92,7 +97,7 @@ func runJournal(args []string, stdout, stderr io.Writer) int {
 	if c == nil {
 		return code
 	}
-	defer c.j.Close()
+	defer func() { c.j.Close() }() // tail --reopen replaces it
 	return journalSubs[args[0]].run(c)
 }
 
@@ -111,6 +116,7 @@ func openJournal(sub string, args []string, stdout, stderr io.Writer) (*journalC
 	c.process = fs.String("process", "", "only records of processes of this name (access, denial)")
 	c.format = fs.String("format", "table", "table or json")
 	c.follow = fs.Bool("f", false, "follow (tail)")
+	c.reopen = fs.Bool("reopen", false, "tail --follow: when another journal is at the path (started anew), follow it, saying so in the stream")
 	fs.BoolVar(c.follow, "follow", false, "follow (tail)")
 	c.after = fs.Int64("after", 0, "only records after this sequence number (a cursor)")
 	c.appendTo = fs.String("append-to", "", "tail: append JSON lines to this file, resuming after its last record (the file is the cursor)")
@@ -143,7 +149,9 @@ func openJournal(sub string, args []string, stdout, stderr io.Writer) (*journalC
 	if onTerminal(stderr) {
 		fmt.Fprintf(stderr, "# journal %s\n", c.path) // which file: there may be several
 	}
-	j, err := journal.Open(c.path)
+	// Every journal command only reads: it never makes a journal where
+	// there is none, and reads a read-only copy.
+	j, err := journal.OpenReadOnly(c.path)
 	if err != nil {
 		return nil, fail(stderr, err)
 	}
@@ -236,7 +244,19 @@ func (c *journalCmd) tail() int {
 		defer file.Close()
 		out, f.AfterSeq, tailFormat = file, seq, "jsonl"
 	}
+	if *c.reopen && (!*c.follow || *c.appendTo != "") {
+		// A file's cursor is a sequence number of one journal.
+		fmt.Fprintln(c.stderr, "Error: --reopen follows a new journal at the path: it needs --follow, and takes no --append-to")
+		return exitUsage
+	}
+	was := c.identity()
 	for {
+		// Looked at before the read: the records read after it are the
+		// followed journal's last ones (this process still has its file).
+		why := ""
+		if *c.follow {
+			why = c.moved(was)
+		}
 		p := newPrinter(out, tailFormat)
 		err := c.j.Each(f, func(r *journal.Record) error {
 			f.AfterSeq = r.Seq
@@ -246,8 +266,79 @@ func (c *journalCmd) tail() int {
 		if err != nil {
 			return fail(c.stderr, err)
 		}
+		if outputFailed(out) {
+			return exitFail // main says why
+		}
+		if why != "" {
+			if !*c.reopen {
+				fmt.Fprintf(c.stderr, "Error: journal %s is no longer the journal this follower followed (journal %s): %s — it was moved aside or started anew. Its records up to %d were shown; follow the new one with 'fsguard journal tail --follow --after 0', or use --reopen\n",
+					shown(c.path), shown(was.id), why, f.AfterSeq)
+				return exitJournalMoved
+			}
+			if !c.reopenJournal() {
+				return 0 // interrupted while waiting for one
+			}
+			now := c.identity()
+			fmt.Fprintln(c.stderr, "# journal "+shown(c.path)+" started anew: following journal "+shown(now.id)+" from its first record")
+			if tailFormat == "jsonl" {
+				b, _ := json.Marshal(map[string]string{"reopened": c.path, "journal": now.id, "was": was.id})
+				fmt.Fprintf(out, "%s\n", termsafe.JSON(b))
+			} else {
+				fmt.Fprintf(out, "# journal %s started anew: journal %s follows journal %s; its records from the first\n", shown(c.path), shown(now.id), shown(was.id))
+			}
+			was, f.AfterSeq = now, 0
+			continue
+		}
 		if !*c.follow || waitOrInterrupt(250*time.Millisecond) {
 			return 0
+		}
+	}
+}
+
+// followed is the journal a follower follows: its id and its file.
+type followed struct {
+	id       string
+	dev, ino uint64
+}
+
+func (c *journalCmd) identity() followed {
+	var st unix.Stat_t
+	unix.Stat(c.path, &st)
+	return followed{id: c.j.ID(), dev: st.Dev, ino: st.Ino}
+}
+
+// moved says why the journal at c.path is no longer the one followed (was),
+// or "". The file is looked at by its path, the id through the open
+// journal: a connection SQLite opens anew opens the path.
+func (c *journalCmd) moved(was followed) string {
+	var st unix.Stat_t
+	err := unix.Stat(c.path, &st)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return "there is no journal at its path now"
+	case err != nil:
+		return "" // cannot tell: a later look will
+	case st.Dev != was.dev || st.Ino != was.ino:
+		return "another file is at its path now"
+	}
+	if id := c.j.ID(); id != was.id {
+		return "another journal (" + shown(id) + ") is at its path now"
+	}
+	return ""
+}
+
+// reopenJournal waits for a journal at c.path and opens it in place of the
+// one followed; false when interrupted first.
+func (c *journalCmd) reopenJournal() bool {
+	for {
+		j, err := journal.OpenReadOnly(c.path)
+		if err == nil {
+			c.j.Close()
+			c.j = j
+			return true
+		}
+		if waitOrInterrupt(250 * time.Millisecond) {
+			return false
 		}
 	}
 }
@@ -299,12 +390,8 @@ func (c *journalCmd) accessStats(st *journal.Stats) {
 
 func (c *journalCmd) verify() int {
 	// A journal deleted, emptied or replaced is not a new, empty one.
-	if _, err := os.Stat(blobs.Beside(c.path)); err == nil {
-		held, err := blobs.OpenBeside(c.path, c.j.ID(), 1)
-		if err != nil {
-			return fail(c.stderr, err)
-		}
-		held.Close()
+	if err := blobs.CheckBeside(c.path, c.j.ID()); err != nil {
+		return fail(c.stderr, err)
 	}
 	start := time.Now()
 	n, err := c.j.Verify(func(done, total int64) {

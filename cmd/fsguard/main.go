@@ -21,6 +21,8 @@ import (
 const (
 	exitFail  = session.ExitFail
 	exitUsage = session.ExitUsage
+
+	exitJournalMoved = session.ExitJournalMoved
 )
 
 type command struct {
@@ -53,7 +55,45 @@ func main() {
 		// A child the mount started to list itself (see warm.ListerMain).
 		os.Exit(status)
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	out := &checkedWriter{w: os.Stdout}
+	status := run(os.Args[1:], out, os.Stderr)
+	if out.err != nil {
+		fmt.Fprintf(os.Stderr, "Error: the output could not be written (%v): what was written is incomplete; write it somewhere with room, then retry\n", out.err)
+		if status == 0 {
+			status = exitFail
+		}
+	}
+	os.Exit(status)
+}
+
+// checkedWriter is stdout as every command writes it. It keeps the first
+// write error, so that a command whose output could not be written (a
+// full disk, /dev/full) exits non-zero whether or not it looked at the
+// error itself; later writes fail at once.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// Err is the first write error.
+func (c *checkedWriter) Err() error { return c.err }
+
+// outputFailed reports whether w (a command's stdout) has failed a write: a
+// command that runs on (a follower) stops then.
+func outputFailed(w io.Writer) bool {
+	c, ok := w.(interface{ Err() error })
+	return ok && c.Err() != nil
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

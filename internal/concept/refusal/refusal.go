@@ -58,6 +58,10 @@ const (
 	// or neither the privilege nor fusermount3); said before mounting,
 	// with what to add (mount.Preflight).
 	FuseUnavailable Code = "FUSE_UNAVAILABLE"
+
+	// NoJournal: there is no journal at the path an audit command reads
+	// (fsguard journal ...); such a command never makes one.
+	NoJournal Code = "NO_JOURNAL"
 )
 
 // Op is the operation a refusal says no to, as its message names it

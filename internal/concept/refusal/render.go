@@ -252,6 +252,7 @@ const (
 	NotRecorded        Reason = "not-recorded"    // Detail: why the journal is missing
 	Unrecordable       Reason = "unrecordable"    // Detail: why
 	JournalFailed      Reason = "journal-failed"  // Detail
+	JournalMissing     Reason = "journal-missing" // Detail: what was there before, if known
 	WriteFailed        Reason = "write-failed"    // Detail
 	WriteNoAccess      Reason = "write-no-access" // Detail
 	NoSuchFile         Reason = "no-such-file"
@@ -498,9 +499,12 @@ var table = map[Reason]row{
 	NotRecorded:      detail(IOError, "nothing was recorded in the journal (", "); a later write will need a re-read"),
 	Unrecordable:     detail(IOError, "the journal cannot record it (", "), and the policy requires a record of every read ([journal] required = true); fix the journal, then retry"),
 	JournalFailed:    detail(IOError, "the journal cannot record the write (", "); nothing was written — free the journal's disk, then retry"),
-	WriteFailed:      detail(IOError, "", ""),
-	WriteNoAccess:    detail(PermissionDenied, "", ""),
-	NoSuchFile:       whyf(NotFound, func(e *Error, w *words) string { return "no such file; create it with " + w.writeTool }),
+	JournalMissing: {NoJournal, func(e *Error, _ *words) string {
+		return fmt.Sprintf("no journal at %s: %s", e.Path, e.Detail)
+	}},
+	WriteFailed:   detail(IOError, "", ""),
+	WriteNoAccess: detail(PermissionDenied, "", ""),
+	NoSuchFile:    whyf(NotFound, func(e *Error, w *words) string { return "no such file; create it with " + w.writeTool }),
 	TooLargeToEdit: whyf(TooLarge, func(e *Error, _ *words) string {
 		return fmt.Sprintf("it is larger than %d bytes, the most fsguard edit rewrites", e.Limit)
 	}),

@@ -79,6 +79,9 @@ const (
 	ExitUsage       = 2
 	ExitNotObserved = 3
 	ExitStale       = 4
+	// ExitJournalMoved: a follower (journal tail --follow) found another
+	// journal, or none, at the path of the one it followed.
+	ExitJournalMoved = 5
 )
 
 // ExitStatus is one exit status: the refusal codes answered with it, and
@@ -98,6 +101,7 @@ var ExitStatuses = []ExitStatus{
 	{ExitUsage, nil, "usage error: unknown command or flag, a bad flag value, a bad\npolicy file, no session for check/write/edit"},
 	{ExitNotObserved, []refusal.Code{refusal.NotObserved}, "check/write/edit: FS_NOT_OBSERVED (the session has not read the file)"},
 	{ExitStale, []refusal.Code{refusal.StaleVersion}, "check/write/edit: FS_STALE_VERSION (the file changed since it was read)"},
+	{ExitJournalMoved, nil, "journal tail --follow: the journal at its path is no longer the one it\nfollowed (moved aside, replaced: started anew); --reopen follows the new one"},
 }
 
 // ExitOf is the exit status of a refusal with this code.

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"github.com/fsguard/fsguard/internal/store/sqlitedb"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -107,6 +108,42 @@ func OpenBeside(journalPath, journalID string, capBytes int64) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// CheckBeside says whether the store beside the journal at journalPath, if
+// there is one, belongs to the journal with id journalID (see Belongs),
+// reading only: an audit command checks, and never makes or claims a
+// store.
+func CheckBeside(journalPath, journalID string) error {
+	path := Beside(journalPath)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || journalID == "" {
+		return nil
+	}
+	db, err := sqlitedb.OpenReadOnly(path, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var have string
+	err = db.QueryRow(`SELECT journal_id FROM owner LIMIT 1`).Scan(&have)
+	if err != nil && strings.Contains(err.Error(), "unable to open") {
+		// A read-only copy whose directory this user may not write.
+		idb, ierr := sqlitedb.OpenReadOnly(path, true)
+		if ierr != nil {
+			return ierr
+		}
+		defer idb.Close()
+		err = idb.QueryRow(`SELECT journal_id FROM owner LIMIT 1`).Scan(&have)
+	}
+	switch {
+	case err == sql.ErrNoRows || (err != nil && strings.Contains(err.Error(), "no such table")):
+		return nil // a store of no journal yet
+	case err != nil:
+		return fmt.Errorf("held content store %s: %w", path, err)
+	case have != journalID:
+		return &ForeignJournal{Journal: journalPath, Want: have, Have: journalID}
+	}
+	return nil
 }
 
 // Bytes is how much compressed content the store holds (against its cap).

@@ -7,6 +7,7 @@ package sqlitedb
 
 import (
 	"database/sql"
+	"strings"
 
 	_ "modernc.org/sqlite" // the pure-Go driver: static builds, no cgo
 )
@@ -42,4 +43,29 @@ func Open(path string, sync Sync) (*sql.DB, error) {
 	dsn := "file:" + path + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + string(sync) + ")"
 	return sql.Open("sqlite", dsn)
+}
+
+// OpenReadOnly opens the existing database at path for reading only: it
+// creates nothing (no directory, no database, no pragma that writes), so
+// a missing database is the caller's to report, and a read-only copy can
+// be read. Immutable opens it as a file nothing will change (SQLite's
+// immutable=1: no locks, no WAL, no shared memory), for a copy whose
+// directory this user may not write and whose WAL holds no frames; SQLite
+// reads a WAL file, when one is there, only without it.
+func OpenReadOnly(path string, immutable bool) (*sql.DB, error) {
+	q := "?mode=ro&_pragma=busy_timeout(30000)"
+	if immutable {
+		q = "?immutable=1"
+	}
+	db, err := sql.Open("sqlite", "file:"+uriPath(path)+q)
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// uriPath escapes the characters a file: URI gives meaning to, so that a
+// path holding them names the file and not a query.
+func uriPath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
