@@ -296,14 +296,14 @@ func TestHiddenByNameFolding(t *testing.T) {
 	}
 }
 
-// TestHardLinksThroughEveryDoor: a second name of .env, or of a root-only
-// file outside the roots, shows nothing through the mount or the socket
+// TestHardLinksThroughEveryDoor: a second name of .env, or of a private
+// key outside the roots, shows nothing through the mount or the socket
 // (which know every name from the daemon's index), and a direct read
 // refuses a multi-link file it cannot vouch for.
 func TestHardLinksThroughEveryDoor(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	os.WriteFile(filepath.Join(f.outside, "private.txt"), []byte(canary+"\n"), 0o600)
+	os.WriteFile(filepath.Join(f.outside, "private.txt"), []byte("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"+canary+"\n-----END OPENSSH PRIVATE KEY-----\n"), 0o600)
 	for link, target := range map[string]string{"links/env-notes.txt": filepath.Join(f.root, ".env"), "links/outside.txt": filepath.Join(f.outside, "private.txt")} {
 		os.MkdirAll(filepath.Join(f.root, "links"), 0o755)
 		if err := os.Link(target, filepath.Join(f.root, link)); err != nil {

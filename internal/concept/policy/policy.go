@@ -117,9 +117,12 @@ type Deny struct {
 	UseDefaults *bool    `toml:"use_defaults"`
 	Paths       []string `toml:"paths"`
 	Globs       []Glob   `toml:"globs"`
-	// HardLinks decides on a file with more than one name: "inside" (the
-	// default) shows it only when every other name is known, inside the
-	// roots and not denied; "strict" never shows it; "allow" ignores links.
+	// HardLinks decides on a file with more than one name: "known" (the
+	// default) hides it when another name it has under the roots is
+	// denied, and judges it like any file otherwise (its other names
+	// outside the roots cannot be seen); "inside" shows it only when every
+	// other name is known, inside the roots and not denied; "strict" never
+	// shows it; "allow" ignores links.
 	HardLinks string `toml:"hard_links"`
 	// Fold matches names as people read them (see Fold): case-, NFC- and
 	// format-character-insensitively, without trailing spaces and dots.
@@ -610,10 +613,10 @@ func (p *Policy) finish(data []byte) error {
 	p.Deny.Globs = withDefaults(&p.Deny.UseDefaults, DefaultDeny, p.Deny.Globs)
 	switch p.Deny.HardLinks {
 	case "":
-		p.Deny.HardLinks = "inside"
-	case "inside", "strict", "allow":
+		p.Deny.HardLinks = "known"
+	case "known", "inside", "strict", "allow":
 	default:
-		return fmt.Errorf("%sdeny.hard_links must be \"inside\", \"strict\" or \"allow\", got %q", at("hard_links", p.Deny.HardLinks), p.Deny.HardLinks)
+		return fmt.Errorf("%sdeny.hard_links must be \"known\", \"inside\", \"strict\" or \"allow\", got %q", at("hard_links", p.Deny.HardLinks), p.Deny.HardLinks)
 	}
 	p.Write.DenyGlobs = withDefaults(&p.Write.UseDefaults, DefaultWriteDeny, p.Write.DenyGlobs)
 	switch p.Write.HookManagers {

@@ -351,12 +351,12 @@ var table = map[Reason]row{
 	}),
 	ChangedChecking: why(ChangedDuringRead, "the file changed while it was checked for credentials; read it again"),
 	LinksStrict: whyf(Denied, func(e *Error, _ *words) string {
-		return fmt.Sprintf(`the file has %d names (hard links) and the policy shows no such file ([deny] hard_links = "strict"); read it under its only name, or set hard_links = "inside"`, e.Total)
+		return fmt.Sprintf(`the file has %d names (hard links) and the policy shows no such file ([deny] hard_links = "strict"); read it under its only name, or set hard_links = "known"`, e.Total)
 	}),
 	LinksNeedDaemon: whyf(Denied, func(e *Error, w *words) string {
 		return fmt.Sprintf(`the file has %d names (hard links), and only the fsguard daemon keeps the index that shows they are all inside the roots and allowed; read it through %s, or set [deny] hard_links = "allow" (e.g. for pnpm's node_modules, whose files are links into a store)`, e.Total, w.daemon)
 	}),
-	LinkOutsideRoots: why(Denied, "another name (hard link) of this file lies outside the allowed roots; the policy shows it under none ([deny] hard_links)"),
+	LinkOutsideRoots: why(Denied, "another name (hard link) of this file lies outside the allowed roots, and the policy shows such files under none ([deny] hard_links = \"inside\"; \"known\" judges them like any file)"),
 	LinkDenied:       why(Denied, "another name (hard link) of this file is denied by policy; the policy shows it under none ([deny] hard_links)"),
 	PackedKey: whyf(Denied, func(e *Error, _ *words) string {
 		return fmt.Sprintf("it is packed (gzip, tar or zip) and its member %q is or holds a private key, which the policy never shows", e.Member)

@@ -114,17 +114,22 @@ func TestAllowGlobs(t *testing.T) {
 	}
 }
 
-// TestHardLinks: a second name of a denied or outside file shows nothing;
-// links between allowed names inside the roots are fine with the index;
-// the index follows links made and removed.
+// TestHardLinks: a second name of a denied file shows nothing; a file
+// whose other names are outside the roots is judged like any file (by
+// content: a key there is refused), and hidden under "inside"; links
+// between allowed names inside the roots are fine with the index; the
+// index follows links made and removed.
 func TestHardLinks(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "")
 	outside := filepath.Join(filepath.Dir(e.root), "outside.txt")
 	os.WriteFile(outside, []byte("outside\n"), 0o600)
+	outKey := filepath.Join(filepath.Dir(e.root), "outside-key")
+	os.WriteFile(outKey, []byte(key), 0o600)
 	env := e.write(".env", "TOKEN=1\n")
 	os.Link(env, filepath.Join(e.root, "notes.txt"))
 	os.Link(outside, filepath.Join(e.root, "out-link.txt"))
+	os.Link(outKey, filepath.Join(e.root, "out-key.txt"))
 	a := e.write("a.txt", "fine\n")
 	os.Link(a, filepath.Join(e.root, "b.txt"))
 
@@ -138,21 +143,38 @@ func TestHardLinks(t *testing.T) {
 	if err := e.decide(d, "notes.txt"); refusal.CodeOf(err) != refusal.Denied || strings.Contains(err.Error(), ".env") {
 		t.Errorf("a link to .env: %v, want DENIED without naming it", err)
 	}
-	if err := e.decide(d, "out-link.txt"); refusal.CodeOf(err) != refusal.Denied {
-		t.Errorf("a link to a file outside the roots: %v, want DENIED", err)
+	if err := e.decide(d, "out-link.txt"); err != nil {
+		t.Errorf("a link to a plain file outside the roots: %v, want it judged like any file (shown)", err)
+	}
+	if err := e.decide(d, "out-key.txt"); refusal.CodeOf(err) != refusal.Denied {
+		t.Errorf("a link to a key outside the roots: %v, want DENIED by content", err)
 	}
 	if err := e.decide(d, "b.txt"); err != nil {
 		t.Errorf("a link between allowed names inside: %v", err)
 	}
-	// The outside name goes: the file is shown (the index notices).
-	os.Remove(outside)
-	if err := e.decide(d, "out-link.txt"); err != nil {
-		t.Errorf("after the outside name was removed: %v", err)
-	}
-	// A new outside name appears: refused again.
+	// A new name to .env appears under the roots: refused (the index
+	// notices the inode's new link count).
 	os.Link(a, filepath.Join(filepath.Dir(e.root), "a-outside.txt"))
-	if err := e.decide(d, "a.txt"); refusal.CodeOf(err) != refusal.Denied {
-		t.Errorf("after a link outside was made: %v, want DENIED", err)
+	os.Link(env, filepath.Join(e.root, "a-copy.txt"))
+	if err := e.decide(d, "a-copy.txt"); refusal.CodeOf(err) != refusal.Denied {
+		t.Errorf("a link to .env made after the walk: %v, want DENIED", err)
+	}
+	if err := e.decide(d, "a.txt"); err != nil {
+		t.Errorf("after a link outside was made: %v, want shown", err)
+	}
+	// "inside": a name outside the roots hides the file.
+	in := newEnv(t, "[deny]\nhard_links = \"inside\"\n")
+	o := filepath.Join(filepath.Dir(in.root), "o.txt")
+	os.WriteFile(o, []byte("o\n"), 0o644)
+	os.Link(o, filepath.Join(in.root, "o-link.txt"))
+	di := admit.New(4)
+	di.Links = admit.NewLinkIndex()
+	if err := in.decide(di, "o-link.txt"); refusal.CodeOf(err) != refusal.Denied {
+		t.Errorf("hard_links = inside, a link outside: %v, want DENIED", err)
+	}
+	os.Remove(o)
+	if err := in.decide(di, "o-link.txt"); err != nil {
+		t.Errorf("hard_links = inside, after the outside name was removed: %v", err)
 	}
 	for mode, want := range map[string]refusal.Code{"strict": refusal.Denied, "allow": ""} {
 		m := newEnv(t, "[deny]\nhard_links = \""+mode+"\"\n")
@@ -163,6 +185,7 @@ func TestHardLinks(t *testing.T) {
 		}
 	}
 }
+
 func statOf(t *testing.T, p string) *unix.Stat_t {
 	t.Helper()
 	var st unix.Stat_t
