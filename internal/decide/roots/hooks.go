@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
@@ -84,7 +85,7 @@ func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
 	if err != nil {
 		return hookErr(shown, err)
 	}
-	var owners []uint32
+	var owners, dirOwners []uint32
 	var prev ident
 	for lv := 0; ; lv++ {
 		var st unix.Stat_t
@@ -100,6 +101,9 @@ func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
 		prev = here
 		if lv <= depth {
 			chain = append(chain, here)
+			if (lv == 0 || lv == depth) && (len(dirOwners) == 0 || dirOwners[0] != st.Uid) {
+				dirOwners = append(dirOwners, st.Uid)
+			}
 		}
 		var gst unix.Stat_t
 		switch err := unix.Fstatat(fd, ".git", &gst, unix.AT_SYMLINK_NOFOLLOW); err {
@@ -123,13 +127,15 @@ func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
 			return hookErr(shown, unix.ELOOP)
 		}
 	}
-	for t, top := range tops {
-		paths, err := hooksPaths(top, owners[t])
-		if err != nil {
-			return refusal.Of(refusal.GitHooks, refusal.OpWrite, shown, refusal.Facts{Detail: "a repository's config above it could not be checked for core.hooksPath (" + err.Error() + ")"})
-		}
+	// inHooks refuses when one of paths, resolved for the work tree
+	// whose top is top (AT_FDCWD: none, only absolute and "~" paths),
+	// is d or a directory above it up to the root.
+	inHooks := func(top int, owner uint32, paths []string) error {
 		for _, hp := range paths {
-			hfd, err := openHooksDir(top, hp, owners[t])
+			if top == unix.AT_FDCWD && !filepath.IsAbs(hp) && !strings.HasPrefix(hp, "~") {
+				continue
+			}
+			hfd, err := openHooksDir(top, hp, owner)
 			if err != nil {
 				continue // no such directory: no write lands in it
 			}
@@ -148,6 +154,33 @@ func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
 					return refusal.Of(refusal.GitHooks, refusal.OpWrite, shown, refusal.Facts{Detail: fmt.Sprintf("%s a repository's hooks directory (core.hooksPath = %s)", what, strconv.Quote(hp))})
 				}
 			}
+		}
+		return nil
+	}
+	unreadable := func(err error) error {
+		return refusal.Of(refusal.GitHooks, refusal.OpWrite, shown, refusal.Facts{Detail: "a git config that applies to it could not be checked for core.hooksPath (" + err.Error() + ")"})
+	}
+	for t, top := range tops {
+		paths, err := hooksPaths(top, owners[t])
+		if err != nil {
+			return unreadable(err)
+		}
+		if err := inHooks(top, owners[t], paths); err != nil {
+			return err
+		}
+	}
+	// The global configs apply to every repository of their user,
+	// wherever it is: an absolute or "~/" hooks path there (a common
+	// ~/.githooks) counts even where no work tree holds the write. Their
+	// users are taken to be the owners of d and of the root.
+	for _, owner := range dirOwners {
+		c := &configs{seen: map[[2]uint64]bool{}, owner: owner}
+		c.globals()
+		if c.err != nil {
+			return unreadable(c.err)
+		}
+		if err := inHooks(unix.AT_FDCWD, owner, c.hooks); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -187,10 +220,18 @@ func expandHome(p string, owner uint32) (string, error) {
 	return filepath.Join(home, rest), nil
 }
 
+// passwd is the user database homes are read from (a test's own).
+var passwd atomic.Pointer[string]
+
+func init() {
+	etc := "/etc/passwd"
+	passwd.Store(&etc)
+}
+
 // homeOf is the home directory of the first /etc/passwd entry match
 // accepts, or "".
 func homeOf(match func(fields []string) bool) string {
-	b, err := readBounded(unix.AT_FDCWD, "/etc/passwd", 4<<20)
+	b, err := readBounded(unix.AT_FDCWD, *passwd.Load(), 4<<20)
 	if err != nil {
 		return ""
 	}
@@ -220,12 +261,17 @@ func hooksPaths(topfd int, owner uint32) ([]string, error) {
 		}
 		unix.Close(gd)
 	}
+	c.globals()
+	return c.hooks, c.err
+}
+
+// globals reads the system's config and those of c's owner.
+func (c *configs) globals() {
 	c.readIn(unix.AT_FDCWD, "/etc/gitconfig")
-	if home, err := expandHome("~/", owner); err == nil {
+	if home, err := expandHome("~/", c.owner); err == nil {
 		c.readIn(unix.AT_FDCWD, filepath.Join(home, ".gitconfig"))
 		c.readIn(unix.AT_FDCWD, filepath.Join(home, ".config/git/config"))
 	}
-	return c.hooks, c.err
 }
 
 // gitDirOf opens the git directory the .git entry of topfd leads to: the

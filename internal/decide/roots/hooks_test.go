@@ -1,8 +1,13 @@
 package roots
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/fsguard/fsguard/internal/concept/refusal"
 )
 
 // TestParseConfigHooksPath: core.hooksPath and the include paths are read
@@ -27,5 +32,40 @@ func TestParseConfigHooksPath(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parsed %q\n got %q\nwant %q", cfg, got, want)
+	}
+}
+
+// TestGlobalHooksPath: a hooks directory named in the global config of the
+// user who owns the tree (core.hooksPath = ~/.githooks) is refused to
+// write where no work tree holds it; the files beside it are not.
+func TestGlobalHooksPath(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own the tree as another user")
+	}
+	root := t.TempDir()
+	const uid = 54321
+	pw := filepath.Join(t.TempDir(), "passwd")
+	os.WriteFile(pw, []byte(fmt.Sprintf("root:x:0:0::/root:/bin/sh\ndev:x:%d:%d::%s:/bin/sh\n", uid, uid, root)), 0o644)
+	passwd.Store(&pw)
+	os.WriteFile(filepath.Join(root, ".gitconfig"), []byte("[core]\n\thooksPath = ~/.githooks\n"), 0o644)
+	os.Mkdir(filepath.Join(root, ".githooks"), 0o755)
+	for _, p := range []string{root, filepath.Join(root, ".githooks"), filepath.Join(root, ".gitconfig")} {
+		os.Chown(p, uid, uid)
+	}
+	g := guardFor(t, root)
+	r := g.Roots()[0]
+	d, _, err := g.OpenParent(Path{Root: r, Rel: ".githooks/pre-commit", Shown: ".githooks/pre-commit"})
+	if err == nil {
+		d.Close()
+	}
+	if refusal.ReasonOf(err) != refusal.GitHooks {
+		t.Errorf("a write into ~/.githooks: %v, want refused (git-hooks)", err)
+	}
+	d, _, err = g.OpenParent(Path{Root: r, Rel: "notes.txt", Shown: "notes.txt"})
+	if err != nil {
+		t.Errorf("a write beside it: %v", err)
+	} else {
+		d.Close()
 	}
 }
