@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,5 +124,60 @@ func TestShortReadersNamedUnderLoad(t *testing.T) {
 	})
 	if named < n-1 {
 		t.Errorf("%d of %d short-lived cats under load recorded without their name", unnamed, n)
+	}
+}
+
+// TestUnwatchedDirectoryStaysFresh: a directory made while no inotify
+// watch can be added (strace makes each inotify_add_watch of it fail with
+// ENOSPC, as an exhausted fs.inotify.max_user_watches does) is served
+// fresh all the same: a file in it changed on the host reads as its new
+// bytes through the mount, a name made there appears, the log says so
+// once, and `fsguard status` shows it.
+func TestUnwatchedDirectoryStaysFresh(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	strace := requireTool(t, "strace")
+	f := newFixture(t)
+	fresh := filepath.Join(f.root, "made-while-full")
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwatch = \"inotify\"\n")
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := startMountVia(t, []string{strace, "-qq", "-f", "--seccomp-bpf", "-o", "/dev/null", "-P", fresh,
+		"-e", "trace=inotify_add_watch", "-e", "inject=inotify_add_watch:error=ENOSPC:when=1+", "--"},
+		f.mp, nil, "--policy", f.policy, "--socket", sock)
+	// strace keeps SIGTERM from reaching the daemon: it is told itself.
+	t.Cleanup(func() { syscall.Kill(int(d.ready["pid"].(float64)), syscall.SIGTERM) })
+	if err := os.Mkdir(fresh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(fresh, "a.txt")
+	writeFile(t, file, "one\n", 0o644)
+	through := filepath.Join(f.mp, "made-while-full", "a.txt")
+	testenv.Within(t, 20*time.Second, "the new file through the mount", func() error {
+		if b, err := os.ReadFile(through); err != nil || string(b) != "one\n" {
+			return fmt.Errorf("%q %v", b, err)
+		}
+		return nil
+	})
+	if _, err := os.Stat(filepath.Join(f.mp, "made-while-full", "b.txt")); err == nil {
+		t.Fatal("b.txt before it was made")
+	}
+	writeFile(t, file, "two, and longer\n", 0o644)
+	writeFile(t, filepath.Join(fresh, "b.txt"), "bee\n", 0o644)
+	testenv.Within(t, 20*time.Second, "the changed file's new bytes and the new name through the mount", func() error {
+		if b, err := os.ReadFile(through); err != nil || string(b) != "two, and longer\n" {
+			return fmt.Errorf("a.txt: %q %v", b, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(f.mp, "made-while-full", "b.txt")); err != nil || string(b) != "bee\n" {
+			return fmt.Errorf("b.txt: %q %v", b, err)
+		}
+		return nil
+	})
+	d.log.waitFor(t, "cannot be watched", 1, 20*time.Second)
+	out, errs, code, _ := runBinary(t, f.mp, []string{"FSGUARD_SOCKET=" + sock}, "", "status")
+	if code != 0 || !strings.Contains(out, "not watched since") || !strings.Contains(out, "made-while-full") {
+		t.Errorf("status does not show the unwatched directory: %s%s", out, errs)
+	}
+	if n := strings.Count(d.log.String(), "cannot be watched"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, d.log.String())
 	}
 }

@@ -93,6 +93,9 @@ func (d *Daemon) facts(ctl *control.Server) *session.DaemonFacts {
 	f := &session.DaemonFacts{Version: metrics.Version(), Pid: os.Getpid(), Started: d.state.started,
 		PolicySource: pol.Source, PolicyDigest: pol.Digest, MountPoint: d.cfg.MountPoint,
 		Open: pol.Mount.Open, Watch: d.srv.Watch(), Walk: d.srv.Warming().WalkState()}
+	if b := d.srv.Unwatched(); b != nil {
+		f.Unwatched, f.UnwatchedErr, f.UnwatchedSince = b.Dir, b.Err, b.Since
+	}
 	if d.journal != nil {
 		f.JournalPath = d.journal.Path()
 	} else {

@@ -28,7 +28,12 @@ type DaemonFacts struct {
 	// Open is the open mode ([mount] open), Watch the watch backend (""
 	// for none), Walk the first warm walk's state (mount.Server.WalkState).
 	Open, Watch, Walk string
-	JournalPath       string
+	// Unwatched is the first directory beneath the roots the watch could
+	// not watch (mount.Server.Unwatched), "" when it sees them all;
+	// UnwatchedErr why, UnwatchedSince since when.
+	Unwatched, UnwatchedErr string
+	UnwatchedSince          time.Time
+	JournalPath             string
 	// Sessions and Connected are counted per uid: sessions the daemon
 	// served since it started, connections open now.
 	Sessions, Connected map[uint32]int
@@ -79,6 +84,16 @@ type MountState struct {
 	Open     string `json:"open"`
 	Watch    string `json:"watch"`
 	WarmWalk string `json:"warmWalk"`
+	// Unwatched, when set, is a directory the watch cannot watch now: the
+	// view is served with short cache timeouts until it can.
+	Unwatched *UnwatchedState `json:"unwatched,omitempty"`
+}
+
+// UnwatchedState is the part of the tree the watch cannot see.
+type UnwatchedState struct {
+	Dir   string    `json:"dir"`
+	Error string    `json:"error"`
+	Since time.Time `json:"since"`
 }
 
 // JournalState is the journal's place and last sequence number.
@@ -163,6 +178,12 @@ func (s *Service) State() (*DaemonState, error) {
 	for _, r := range s.Guard.Roots() {
 		if canRead(r.Real) {
 			st.Roots = append(st.Roots, s.hostShown(r.Path, op))
+		}
+	}
+	if f.Unwatched != "" {
+		st.Mount.Unwatched = &UnwatchedState{Dir: s.hostShown(f.Unwatched, op), Error: f.UnwatchedErr, Since: f.UnwatchedSince.UTC().Truncate(time.Second)}
+		if !op {
+			st.Mount.Unwatched.Error = "" // it names host paths
 		}
 	}
 	st.Journal.Path = f.JournalPath
@@ -259,6 +280,13 @@ func RenderState(st *DaemonState, err error) Output {
 		b.WriteString(termsafe.Quote(r))
 	}
 	fmt.Fprintf(&b, "\nmount:    %s (open mode %s, watch %s, warm walk %s)\n", termsafe.Quote(st.Mount.Point), st.Mount.Open, st.Mount.Watch, st.Mount.WarmWalk)
+	if u := st.Mount.Unwatched; u != nil {
+		fmt.Fprintf(&b, "          not watched since %s: %s and what is beneath it (short cache timeouts until it is; retried each second)", u.Since.Format(time.RFC3339), termsafe.Quote(u.Dir))
+		if u.Error != "" {
+			fmt.Fprintf(&b, ": %s", termsafe.Escape(u.Error))
+		}
+		b.WriteString("\n")
+	}
 	if st.Journal.Error != "" {
 		fmt.Fprintf(&b, "journal:  %s (not recording: %s)\n", termsafe.Quote(st.Journal.Path), termsafe.Escape(st.Journal.Error))
 	} else {

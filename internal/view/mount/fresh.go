@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/decide/roots"
@@ -38,6 +39,7 @@ func (s *Server) startWatch(g *roots.Guard) error {
 	s.watchMu.Lock()
 	s.watcher = w
 	s.watchMu.Unlock()
+	s.blind.Store(nil)
 	s.v.open.Store(&fds{max: keptFDs()}) // the watch can now drop what changed
 	s.log.Info("watching the backing tree", "backend", w.Backend(), "roots", len(dirs))
 	return nil
@@ -60,6 +62,44 @@ func (s *Server) closeWatcher() {
 	if w != nil {
 		w.Close()
 	}
+}
+
+// Blind is a part of the tree the watch could not watch: the first
+// directory of it reported, why, and since when.
+type Blind struct {
+	Dir, Err string
+	Since    time.Time
+}
+
+// Unwatched returns what the watch cannot see now, or nil when it sees
+// the whole tree (or there is no watch at all: see Watch).
+func (s *Server) Unwatched() *Blind { return s.blind.Load() }
+
+// sight follows whether the watch sees the whole tree. While a
+// directory cannot be watched, nothing would tell the view of a change
+// there, so the view is served as with no watch at all: short cache
+// timeouts, no negative entries, no kept descriptors, no pushed pages;
+// what the kernel holds is dropped at each change of state.
+func (s *Server) sight(e watch.Event) {
+	if e.Op == watch.Blind {
+		if c := s.v.open.Swap(nil); c != nil {
+			c.clear()
+		}
+		s.blind.Store(&Blind{Dir: e.Dir, Err: e.Name, Since: time.Now()})
+		s.event("watch_blind")
+		s.log.Warn("a directory beneath the roots cannot be watched: until it is (retried each second), the view is served with short cache timeouts and nothing kept or pushed",
+			"dir", e.Dir, "err", e.Name, "entry_timeout", fallbackTimeout.String())
+	} else {
+		b := s.blind.Swap(nil)
+		s.v.open.Store(&fds{max: keptFDs()})
+		s.event("watch_sighted")
+		args := []any{}
+		if b != nil {
+			args = append(args, "dir", b.Dir, "seconds", time.Since(b.Since).Seconds())
+		}
+		s.log.Info("every directory beneath the roots is watched again", args...)
+	}
+	s.invalidate()
 }
 
 // Watch names the watch in use ("fanotify", "inotify"), or "" when there
@@ -113,10 +153,16 @@ func (s *Server) apply(evs []watch.Event) {
 			s.invalidate()
 			continue
 		}
+		if e.Op == watch.Blind || e.Op == watch.Sighted {
+			s.sight(e)
+			continue
+		}
 		for _, dir := range s.held(e.Dir) {
 			c := dir.GetChild(e.Name)
-			if cn, ok := nodeOf(c); ok && s.v.watched() {
-				s.v.open.Load().drop(cn) // the name may mean another file now
+			if cn, ok := nodeOf(c); ok {
+				if kept := s.v.open.Load(); kept != nil {
+					kept.drop(cn) // the name may mean another file now
+				}
 			}
 			switch e.Op {
 			case watch.Changed:

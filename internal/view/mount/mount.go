@@ -88,6 +88,7 @@ type Server struct {
 
 	onEvent   func(string)
 	relieve   func() // unregisters the descriptor-pressure reliever
+	blind     atomic.Pointer[Blind]
 	stopRoots chan struct{}
 	stopOnce  sync.Once
 	closeOnce sync.Once // the guard, once unmounted

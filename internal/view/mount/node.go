@@ -247,7 +247,13 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	if err != nil {
 		errno := n.v.refuse(fuseCaller(ctx), p, err)
 		if errno == syscall.ENOENT {
-			n.v.absent.note(n.EmbeddedInode(), name, out)
+			if n.v.watched() {
+				n.v.absent.note(n.EmbeddedInode(), name, out)
+			} else {
+				// Nothing would say when the name appears: the kernel
+				// keeps no negative entry (see negatives.note).
+				out.SetEntryTimeout(time.Nanosecond)
+			}
 		}
 		return nil, nil, errno
 	}

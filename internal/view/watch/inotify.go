@@ -41,7 +41,21 @@ type inotify struct {
 	moving map[int32]uint32
 	fn     func([]Event)
 	done   chan struct{}
+	// blind holds the directories that could not be watched, each the top
+	// of a tree not watched, with the error; they are tried again each
+	// blindRetry (retryAt). blindSaid: Blind was reported and Sighted not
+	// yet. started: the first walk is done (a failure in it fails the
+	// start instead).
+	blind     map[string]error
+	blindSaid bool
+	retryAt   time.Time
+	started   bool
+	failAdd   func(dir string) error // Options.failAdd
 }
+
+// blindRetry is how often the directories that could not be watched are
+// tried again.
+const blindRetry = time.Second
 
 // moveFrom is an IN_MOVED_FROM waiting for its IN_MOVED_TO. A
 // directory's watches are taken out of the names (wds) meanwhile, with
@@ -77,7 +91,7 @@ func startInotify(roots []string, o Options, fn func([]Event)) (*Watcher, error)
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
 	w := &inotify{roots: roots, skip: o.Skip, dev: map[string]uint64{}, dirs: map[int32]string{}, wds: map[string]int32{},
-		from: map[uint32]*moveFrom{}, moving: map[int32]uint32{}, fn: fn, done: make(chan struct{})}
+		from: map[uint32]*moveFrom{}, moving: map[int32]uint32{}, fn: fn, done: make(chan struct{}), blind: map[string]error{}, failAdd: o.failAdd}
 	w.f = os.NewFile(uintptr(fd), "inotify") // non-blocking: Close wakes a pending Read
 	for _, r := range roots {
 		var st unix.Stat_t
@@ -91,6 +105,7 @@ func startInotify(roots []string, o Options, fn func([]Event)) (*Watcher, error)
 			return nil, err
 		}
 	}
+	w.started = true
 	go w.loop()
 	return &Watcher{backend: Inotify, stop: func() error {
 		err := w.f.Close()
@@ -126,19 +141,68 @@ func (w *inotify) addTree(dir string) error {
 		}
 		if err := w.add(p); err != nil {
 			if errors.Is(err, unix.ENOSPC) {
-				return fmt.Errorf("inotify: out of watches at %s (fs.inotify.max_user_watches): %w", p, err)
+				err = fmt.Errorf("inotify: out of watches at %s (fs.inotify.max_user_watches): %w", p, err)
 			}
-			if p == dir {
-				return err
+			if !w.started {
+				if errors.Is(err, unix.ENOSPC) || p == dir {
+					return err
+				}
+				return nil
 			}
+			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
+				// Not watched, and so neither is anything beneath it:
+				// reported (Blind) and tried again, the whole tree.
+				w.blind[p] = err
+			}
+			return filepath.SkipDir
 		}
 		return nil
 	})
 }
 
+// retryBlind tries again to watch the trees that could not be watched.
+func (w *inotify) retryBlind() {
+	dirs := make([]string, 0, len(w.blind))
+	for d := range w.blind {
+		dirs = append(dirs, d)
+	}
+	clear(w.blind)
+	for _, d := range dirs {
+		if inside(w.roots, d) {
+			w.addTree(d)
+		}
+	}
+	w.retryAt = time.Now().Add(blindRetry)
+}
+
+// sight reports a change of whether every directory is watched.
+func (w *inotify) sight(out []Event) []Event {
+	switch {
+	case len(w.blind) > 0 && !w.blindSaid:
+		w.blindSaid = true
+		w.retryAt = time.Now().Add(blindRetry)
+		first, why := "", ""
+		for d, err := range w.blind {
+			if first == "" || d < first {
+				first, why = d, err.Error()
+			}
+		}
+		out = append(out, Event{Op: Blind, Dir: first, Name: why})
+	case len(w.blind) == 0 && w.blindSaid:
+		w.blindSaid = false
+		out = append(out, Event{Op: Sighted})
+	}
+	return out
+}
+
 // add watches dir. A directory watched already under another path (it
 // moved while no event said so) keeps its watch, named dir from now on.
 func (w *inotify) add(dir string) error {
+	if w.failAdd != nil {
+		if err := w.failAdd(dir); err != nil {
+			return err
+		}
+	}
 	wd, err := unix.InotifyAddWatch(int(w.f.Fd()), dir, inMask)
 	if err != nil {
 		return err
@@ -184,6 +248,7 @@ func (w *inotify) rewatch() {
 	old := w.dirs
 	w.dirs, w.wds = map[int32]string{}, map[string]int32{}
 	w.from, w.moving = map[uint32]*moveFrom{}, map[int32]uint32{}
+	clear(w.blind) // the walk finds them again
 	for _, r := range w.roots {
 		w.addTree(r) // a root gone is reported by the walk's events' absence alone
 	}
@@ -225,10 +290,19 @@ func (w *inotify) loop() {
 			w.rewatch()
 			out = append(out, Event{Op: Lost})
 		}
+		if len(w.blind) > 0 && w.blindSaid && !time.Now().Before(w.retryAt) {
+			w.retryBlind()
+		}
+		out = w.sight(out)
 		if len(out) > 0 {
 			w.fn(out)
 		}
 		out, lost = nil, false
+		if len(w.blind) > 0 {
+			w.f.SetReadDeadline(w.retryAt) // wakes to try them again
+		} else {
+			w.f.SetReadDeadline(time.Time{})
+		}
 	}
 }
 

@@ -38,6 +38,14 @@ const (
 	// nothing but the pairing. A rename into the roots from outside, or
 	// out of them, is no Moved: one of its places is not watched.
 	Moved
+	// Blind: a directory beneath the roots could not be watched (out of
+	// inotify watches, or any error): what changes there is not
+	// reported until Sighted. Dir is the first such directory, Name the
+	// error. Nothing held from the tree may be trusted meanwhile.
+	Blind
+	// Sighted: every directory that could not be watched is watched
+	// again (retried), or gone.
+	Sighted
 )
 
 func (o Op) String() string {
@@ -52,6 +60,10 @@ func (o Op) String() string {
 		return "lost"
 	case Moved:
 		return "moved"
+	case Blind:
+		return "blind"
+	case Sighted:
+		return "sighted"
 	}
 	return fmt.Sprintf("op(%d)", o)
 }
@@ -92,6 +104,9 @@ type Options struct {
 	// Skip is a path never descended into (the mount point of the view
 	// itself, which may lie inside a root).
 	Skip string
+	// failAdd, in tests, makes adding an inotify watch on a directory
+	// fail with its error.
+	failAdd func(dir string) error
 }
 
 // Start watches the real, absolute directories roots with backend

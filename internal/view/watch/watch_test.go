@@ -6,11 +6,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/mountinfo"
 	"github.com/fsguard/fsguard/internal/testenv"
+
+	"golang.org/x/sys/unix"
 )
 
 // collector gathers events and lets a test wait for one.
@@ -254,4 +257,43 @@ func TestAutoPicksByFilesystem(t *testing.T) {
 	if w.Backend() != Inotify {
 		t.Fatalf("auto chose %s for a directory on a shared filesystem", w.Backend())
 	}
+}
+
+// TestUnwatchableDirectoryReportedAndRetried: a directory made while no
+// inotify watch can be added (out of watches) is reported (Blind), tried
+// again, and once watched reported (Sighted); changes in it are then seen.
+func TestUnwatchableDirectoryReportedAndRetried(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var full atomic.Bool
+	full.Store(true)
+	c := &collector{ch: make(chan Event, 1024)}
+	w, err := Start([]string{root}, Inotify, Options{failAdd: func(dir string) error {
+		if dir != root && full.Load() {
+			return unix.ENOSPC
+		}
+		return nil
+	}}, c.fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	dir := filepath.Join(root, "made-while-full")
+	os.Mkdir(dir, 0o755)
+	deadline := time.After(testenv.HangGuard)
+	var blind Event
+	for blind.Op != Blind {
+		select {
+		case blind = <-c.ch:
+		case <-deadline:
+			t.Fatal("no Blind event for a directory that could not be watched")
+		}
+	}
+	if blind.Dir != dir || !strings.Contains(blind.Name, "out of watches") {
+		t.Errorf("Blind event %+v", blind)
+	}
+	full.Store(false)
+	c.await(t, Event{Op: Sighted})
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("x"), 0o644)
+	c.await(t, Event{Op: Added, Dir: dir, Name: "a.txt"})
 }
