@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/BurntSushi/toml"
+	"github.com/fsguard/fsguard/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -269,8 +271,8 @@ func TestMCPSpeaksMCP(t *testing.T) {
 		} else if !readOnly && tool.Name != "forget" && (a.DestructiveHint == nil || !*a.DestructiveHint) {
 			t.Errorf("tool %s is not marked destructive", tool.Name)
 		}
-		if tool.Name == "read" && tool.OutputSchema == nil {
-			t.Error("the read tool declares no outputSchema for its structuredContent")
+		if tool.Name != "forget" && tool.OutputSchema == nil {
+			t.Errorf("the %s tool declares no outputSchema for its structuredContent", tool.Name)
 		}
 	}
 	read(map[string]any{"path": "notes.md"})
@@ -366,5 +368,183 @@ func TestMCPBoundSessionStartsEmpty(t *testing.T) {
 	}
 	if got, isErr := b("check", notes); isErr {
 		t.Fatalf("check after a read that follows forget: %q", got)
+	}
+}
+
+// TestMCPAnswersEveryRequestBeforeEOF: a client that writes its requests
+// and closes stdin at once (a script, a client exiting) gets an answer to
+// every one of them before the server exits.
+func TestMCPAnswersEveryRequestBeforeEOF(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.txt"), strings.Repeat("a line\n", 2000), 0o644)
+	var in strings.Builder
+	in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	const calls = 20
+	for i := range calls {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read","arguments":{"path":"a.txt","offset":%d,"limit":50,"full":true}}}`+"\n", 100+i, 1+i*50)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "mcp")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(t.TempDir(), "j.db"), "FSGUARD_POLICY=", "FSGUARD_SOCKET=")
+	cmd.Stdin = strings.NewReader(in.String()) // closed once written
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("fsguard mcp: %v", err)
+	}
+	answered := map[int]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID     int
+			Result *struct{ IsError bool }
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Result != nil && !m.Result.IsError {
+			answered[m.ID] = true
+		}
+	}
+	for i := range calls {
+		if !answered[100+i] {
+			t.Errorf("request %d was not answered before exit (%d of %d answered)", 100+i, len(answered)-1, calls)
+		}
+	}
+}
+
+// TestMCPRelativePathsFromTheProject: the model names src/main.go, not a
+// path relative to wherever its client started the server: a relative
+// path resolves against the server's working directory when that lies in
+// a root, else against the only root; with several roots and a working
+// directory outside them, it is refused naming the roots.
+func TestMCPRelativePathsFromTheProject(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	root, other, elsewhere := filepath.Join(base, "project"), filepath.Join(base, "other"), filepath.Join(base, "elsewhere")
+	writeFile(t, filepath.Join(root, "src", "main.go"), "package main // in the project\n", 0o644)
+	writeFile(t, filepath.Join(root, "src", "util.go"), "package main // util\n", 0o644)
+	writeFile(t, filepath.Join(other, "x.txt"), "x\n", 0o644)
+	writeFile(t, filepath.Join(elsewhere, "src", "main.go"), "package main // NOT the project\n", 0o644)
+	one, two := filepath.Join(base, "one.toml"), filepath.Join(base, "two.toml")
+	writePolicy(t, one, []string{root}, "")
+	writePolicy(t, two, []string{root, other}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
+	defer cancel()
+	call := func(policy, dir, path string) (string, bool) {
+		t.Helper()
+		cmd := exec.Command(binary, "mcp", "--policy", policy)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "FSGUARD_JOURNAL="+filepath.Join(t.TempDir(), "j.db"), "FSGUARD_POLICY=", "FSGUARD_SOCKET=")
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": path}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	if got, isErr := call(one, elsewhere, "src/main.go"); isErr || !strings.Contains(got, "in the project") {
+		t.Errorf("one root, cwd outside it: %q (error %v)", got, isErr)
+	}
+	if got, isErr := call(one, filepath.Join(root, "src"), "util.go"); isErr || !strings.Contains(got, "// util") {
+		t.Errorf("cwd inside the root: %q (error %v)", got, isErr)
+	}
+	got, isErr := call(two, elsewhere, "src/main.go")
+	if !isErr || !strings.HasPrefix(got, "OUTSIDE_ALLOWED_ROOTS") || !strings.Contains(got, root) || !strings.Contains(got, other) || strings.Contains(got, "NOT the project") {
+		t.Errorf("two roots, cwd outside: %q (error %v)", got, isErr)
+	}
+}
+
+// TestMCPClientSnippetsWork: the README's snippets for Claude Code, Cursor
+// and Codex CLI, parsed in each client's own format, name one server
+// command, and that command, pointed at a real daemon's socket and started
+// outside the mount (as a client starts it), serves the project: a
+// relative path is the project's file.
+func TestMCPClientSnippetsWork(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := func(lang string) string {
+		t.Helper()
+		m := regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+		for _, b := range m {
+			if strings.Contains(b[1], "mcp") {
+				return b[1]
+			}
+		}
+		t.Fatalf("no %s snippet with mcp in the README", lang)
+		return ""
+	}
+	var argvs [][]string
+	// Claude Code: claude mcp add NAME -- COMMAND ARGS...
+	_, claude, ok := strings.Cut(strings.TrimSpace(block("sh")), "claude mcp add fsguard -- ")
+	if !ok {
+		t.Fatal("no `claude mcp add fsguard -- ...` in the README")
+	}
+	argvs = append(argvs, strings.Fields(claude))
+	var cursor struct {
+		MCPServers map[string]struct {
+			Command string
+			Args    []string
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(block("json")), &cursor); err != nil {
+		t.Fatalf("Cursor's mcp.json: %v", err)
+	}
+	argvs = append(argvs, append([]string{cursor.MCPServers["fsguard"].Command}, cursor.MCPServers["fsguard"].Args...))
+	var codex struct {
+		MCPServers map[string]struct {
+			Command string
+			Args    []string
+		} `toml:"mcp_servers"`
+	}
+	if _, err := toml.Decode(block("toml"), &codex); err != nil {
+		t.Fatalf("Codex's config.toml: %v", err)
+	}
+	argvs = append(argvs, append([]string{codex.MCPServers["fsguard"].Command}, codex.MCPServers["fsguard"].Args...))
+	for _, a := range argvs[1:] {
+		if strings.Join(a, " ") != strings.Join(argvs[0], " ") {
+			t.Fatalf("the snippets name different commands: %q", argvs)
+		}
+	}
+	argv := argvs[0]
+	if argv[0] != "fsguard" || len(argv) < 3 || argv[1] != "mcp" {
+		t.Fatalf("the server command %q", argv)
+	}
+
+	base := t.TempDir()
+	root, mp, sock := filepath.Join(base, "project"), filepath.Join(base, "workspace"), filepath.Join(base, "fsguard.sock")
+	writeFile(t, filepath.Join(root, "src", "main.go"), "package main // through the mount\n", 0o644)
+	os.MkdirAll(mp, 0o755)
+	policy := filepath.Join(base, "policy.toml")
+	writePolicy(t, policy, []string{root}, "")
+	startMount(t, mp, "--policy", policy, "--socket", sock)
+	args := append([]string(nil), argv[1:]...)
+	for i, a := range args {
+		if a == "/run/fsguard/fsguard.sock" {
+			args[i] = sock
+		}
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = t.TempDir() // a client starts its server wherever it runs
+	cmd.Env = append(os.Environ(), "FSGUARD_POLICY=", "FSGUARD_SOCKET=")
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "src/main.go"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "through the mount") {
+		t.Fatalf("read src/main.go through the snippet's server: %v %+v", err, res)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(got, "<path>"+filepath.Join(mp, "src", "main.go")+"</path>") {
+		t.Errorf("the path is not shown in the mount's view: %q", got)
 	}
 }

@@ -70,7 +70,7 @@ type EditArgs struct {
 // pathSchema: a non-blank path without NUL.
 func pathSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", MinLength: ptr(1), Pattern: `^[^\x00]*[^\s\x00][^\x00]*$`,
-		Description: "file path, absolute or relative to the server's working directory"}
+		Description: "file path: absolute, or relative to the project (the allowed root, or the mount's top)"}
 }
 
 func positive(desc string) *jsonschema.Schema {
@@ -103,8 +103,19 @@ func readFacts() *jsonschema.Schema {
 	}}
 }
 
+// opFacts is the outputSchema of check, write and edit: the
+// structuredContent each answer (a refusal too) carries, derived from
+// the one type that makes it (session.OpFacts).
+func opFacts() *jsonschema.Schema {
+	schema, err := jsonschema.For[session.OpFacts](nil)
+	if err != nil {
+		panic("mcp: the schema of session.OpFacts: " + err.Error()) // a programming error, found by any test
+	}
+	return schema
+}
+
 // instructions tell a client how the tools fit together.
-const instructions = `fsguard serves files inside the allowed roots. read returns a line-numbered window of a text file; its footer says exactly how to continue (offset=N). A re-read of lines this session already holds answers with a short notice instead; pass full: true to get the lines again, or call forget once after your context was compacted or cleared. To change a file: read it (anchors: true shows each line as N#hh: text), then edit naming lines by those anchors (replace, insert_after, delete; a range is N#hh..M#hh) or by exact old_string/new_string, or write the whole content. Writes are refused unless this session read the current version (FS_NOT_OBSERVED, FS_STALE_VERSION: read again, then retry). Every refusal is a tool error "CODE: message" whose message says what to do next.`
+const instructions = `fsguard serves files inside the allowed roots. A relative path (src/main.go) is relative to the project: the server's working directory when it lies inside the roots, else the only root (with several roots, give absolute paths; a refusal names the roots). read returns a line-numbered window of a text file; its footer says exactly how to continue (offset=N). A re-read of lines this session already holds answers with a short notice instead; pass full: true to get the lines again, or call forget once after your context was compacted or cleared. To change a file: read it (anchors: true shows each line as N#hh: text), then edit naming lines by those anchors (replace, insert_after, delete; a range is N#hh..M#hh) or by exact old_string/new_string, or write the whole content. Writes are refused unless this session read the current version (FS_NOT_OBSERVED, FS_STALE_VERSION: read again, then retry). Every refusal is a tool error "CODE: message" whose message says what to do next.`
 
 // New returns the MCP server. sessionID names the connection's session; an
 // empty one gets a fresh random id, so every connection is its own session.
@@ -114,6 +125,7 @@ const instructions = `fsguard serves files inside the allowed roots. read return
 // shown. The forget tool drops what it holds, for a client that
 // compacted its context.
 func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
+	perform = fromRoot(perform)
 	var since atomic.Int64
 	mark := func() error {
 		out := perform(api.Request{Op: "mark", Via: "mcp"}, nil)
@@ -163,19 +175,21 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 		return result(perform(req, nil))
 	})
 	addTool(s, &mcp.Tool{
-		Name:        "check",
-		Title:       "Check a write",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-		Description: "Say whether this session may write the file: it must have read the current version.",
-		InputSchema: object(map[string]*jsonschema.Schema{"path": pathSchema()}, "path"),
+		Name:         "check",
+		OutputSchema: opFacts(),
+		Title:        "Check a write",
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Description:  "Say whether this session may write the file: it must have read the current version.",
+		InputSchema:  object(map[string]*jsonschema.Schema{"path": pathSchema()}, "path"),
 	}, func(a CheckArgs) *mcp.CallToolResult {
 		return result(perform(api.Request{Op: "check", Path: a.Path, Session: sessionID, Via: "mcp", Since: since.Load()}, nil))
 	})
 	addTool(s, &mcp.Tool{
-		Name:        "write",
-		Title:       "Write a file",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
-		Description: "Replace (or create) a file atomically. Refused unless this session read the current version.",
+		Name:         "write",
+		OutputSchema: opFacts(),
+		Title:        "Write a file",
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Description:  "Replace (or create) a file atomically. Refused unless this session read the current version.",
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"path":    pathSchema(),
 			"content": {Type: "string", Description: "the complete new content"},
@@ -187,9 +201,10 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 		return &jsonschema.Schema{Type: "string", Pattern: edit.AnchorPattern, Description: desc}
 	}
 	addTool(s, &mcp.Tool{
-		Name:        "edit",
-		Title:       "Edit lines of a file",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+		Name:         "edit",
+		OutputSchema: opFacts(),
+		Title:        "Edit lines of a file",
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
 		Description: "Change lines of a file atomically. Name lines by the N#hh anchors a read with anchors=true showed (replace, insert_after, delete; a range is N#hh..M#hh), " +
 			"or give old_string (must occur exactly once) and new_string. Refused only if a touched line was never shown to this session (FS_NOT_OBSERVED) or changed since (FS_STALE_VERSION); " +
 			"changes elsewhere in the file are kept. The result shows the changed lines with their new anchors.",
@@ -223,6 +238,16 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Forgotten: this session holds nothing now. Reads send the lines again; read a file before you write or edit it."}}}
 	})
 	return s
+}
+
+// fromRoot has every request's relative path resolved against the
+// project, not the server's working directory, which the model cannot
+// know (api.Request.FromRoot).
+func fromRoot(perform Perform) Perform {
+	return func(req api.Request, content io.Reader) session.Output {
+		req.FromRoot = true
+		return perform(req, content)
+	}
 }
 
 // result turns a command's output into a tool result: stdout as the text

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,7 +50,17 @@ type lineConn struct {
 	incoming  chan inbound
 	closed    chan struct{}
 	closeOnce sync.Once
+	// calls counts the requests read and not yet answered: at the end
+	// of input, the end is told only once they are (inFlight), so a
+	// client that sends its requests and closes stdin gets every answer.
+	calls    sync.WaitGroup
+	answered sync.Map // request id -> struct{}, until its response is written
 }
+
+// drainBound is how long the end of input waits for answers to the
+// requests in flight; each request is bounded in time on its own, so
+// this only guards against one that is not.
+const drainBound = 2 * time.Minute
 
 var errTooLarge = errors.New("frame too large")
 
@@ -61,7 +72,8 @@ func (c *lineConn) readLoop(r *bufio.Reader, max int) {
 			continue
 		}
 		if err != nil {
-			c.deliver(inbound{err: err}) // io.EOF: the client went away
+			c.inFlight() // io.EOF: the client sent all it will; answer it first
+			c.deliver(inbound{err: err})
 			return
 		}
 		if len(line) == 0 {
@@ -76,9 +88,28 @@ func (c *lineConn) readLoop(r *bufio.Reader, max int) {
 			}
 			continue
 		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			if _, dup := c.answered.LoadOrStore(req.ID, struct{}{}); !dup {
+				c.calls.Add(1)
+			}
+		}
 		if !c.deliver(inbound{msg: msg}) {
 			return
 		}
+	}
+}
+
+// inFlight waits until every request read has been answered, the
+// connection closed, or drainBound passed.
+func (c *lineConn) inFlight() {
+	done := make(chan struct{})
+	go func() { c.calls.Wait(); close(done) }()
+	t := time.NewTimer(drainBound)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-c.closed:
+	case <-t.C:
 	}
 }
 
@@ -155,7 +186,13 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	return c.writeLine(b)
+	err = c.writeLine(b)
+	if res, ok := msg.(*jsonrpc.Response); ok {
+		if _, was := c.answered.LoadAndDelete(res.ID); was {
+			c.calls.Done()
+		}
+	}
+	return err
 }
 
 func (c *lineConn) Close() error {

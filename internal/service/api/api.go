@@ -48,6 +48,11 @@ type Request struct {
 	// Via names the front end that sent the request through the socket
 	// ("cli", "mcp"): a metrics label, never a decision.
 	Via string `json:"via,omitempty"`
+	// FromRoot: a relative Path resolves against Cwd only when Cwd lies
+	// in what the caller can see, else against the mount's top or the
+	// only root (session.Service.Base): for a door whose caller cannot
+	// know the process's working directory (MCP).
+	FromRoot bool `json:"fromRoot,omitempty"`
 }
 
 // Read is a read request's part that read.Request takes, with its window
@@ -87,6 +92,9 @@ func Do(svc *session.Service, req Request, content io.Reader) session.Output {
 		return usage("since must not be negative")
 	}
 	svc = svc.ForRequest(req.ID, req.Since)
+	if req.FromRoot {
+		req.Cwd = svc.Base(req.Cwd)
+	}
 	if err := CheckFormat(req.Format); err != nil && req.Op != "read" && req.Format != "" {
 		return usage(err.Error())
 	}
