@@ -523,6 +523,7 @@ func timeIt(script string) time.Duration {
 	if *as >= 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(*as), Gid: uint32(*as)}}
 		cmd.Dir = "/"
+		cmd.Env = append(os.Environ(), "HOME=/") // not root's: git reads its config there
 	}
 	cmd.Stderr = os.Stderr
 	must(cmd.Run())
