@@ -15,7 +15,8 @@ import (
 // TestHardLinksJudgedLikeAnyFile: under the default policy, through a real
 // mount, a file whose other names lie outside the roots is judged like any
 // file and shown when it passes: `git clone /local/path` (whose objects are
-// hard links to the source's) works with git log and git status, and a
+// hard links to the source's) works with git log and git status, as do a
+// worktree of it and a submodule cloned from a local path, and a
 // pnpm-shaped node_modules (hard links into a store outside the roots)
 // lists and reads. A hard link to a denied .env under the roots stays
 // hidden; one to a private key outside the roots is refused by its content;
@@ -56,6 +57,11 @@ func TestHardLinksJudgedLikeAnyFile(t *testing.T) {
 	}
 	mustGit(src, "gc", "-q")
 	mustGit(f.root, "clone", "-q", src, "clone")
+	// A worktree of the clone, and a submodule cloned from a local path
+	// (its objects hard links too).
+	mustGit(filepath.Join(f.root, "clone"), "worktree", "add", "-q", "../clone-wt")
+	mustGit(filepath.Join(f.root, "clone"), "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub")
+	mustGit(filepath.Join(f.root, "clone"), "commit", "-q", "-m", "sub")
 	linked := 0
 	filepath.Walk(filepath.Join(f.root, "clone", ".git", "objects"), func(p string, fi os.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() && fi.Sys().(*syscall.Stat_t).Nlink > 1 {
@@ -102,8 +108,14 @@ func TestHardLinksJudgedLikeAnyFile(t *testing.T) {
 	if out, err := git(clone, "status", "--porcelain"); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("git status through the mount on a local clone: %v\n%s", err, out)
 	}
-	if out, err := git(clone, "show", "HEAD~2:file.txt"); err != nil || out != "first\n" {
+	if out, err := git(clone, "show", "HEAD~3:file.txt"); err != nil || out != "first\n" {
 		t.Errorf("git show through the mount: %v\n%s", err, out)
+	}
+	if out, err := git(filepath.Join(f.mp, "clone-wt"), "status", "--porcelain"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("git status through the mount in a worktree: %v\n%s", err, out)
+	}
+	if out, err := git(filepath.Join(f.mp, "clone", "sub"), "log", "--oneline"); err != nil || !strings.Contains(out, "third") {
+		t.Errorf("git log through the mount in a submodule: %v\n%s", err, out)
 	}
 	if got, err := run(t, 30*time.Second, "cat", filepath.Join(f.mp, "web", "node_modules", "left-pad", "index.js")); err != nil || got != index {
 		t.Errorf("a pnpm package's file through the mount: %q %v", got, err)
