@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,7 +37,7 @@ func TestFlagMistakesAreOneLine(t *testing.T) {
 	}
 }
 
-// TestPlainCommandsSpeakJSON: version, health and unmount answer one JSON
+// TestPlainCommandsSpeakJSON: version, health, unmount and journal verify answer one JSON
 // object with --format json, success or not, with the exit status of text.
 func TestPlainCommandsSpeakJSON(t *testing.T) {
 	t.Parallel()
@@ -55,6 +57,20 @@ func TestPlainCommandsSpeakJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(stdout.String()), &got); err != nil || code != c.exit || got["ok"] != c.ok || got[c.key] == nil || stderr.Len() != 0 {
 			t.Errorf("fsguard %v: exit %d, stdout %q (%v), stderr %q", c.args, code, stdout.String(), err, stderr.String())
 		}
+	}
+	// journal verify, on a journal a read made.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "policy.toml"), []byte("[[root]]\npath = \""+dir+"\"\n[journal]\npath = \""+filepath.Join(dir, "j.db")+"\"\n"), 0o644)
+	pol := filepath.Join(dir, "policy.toml")
+	run([]string{"read", filepath.Join(dir, "a.txt"), "--policy", pol}, &strings.Builder{}, &strings.Builder{})
+	var out, errs strings.Builder
+	var v struct {
+		OK      bool
+		Records int
+	}
+	if code := run([]string{"journal", "verify", "--format", "json", "--policy", pol}, &out, &errs); code != 0 || json.Unmarshal([]byte(out.String()), &v) != nil || !v.OK || v.Records != 1 {
+		t.Errorf("journal verify --format json: exit %d, %q, %q", code, out.String(), errs.String())
 	}
 	var stdout, stderr strings.Builder
 	if code := run([]string{"version", "--format", "yaml"}, &stdout, &stderr); code != exitUsage {

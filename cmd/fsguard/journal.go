@@ -67,7 +67,7 @@ var journalSubs = map[string]journalSub{
 	"query":  {"policy session path since until kind process after format", (*journalCmd).query},
 	"tail":   {"policy session path since until kind process after append-to format f follow reopen n jsonl", (*journalCmd).tail},
 	"stats":  {"policy format", (*journalCmd).stats},
-	"verify": {"policy", (*journalCmd).verify},
+	"verify": {"policy format", (*journalCmd).verify},
 	"export": {"policy session path since until kind process after jsonl", (*journalCmd).export},
 }
 
@@ -389,9 +389,13 @@ func (c *journalCmd) accessStats(st *journal.Stats) {
 }
 
 func (c *journalCmd) verify() int {
+	format := "text"
+	if *c.format == "json" {
+		format = "json"
+	}
 	// A journal deleted, emptied or replaced is not a new, empty one.
 	if err := blobs.CheckBeside(c.path, c.j.ID()); err != nil {
-		return fail(c.stderr, err)
+		return answer(c.stdout, c.stderr, format, "", map[string]any{"journal": c.path}, err)
 	}
 	start := time.Now()
 	n, err := c.j.Verify(func(done, total int64) {
@@ -405,10 +409,11 @@ func (c *journalCmd) verify() int {
 		}
 	})
 	if err != nil {
-		return fail(c.stderr, fmt.Errorf("journal verify failed at %v (after %d good records)", err, n))
+		err = fmt.Errorf("journal verify failed at %v (after %d good records)", err, n)
 	}
-	fmt.Fprintf(c.stdout, "ok: %s: %d records, chain intact (%.0f ms)\n", c.path, n, float64(time.Since(start).Microseconds())/1000)
-	return 0
+	ms := float64(time.Since(start).Microseconds()) / 1000
+	return answer(c.stdout, c.stderr, format, fmt.Sprintf("ok: %s: %d records, chain intact (%.0f ms)", c.path, n, ms),
+		map[string]any{"journal": c.path, "records": n, "ms": ms}, err)
 }
 
 func parseTime(s string) (time.Time, error) {
