@@ -32,15 +32,20 @@ func runRead(args []string, stdout, stderr io.Writer) int {
 	around := fs.String("around", "", "the window centred on the line an N#hh anchor names")
 	radius := fs.String("radius", "", fmt.Sprintf("lines either side of --around's line (default %d)", read.DefaultRadius))
 	block := fs.String("block", "", "the smallest block by indentation that encloses line N")
+	pages := fs.String("pages", "", fmt.Sprintf("a document's (PDF's) pages to show, N or A-B, at most %d (default: the first %d)", read.MaxPages, read.MaxPages))
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--window A:B ...] [--around N#hh [--radius R]] [--block N]
+		fmt.Fprint(stderr, `usage: fsguard read PATH [--offset N] [--limit N] [--window A:B ...] [--around N#hh [--radius R]] [--block N] [--pages A-B]
                   [--format text|json] [--anchors] [--session ID] [--no-dedupe] [--policy FILE | --socket SOCK]
 
 Shows a line-numbered window of a text file inside the allowed roots (UTF-8,
 or UTF-16/UTF-32 with a byte order mark, shown decoded; writes keep the
 encoding). A directory is listed: its admitted entries, sorted, "/" after
 a directory, paged by --offset and --limit. A Jupyter notebook (.ipynb) is
-shown as cells with their text outputs, paged by cells.
+shown as cells with their text outputs, paged by cells. A PDF (known by its
+content) is shown as the text of its pages, each after "--- page N ---",
+at most 20 pages a call (--pages A-B), parsed in a sandbox with bounds on
+size, time and memory; credentials in its text are masked, and one whose
+text holds a private key is refused.
 The footer says exactly how to continue. Each read is recorded in the
 journal; with a session, a re-read of lines the session already holds in
 this version answers with a short notice instead, and a re-read of a file
@@ -61,6 +66,7 @@ examples:
   fsguard read src/main.go --around 120#3f --radius 5
   fsguard read src/main.go --block 131        # the function around line 131
   fsguard read analysis.ipynb
+  fsguard read design.pdf --pages 21-40
   fsguard read src/main.go --format json
   fsguard read src/main.go --anchors --session agent-7
   FSGUARD_SOCKET=/run/fsguard.sock fsguard read /workspace/src/main.go
@@ -76,7 +82,7 @@ flags:
 	if !validFormat(*format, stderr) {
 		return exitUsage
 	}
-	req := api.Request{Op: "read", Path: name, Session: *sessionID, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors, Around: *around}
+	req := api.Request{Op: "read", Path: name, Session: *sessionID, Format: *format, NoDedupe: *noDedupe, Anchors: *anchors, Around: *around, Pages: *pages}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if bad := readFlags(&req, windows, map[read.Arg]string{read.ArgOffset: *offset, read.ArgLimit: *limit, read.ArgRadius: *radius, read.ArgBlock: *block}, set); bad != nil {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
+	"github.com/fsguard/fsguard/internal/concept/document"
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/decide/roots"
@@ -34,6 +36,9 @@ func openService(pol *policy.Policy) (*session.Service, func(), error) {
 	if err != nil {
 		s.JournalErr = err
 	} else {
+		// PDFium's compiled code is kept beside the journal: a read of a
+		// PDF does not compile it on every run.
+		document.Configure(filepath.Join(filepath.Dir(path), "pdfium"))
 		held, herr := openHeld(pol, j) // without it, changed files come as lines
 		var foreign *blobs.ForeignJournal
 		if errors.As(herr, &foreign) {

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsguard/fsguard/internal/concept/document"
 	"github.com/fsguard/fsguard/internal/concept/metrics"
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/termsafe"
@@ -351,6 +352,9 @@ func (d *Daemon) loadVerdicts(pol *policy.Policy) {
 		return
 	}
 	d.verdicts = d.journal.Path() + ".verdicts"
+	// PDFium's compiled code is kept beside them, in the same private
+	// directory: a restarted daemon does not compile it again.
+	document.Configure(filepath.Join(filepath.Dir(d.journal.Path()), "pdfium"))
 	n, err := d.dec.Load(d.verdicts, pol)
 	if err != nil {
 		d.log.Warn("saved verdicts not used: every file is read and scanned afresh", "path", d.verdicts, "err", err.Error())

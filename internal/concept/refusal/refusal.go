@@ -54,6 +54,11 @@ const (
 	// unchecked.
 	ArchiveUnchecked Code = "FS_ARCHIVE_UNCHECKED"
 
+	// UnreadableDocument: a document (a PDF, by its content) that
+	// fsguard's sandboxed parser cannot read within its bounds:
+	// encrypted, damaged, too large, too slow, a bomb.
+	UnreadableDocument Code = "UNREADABLE_DOCUMENT"
+
 	// FuseUnavailable: fsguard mount cannot mount here (no FUSE device,
 	// or neither the privilege nor fusermount3); said before mounting,
 	// with what to add (mount.Preflight).

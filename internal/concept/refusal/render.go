@@ -212,13 +212,24 @@ const (
 	IOFailedRaw    Reason = "io-error-raw"        // Detail
 )
 
+// The reasons of a document (a PDF) read by its text.
+const (
+	DocumentUnreadable Reason = "document-unreadable" // Detail: why
+	DocumentKey        Reason = "document-key"
+	DocumentCredential Reason = "document-credential" // Family
+	TooManyPages       Reason = "too-many-pages"      // Line, End, Limit
+	BadPages           Reason = "bad-pages"           // Got
+	PagesNotDocument   Reason = "pages-not-document"
+	DocumentByPages    Reason = "document-by-pages" // Limit
+)
+
 // modeOptions are a read's options that each ask for windows in their own
 // way, by their request names: a read takes one of them.
 var modeOptions = []string{"offset", "window", "around", "block"}
 
 // units are what an out-of-range refusal counts, one and many; lines are
 // always said "lines".
-var units = map[string][2]string{"": {"lines", "lines"}, "line": {"lines", "lines"}, "entry": {"entry", "entries"}, "cell": {"cell", "cells"}}
+var units = map[string][2]string{"": {"lines", "lines"}, "line": {"lines", "lines"}, "entry": {"entry", "entries"}, "cell": {"cell", "cells"}, "page": {"page", "pages"}}
 
 // The reasons of an edit's plan (edit) and of a session's checks, writes
 // and edits (session).
@@ -445,6 +456,26 @@ var table = map[Reason]row{
 	}),
 	Undecodable: detail(Encoding, "", "; fsguard shows UTF-8, and UTF-16 or UTF-32 with a byte order mark"),
 	IOFailedRaw: detail(IOError, "", ""),
+
+	DocumentUnreadable: whyf(UnreadableDocument, func(e *Error, _ *words) string {
+		return "the document (PDF) cannot be read: " + e.Detail + "; fsguard reads documents in a sandbox with bounds on size, time and memory, and refuses what it cannot read within them"
+	}),
+	DocumentKey: why(Denied, "the document's text holds a private key, which the policy never shows"),
+	DocumentCredential: whyf(Denied, func(e *Error, _ *words) string {
+		return fmt.Sprintf("the document's text holds a credential (%s), which fsguard masks in the text it shows but cannot mask inside the document; read its text instead", e.Family)
+	}),
+	TooManyPages: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("pages %d-%d are more than %d; read at most %d pages a call (%s A-B)", e.Line, e.End, e.Limit, e.Limit, w.opt("pages"))
+	}),
+	BadPages: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%s %q is not a page range; give N or A-B, pages counted from 1", w.opt("pages"), e.Got)
+	}),
+	DocumentByPages: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%q is a document (a PDF), read by pages, not lines: use %s A-B, at most %d pages a call", e.Path, w.opt("pages"), e.Limit)
+	}),
+	PagesNotDocument: invalid(func(e *Error, w *words) string {
+		return fmt.Sprintf("%s selects pages of a document (a PDF), and %q is not one; read it with offset and limit", w.opt("pages"), e.Path)
+	}),
 
 	AnchorNoLine: invalid(func(e *Error, _ *words) string { return fmt.Sprintf("anchor %q names no line", e.Anchor) }),
 	SpecNotAnchor: invalid(func(e *Error, w *words) string {

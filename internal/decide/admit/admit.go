@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fsguard/fsguard/internal/concept/document"
 	"github.com/fsguard/fsguard/internal/concept/fanout"
 	"github.com/fsguard/fsguard/internal/concept/fileid"
 	"github.com/fsguard/fsguard/internal/concept/policy"
@@ -211,16 +212,20 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		pool.Put(bp)
 		return finish(sample, ioErr(f.Shown, err))
 	}
+	docAt := document.At(data)
 	// A sample that is the whole file was searched for keys and
 	// credentials whole.
 	creds := maskable(sample) && pol.Secrets.Masks()
-	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) && !creds && kind == "" || whole {
+	if sample.Class == sniff.PrivateKey || !pol.Refuses(string(sniff.PrivateKey)) && !creds && kind == "" && docAt < 0 || whole {
 		if whole {
 			if sample, err = d.findIn(pol, f.Shown, sample, data); err != nil {
 				pool.Put(bp)
 				return finish(sample, err)
 			}
-			if sample, err = d.unpack(pol, kind, bytes.NewReader(data), int64(len(data)), sample); err != nil {
+			if sample, err = d.unpack(pol, kind, bytes.NewReader(data), int64(len(data)), sample); err == nil {
+				sample, err = d.documentOf(pol, docAt, bytes.NewReader(data), int64(len(data)), sample)
+			}
+			if err != nil {
 				pool.Put(bp)
 				return finish(sample, ioErr(f.Shown, err))
 			}
@@ -247,6 +252,9 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 				sc.res, sc.err = d.scanFor(pol, f, sc.res, *bp)
 				if sc.err == nil {
 					sc.res, sc.err = d.unpack(pol, kind, f, f.Stat.Size, sc.res)
+				}
+				if sc.err == nil {
+					sc.res, sc.err = d.documentOf(pol, docAt, f, f.Stat.Size, sc.res)
 				}
 				if sc.err == nil {
 					d.tell(f, sc.res)
@@ -376,7 +384,11 @@ func (d *Decider) remember(k key, res sniff.Result, at int64) {
 
 // verdict applies the policy's refused classes to the class of the file p.
 func verdict(pol *policy.Policy, p roots.Path, res sniff.Result) (sniff.Result, error) {
-	if err := insideVerdict(pol, p, res.Inside); err != nil {
+	if isDocumentFinding(res.Inside) {
+		if err := documentVerdict(pol, p, res.Inside); err != nil {
+			return res, err
+		}
+	} else if err := insideVerdict(pol, p, res.Inside); err != nil {
 		return res, err
 	}
 	if pol.Refuses(string(res.Class)) && !pol.Allowed(p.Root.Path, p.Root.Real, p.Rel) {

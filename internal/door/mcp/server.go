@@ -42,6 +42,10 @@ type ReadArgs struct {
 	Around  string       `json:"around,omitempty"`
 	Radius  int64        `json:"radius,omitempty"`
 	Block   int64        `json:"block,omitempty"`
+	// Pages and As: a document's pages, and "document" for the document
+	// itself (see read.Request).
+	Pages string `json:"pages,omitempty"`
+	As    string `json:"as,omitempty"`
 }
 
 // CheckArgs are the check tool's arguments.
@@ -93,7 +97,8 @@ func readFacts() *jsonschema.Schema {
 		"code":         str("the refusal code, when refused"),
 		"message":      str("the refusal's message, when refused"),
 		"path":         str("the file, as the agent sees it"),
-		"type":         {Type: "string", Enum: []any{"file", "directory", "notebook", "image"}, Description: "what was read"},
+		"type":         {Type: "string", Enum: []any{"file", "directory", "notebook", "image", "document"}, Description: "what was read"},
+		"pages":        {Type: "integer", Description: "a document's page count"},
 		"range":        obj("the lines shown: start, end"),
 		"totals":       obj("the file's lines and bytes, and whether the count is complete"),
 		"truncation":   obj("what cut the window: reason, clamped lines"),
@@ -151,7 +156,7 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 		Name:        "read",
 		Title:       "Read a file",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-		Description: "Read a line-numbered window of a text file (UTF-8, or UTF-16/32 with a BOM), a directory's entries, or a notebook's cells. " +
+		Description: "Read a line-numbered window of a text file (UTF-8, or UTF-16/32 with a BOM), a directory's entries, a notebook's cells, or a PDF's text by pages (pages: \"A-B\", at most 20; as: \"document\" also returns the PDF). " +
 			"The footer says exactly how to continue (offset=N). windows reads several spans at once; around centres a window on an N#hh anchor; block returns the indented block enclosing a line.",
 		OutputSchema: readFacts(),
 		InputSchema: object(map[string]*jsonschema.Schema{
@@ -165,10 +170,12 @@ func New(version, sessionID string, resume bool, perform Perform) *mcp.Server {
 			"around": {Type: "string", Pattern: `^` + lines.RefPattern + `$`, Description: "an N#hh anchor from an anchors read: the window centred on that line (a changed line is noted)"},
 			"radius": positive(fmt.Sprintf("lines either side of around's line (default %d)", read.DefaultRadius)),
 			"block":  positive("a line number: the smallest block by indentation that encloses it (a function, a class, an if)"),
+			"pages":  {Type: "string", Pattern: `^[0-9]+(-[0-9]+)?$`, Description: fmt.Sprintf("a PDF's pages to read, N or A-B, at most %d a call (default: the first %d)", read.MaxPages, read.MaxPages)},
+			"as":     {Type: "string", Enum: []any{"text", "document"}, Description: `"document": also return the PDF itself (or a new PDF of the pages asked for) as an embedded application/pdf resource, for models that take PDFs`},
 		}, "path"),
 	}, func(a ReadArgs) *mcp.CallToolResult {
 		req := api.Request{Op: "read", Path: a.Path, Offset: a.Offset, Limit: a.Limit, Anchors: a.Anchors, NoDedupe: a.Full,
-			Windows: a.Windows, Around: a.Around, Radius: a.Radius, Block: a.Block, Again: "full: true", Session: sessionID, Via: "mcp", Since: since.Load()}
+			Windows: a.Windows, Around: a.Around, Radius: a.Radius, Block: a.Block, Pages: a.Pages, As: a.As, Again: "full: true", Session: sessionID, Via: "mcp", Since: since.Load()}
 		if bad := req.Read().Check(); bad != nil {
 			return result(session.RenderRead(a.Path, nil, bad.Refusal(), ""))
 		}
@@ -268,6 +275,10 @@ func result(out session.Output) *mcp.CallToolResult {
 	content := []mcp.Content{&mcp.TextContent{Text: out.Stdout}}
 	if out.Image != nil && out.Image.Data != nil {
 		content = append(content, &mcp.ImageContent{Data: out.Image.Data, MIMEType: out.Image.MIME})
+	}
+	if out.Document != nil && out.Document.Data != nil {
+		content = append(content, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+			URI: "fsguard:document.pdf", MIMEType: out.Document.MIME, Blob: out.Document.Data}})
 	}
 	if notes := strings.TrimSpace(out.Stderr); notes != "" {
 		content = append(content, &mcp.TextContent{Text: notes})

@@ -37,6 +37,10 @@ type Request struct {
 	Around  string       `json:"around,omitempty"`
 	Radius  int64        `json:"radius,omitempty"`
 	Block   int64        `json:"block,omitempty"`
+	// Pages selects a document's pages ("N" or "A-B"); As "document"
+	// asks for the document itself too (read.Request.AsDocument).
+	Pages string `json:"pages,omitempty"`
+	As    string `json:"as,omitempty"`
 	// ID is the caller's name for a write or edit: its intent is recorded
 	// under it, so a caller that lost the connection before the answer
 	// asks {"op": "status", "id": ID} whether it happened.
@@ -59,7 +63,7 @@ type Request struct {
 // options (read.Request.Check is their one check).
 func (r Request) Read() read.Request {
 	return read.Request{Path: r.Path, Offset: r.Offset, Limit: r.Limit, Cwd: r.Cwd, Anchors: r.Anchors,
-		Windows: r.Windows, Around: r.Around, Radius: r.Radius, Block: r.Block}
+		Windows: r.Windows, Around: r.Around, Radius: r.Radius, Block: r.Block, Pages: r.Pages, AsDocument: r.As == "document"}
 }
 
 // CheckFormat is the rule for an answer's format: text or json.

@@ -35,6 +35,8 @@ func (r *Result) Kind() string {
 		return "directory"
 	case r.Notebook != nil:
 		return "notebook"
+	case r.Document != nil:
+		return "document"
 	}
 	return "file"
 }
@@ -63,7 +65,7 @@ type Envelope struct {
 	Footer       string        `json:"footer,omitempty"`
 	Image        *Image        `json:"image,omitempty"`
 	Diff         *Diff         `json:"diff,omitempty"`
-	// Type is what was read: "file", "image", "directory" or "notebook".
+	// Type is what was read: "file", "image", "directory", "notebook" or "document".
 	Type string `json:"type,omitempty"`
 	// Windows, for a read of several windows: each window's lines (or the
 	// notice that replaced them), range, truncation, continuation, footer
@@ -71,6 +73,10 @@ type Envelope struct {
 	Windows   []Envelope `json:"windows,omitempty"`
 	Directory *Listing   `json:"directory,omitempty"`
 	Notebook  *Notebook  `json:"notebook,omitempty"`
+	// Document is a document's page count (and, asked as a document, its
+	// bytes as base64); Text then holds its pages as the text envelope
+	// shows them, Range the pages shown.
+	Document *Document `json:"document,omitempty"`
 	// Notice replaces a window's lines the session already holds.
 	Notice string `json:"notice,omitempty"`
 	// Text is a notebook's cells as the text envelope shows them.
@@ -98,9 +104,10 @@ func (r *Result) Envelope() Envelope {
 	if r.Listing != nil {
 		e.Totals, e.Observation, e.Lines = nil, nil, nil // entries are in Directory
 	}
-	if r.Notebook != nil {
-		e.Lines, e.Text = nil, r.Body // the cells, as the text envelope shows them
+	if r.Notebook != nil || r.Document != nil {
+		e.Lines, e.Text = nil, r.Body // the cells or pages, as the text envelope shows them
 	}
+	e.Document = r.Document
 	for i, l := range r.Lines {
 		e.Lines[i] = JSONLine{N: l.N, Text: l.Text, Truncated: l.Truncated}
 		if r.Anchors && !l.Truncated {

@@ -47,6 +47,12 @@ type Request struct {
 	// Block asks for the smallest block by indentation around this line
 	// (lines.Block), at most Limit lines of it.
 	Block int64
+	// Pages selects a document's pages, "N" or "A-B" (at most MaxPages);
+	// "" is its first MaxPages. Only a document (a PDF) has pages.
+	Pages string
+	// AsDocument asks for a document itself (Result.Document.Data) as
+	// well as its text.
+	AsDocument bool
 }
 
 // Range is an inclusive span of line numbers; zero when nothing was shown.
@@ -74,6 +80,8 @@ type Continuation struct {
 	Path   string `json:"path"`
 	Offset int64  `json:"offset"`
 	Limit  int64  `json:"limit"`
+	// Pages, for a document, is the next pages to read ("A-B").
+	Pages string `json:"pages,omitempty"`
 }
 
 // Observation identifies what this read showed of which file version.
@@ -147,7 +155,11 @@ type Result struct {
 	// Notebook is set for a notebook read: Body shows its cells, Range
 	// counts cells, and the observation is of the file's bytes.
 	Notebook *Notebook
-	// Masked are the credentials masked in the lines shown.
+	// Document is set for a document (PDF) read: Body shows the text of
+	// its pages, Range and Totals.Lines count pages.
+	Document *Document
+	// Masked are the credentials masked in the lines shown (of a
+	// document: Line is the page).
 	Masked []Masked
 }
 
@@ -191,6 +203,12 @@ func (r *Reader) read(req Request) (*Result, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if isDocument(f) {
+		return r.document(f, req, p)
+	}
+	if req.Pages != "" || req.AsDocument {
+		return nil, refusal.Of(refusal.PagesNotDocument, refusal.OpRead, f.Shown, refusal.Facts{})
+	}
 	class, admission, err := r.classify(f)
 	defer admission.Wait() // before f is closed
 	if err != nil {

@@ -29,6 +29,9 @@ type Output struct {
 	// Image carries an image read's bytes for front ends that can show
 	// them (MCP); the text output only describes it.
 	Image *read.Image `json:"image,omitempty"`
+	// Document carries a document read's bytes when it was asked for as a
+	// document (MCP's as: "document").
+	Document *read.Document `json:"document,omitempty"`
 	// Structured is the answer's facts as an object (a read's path, range,
 	// totals, truncation, continuation, observation; a refusal's code and
 	// message), for front ends that carry them beside the text (MCP's
@@ -38,11 +41,13 @@ type Output struct {
 
 // ReadFacts is what a read's structured answer carries.
 type ReadFacts struct {
-	Status       string             `json:"status"`
-	Code         string             `json:"code,omitempty"`
-	Message      string             `json:"message,omitempty"`
-	Path         string             `json:"path"`
-	Type         string             `json:"type,omitempty"` // file, directory, notebook or image
+	Status  string `json:"status"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	Path    string `json:"path"`
+	Type    string `json:"type,omitempty"` // file, directory, notebook, image or document
+	// Pages is a document's page count.
+	Pages        int64              `json:"pages,omitempty"`
 	Range        *read.Range        `json:"range,omitempty"`
 	Totals       *read.Totals       `json:"totals,omitempty"`
 	Truncation   *read.Truncation   `json:"truncation,omitempty"`
@@ -65,6 +70,9 @@ func facts(name string, res *ReadResult, err error) json.RawMessage {
 		f.Continuation, f.Observation, f.Held, f.Type = res.Continuation, &res.Observation, res.Notice != "" || res.held(), res.Kind()
 		if res.Listing != nil {
 			f.Totals, f.Observation = nil, nil // a listing observes no file
+		}
+		if res.Document != nil {
+			f.Pages = res.Document.Pages
 		}
 	}
 	b, _ := json.Marshal(f)
@@ -147,7 +155,11 @@ func RenderRead(name string, res *ReadResult, err error, format string) Output {
 	for _, n := range res.Notes {
 		fmt.Fprintf(&notes, "Note: %s\n", n)
 	}
-	return Output{Stdout: res.Text(), Stderr: notes.String(), Image: res.Image, Structured: facts(name, res, nil)}
+	out := Output{Stdout: res.Text(), Stderr: notes.String(), Image: res.Image, Structured: facts(name, res, nil)}
+	if res.Document != nil && res.Document.Data != nil {
+		out.Document = res.Document
+	}
+	return out
 }
 
 // RenderCheck renders a check's outcome.

@@ -245,6 +245,10 @@ func (s *Service) observed(session string, res, part *read.Result) *journal.Reco
 		TotalLines: res.Totals.Lines, Identity: &o.Identity, Delivered: int64(len(part.Body)), Anchors: res.Anchors,
 		ContentID: o.ContentIDString(),
 	}
+	// A document's read records its pages as the window: Start-End and
+	// TotalLines count pages, so an unchanged re-read of the same pages of
+	// the same version is answered from the ledger as lines are. No line
+	// of it is held for a write: it is never a whole-file view.
 	if res.Image != nil || res.Notebook != nil {
 		// What was shown is a description or a rendering: no line of
 		// the file is held through it.
@@ -274,6 +278,10 @@ func (s *Service) answerWindow(req ReadRequest, dedupe bool, again string, out *
 	switch {
 	case held.Window(a, b, res.Totals.Lines):
 		notice, footer := heldNotice(a, b, res.Totals.Lines, o.WholeFileVisible, again), ""
+		if res.Document != nil {
+			// A document's "lines" are its pages (see observed).
+			notice = fmt.Sprintf("(Unchanged since your last read - you already hold pages %d-%d. Use %s to see them again.)", a, b, again)
+		}
 		if !o.WholeFileVisible {
 			footer = res.Footer // paging goes on from the window
 		}
@@ -282,7 +290,7 @@ func (s *Service) answerWindow(req ReadRequest, dedupe bool, again string, out *
 			out.Notice, out.Footer = notice, footer
 			rec.Origin, rec.Start, rec.End = journal.OriginLedger, 0, 0
 		}
-	case !req.Anchors: // a diff carries no anchors: an anchored read gets lines
+	case !req.Anchors && res.Document == nil: // a diff carries no anchors: an anchored read gets lines
 		if change, err = s.answerChange(req.Session, res, again); err != nil {
 			return nil, err
 		}
