@@ -201,9 +201,18 @@ func (r *region) Free() {
 	}
 }
 
-// Warm starts the module's compilation, so a later first document does not
-// wait for it.
-func Warm() { start() }
+// Ready starts the module's compilation if it has not started, and waits
+// for it within ctx: a caller that must not count the one compilation
+// against a request's bound (a test's hang guard) waits here first.
+func Ready(ctx context.Context) error {
+	start()
+	select {
+	case <-ready:
+		return initErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // run gives work a fresh instance for at most MaxTime (and ctx), and
 // closes the instance after: killed when the time ran out, so a call

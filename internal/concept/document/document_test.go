@@ -17,6 +17,12 @@ import (
 
 func TestMain(m *testing.M) {
 	document.Configure(testenv.DocumentCache())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	if err := document.Ready(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "the document reader does not start:", err)
+		os.Exit(1)
+	}
+	cancel()
 	os.Exit(m.Run())
 }
 

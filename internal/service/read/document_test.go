@@ -3,6 +3,7 @@ package read
 import (
 	"bytes"
 	"compress/zlib"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,11 @@ import (
 func pdfFixture(t *testing.T, maxLines int) (string, *Reader) {
 	t.Helper()
 	document.Configure(testenv.DocumentCache())
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute) // the one compilation, not a request
+	defer cancel()
+	if err := document.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
 	root := t.TempDir()
 	p, err := policy.Default(root)
 	if err != nil {
