@@ -173,33 +173,59 @@ func private(dir string) bool {
 // mapped at once, touched (and so made resident) only as the instance
 // grows into it. A memory that grows in place is not copied on each grow
 // (a document whose streams decompress to many megabytes grows it often),
-// and it is outside the Go heap, returned to the system when the instance
-// closes.
+// and it is outside the Go heap.
+//
+// It is unmapped by the request that made the instance (run), once that
+// request's call has returned, never by wazero's Free: an instance killed
+// for its time is closed, and its memory freed, while its call may still
+// be running on another goroutine, which must not then touch unmapped
+// memory.
 func mapped(_, limit uint64) experimental.LinearMemory {
 	limit = min(limit, MemoryLimit)
 	b, err := unix.Mmap(-1, 0, int(limit), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
-	if err != nil {
-		return &region{}
+	r := &region{}
+	if err == nil {
+		r.b = b
 	}
-	return &region{b: b}
+	made = append(made, r) // under getMu: see run
+	return r
 }
 
 // region is a mapped instance memory.
-type region struct{ b []byte }
+type region struct {
+	mu sync.Mutex
+	b  []byte
+}
 
 func (r *region) Reallocate(size uint64) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if size > uint64(len(r.b)) {
 		return nil // the instance traps: over its memory bound
 	}
 	return r.b[:size]
 }
 
-func (r *region) Free() {
+// Free is wazero's: see mapped for why it leaves the mapping.
+func (r *region) Free() {}
+
+// unmap returns the memory to the system; the instance is closed and no
+// call of it is running.
+func (r *region) unmap() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.b != nil {
 		unix.Munmap(r.b)
 		r.b = nil
 	}
 }
+
+var (
+	// getMu serialises the taking of instances, so the memories made
+	// while one is taken (made) are that request's to unmap.
+	getMu sync.Mutex
+	made  []*region
+)
 
 // Ready starts the module's compilation if it has not started, and waits
 // for it within ctx: a caller that must not count the one compilation
@@ -234,7 +260,17 @@ func run(ctx context.Context, data []byte, work func(inst pdfium.Pdfium) error) 
 	}
 	ctx, cancel = context.WithTimeout(ctx, MaxTime)
 	defer cancel()
+	getMu.Lock()
+	made = nil
 	inst, err := pool.GetInstanceWithContext(ctx)
+	mine := made
+	made = nil
+	getMu.Unlock()
+	defer func() {
+		for _, r := range mine {
+			r.unmap()
+		}
+	}()
 	if err != nil {
 		return fail("no document reader was free within the time bound")
 	}

@@ -146,6 +146,41 @@ func TestNestedObjectBombIsAnswered(t *testing.T) {
 // answered with a refusal, and the daemon's own memory does not grow by it.
 func TestDecompressionBombIsRefused(t *testing.T) {
 	t.Parallel()
+	data := bomb()
+	var err error
+	within(t, func() { _, err = document.Text(context.Background(), data, 1, 1, 1<<30) })
+	var de *document.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("the bomb was read: %v", err)
+	}
+	t.Log(de.Reason)
+}
+
+// A read whose caller's deadline ends while the parser runs is stopped:
+// the instance is closed under the running call, which returns, and the
+// process goes on (its memory is unmapped only after the call returned).
+func TestDeadlineStopsARunningRead(t *testing.T) {
+	t.Parallel()
+	data := bomb()
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		var err error
+		within(t, func() { _, err = document.Text(ctx, data, 1, 1, 1<<30) })
+		cancel()
+		if err == nil {
+			t.Fatal("the bomb was read")
+		}
+	}
+	// The reader still reads.
+	p, err := document.Text(context.Background(), testenv.PagesPDF(2), 1, 2, 1<<20)
+	if err != nil || p.Count != 2 {
+		t.Fatalf("after the kills: %+v, %v", p, err)
+	}
+}
+
+// bomb is a one-page document whose content stream inflates to twice the
+// sandbox's memory.
+func bomb() []byte {
 	var z bytes.Buffer
 	w, _ := zlib.NewWriterLevel(&z, zlib.BestSpeed)
 	w.Write([]byte("BT /F1 12 Tf 72 700 Td (boom) Tj ET\n"))
@@ -154,21 +189,11 @@ func TestDecompressionBombIsRefused(t *testing.T) {
 		w.Write(spaces)
 	}
 	w.Close()
-	// The one page's contents are the bomb.
 	n := testenv.FirstExtra(1)
 	data := testenv.PDF([]testenv.PDFPage{{Content: "q Q"}}, []string{
 		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", z.Len(), z.String()),
 	}, "")
-	data = bytes.Replace(data, []byte("/Contents 5 0 R"), []byte(fmt.Sprintf("/Contents %d 0 R", n)), 1)
-	var err error
-	t0 := time.Now()
-	within(t, func() { _, err = document.Text(context.Background(), data, 1, 1, 1<<30) })
-	t.Log("read", time.Since(t0))
-	var de *document.Error
-	if !errors.As(err, &de) {
-		t.Fatalf("the bomb was read: %v", err)
-	}
-	t.Log(de.Reason)
+	return bytes.Replace(data, []byte("/Contents 5 0 R"), []byte(fmt.Sprintf("/Contents %d 0 R", n)), 1)
 }
 
 func TestTooLargeIsRefused(t *testing.T) {
