@@ -24,10 +24,12 @@ import (
 	"github.com/fsguard/fsguard/internal/concept/document"
 	"github.com/fsguard/fsguard/internal/concept/metrics"
 	"github.com/fsguard/fsguard/internal/concept/policy"
+	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/concept/termsafe"
 	"github.com/fsguard/fsguard/internal/decide/admit"
 	"github.com/fsguard/fsguard/internal/decide/history"
 	"github.com/fsguard/fsguard/internal/decide/roots"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 	"github.com/fsguard/fsguard/internal/door/control"
 	"github.com/fsguard/fsguard/internal/service/session"
 	"github.com/fsguard/fsguard/internal/store/blobs"
@@ -62,10 +64,11 @@ type Daemon struct {
 	cfg Config
 	// locks are the socket's and the mount point's (lock.go), released
 	// last, once the socket is gone.
-	locks    []*os.File
-	log      *slog.Logger
-	Metrics  *metrics.Set
-	journal  *journal.Journal
+	locks   []*os.File
+	log     *slog.Logger
+	Metrics *metrics.Set
+	// rec is the journal as every part uses it (nil: no journal path).
+	rec      *recorder
 	held     *blobs.Store
 	srv      *mount.Server
 	ctl      *control.Server
@@ -124,40 +127,47 @@ func Start(cfg Config) (*Daemon, error) {
 	d.setMemoryLimit(pol.Limits.MemoryLimit)
 	d.watchDescriptorLimit(raiseDescriptorLimit())
 	d.state = newTracker(pol.Git.History)
-	var jerr error
 	if cfg.JournalPath != "" {
 		// Made private before anything is written in it (journal.Open
 		// would too, without a word): the log says what was changed.
 		if did, err := sqlitedb.PrivateDir(cfg.JournalPath); err == nil && did != "" {
 			d.log.Warn("journal directory made private", "dir", filepath.Dir(cfg.JournalPath), "change", did)
 		}
-		if d.journal, jerr = journal.Open(cfg.JournalPath); jerr != nil {
+		// The journal is opened, held (a file deleted or replaced under
+		// the daemon is noticed at each append and every second, its
+		// records rescued, nothing appended into an orphaned file) and
+		// written once (a probe) before anything is served: a journal that
+		// opens but cannot be written is not recording.
+		d.rec = &recorder{path: cfg.JournalPath, log: d.log, m: d.Metrics,
+			hold: func(j *journal.Journal) error {
+				if err := j.HoldFiles(func(err error) {
+					d.log.Error("journal files lost", "err", err.Error())
+					d.Metrics.Events.Add("journal_files_lost", 1)
+					d.rec.Failed(j, err)
+				}); err != nil {
+					return err
+				}
+				if lost := j.Lost(); lost != nil {
+					d.log.Error("the journal lost acknowledged records; a loss record says so", "err", lost.Error())
+				}
+				return nil
+			},
+			stopped: d.journalStopped, told: d.journalBack}
+		if jerr := d.rec.open(); jerr != nil {
 			if pol.Journal.Required {
-				return nil, fmt.Errorf("the journal cannot be opened (%v), and the policy requires it ([journal] required = true)", jerr)
+				d.close()
+				return nil, fmt.Errorf("the journal cannot be written (%v), and the policy requires it ([journal] required = true)", jerr)
 			}
-			d.log.Warn("no journal: denials are logged on stderr only", "err", jerr.Error())
+			d.log.Warn("the journal does not record: reads say so, denials are logged and kept until it does; retrying", "err", jerr.Error())
 		}
+		d.stopFiles, d.filesDone = make(chan struct{}), make(chan struct{})
+		go d.checkFiles()
 	} else if pol.Journal.Required {
 		return nil, fmt.Errorf("no journal path, and the policy requires a journal ([journal] required = true)")
 	}
-	if d.journal != nil {
-		// A journal file deleted or replaced under the daemon is noticed
-		// (at each append and every second), its records rescued, and no
-		// more is appended into an orphaned file.
-		err := d.journal.HoldFiles(func(err error) {
-			d.log.Error("journal files lost", "err", err.Error())
-			d.Metrics.Events.Add("journal_files_lost", 1)
-		})
-		if err != nil {
-			d.log.Warn("the journal's files are not watched for deletion", "err", err.Error())
-		} else {
-			d.stopFiles, d.filesDone = make(chan struct{}), make(chan struct{})
-			go d.checkFiles()
-		}
-	}
-	if d.journal != nil && pol.Journal.HeldMaxBytes > 0 {
+	if j := d.rec.Journal(); j != nil && pol.Journal.HeldMaxBytes > 0 {
 		var herr error
-		d.held, herr = blobs.OpenBeside(d.journal.Path(), d.journal.ID(), pol.Journal.HeldMaxBytes)
+		d.held, herr = blobs.OpenBeside(j.Path(), j.ID(), pol.Journal.HeldMaxBytes)
 		var foreign *blobs.ForeignJournal
 		if errors.As(herr, &foreign) {
 			d.close()
@@ -170,11 +180,11 @@ func Start(cfg Config) (*Daemon, error) {
 			d.log.Warn("no held-content store: changed files are re-sent as lines, and anchored edits need a fresh read", "err", herr.Error())
 		}
 	}
-	d.sink = newDenialSink(d.journal, d.log, d.Metrics, cfg.Denials, cfg.Session)
-	if d.journal != nil {
+	d.sink = newDenialSink(d.rec, d.log, d.Metrics, cfg.Denials, cfg.Session)
+	if j := d.rec.Journal(); j != nil {
 		// Writes a killed writer left between rename and record: the files
 		// say which happened.
-		if n, err := (&session.Service{Journal: d.journal}).Recover(); err != nil {
+		if n, err := (&session.Service{Journal: j}).Recover(); err != nil {
 			d.log.Warn("resolving interrupted writes failed; journal verify will report them", "err", err.Error())
 		} else if n > 0 {
 			d.log.Warn("resolved writes interrupted before their outcome was recorded", "count", n)
@@ -189,8 +199,13 @@ func Start(cfg Config) (*Daemon, error) {
 	// file version, whichever door asks, and the index of hard links.
 	dec := admit.New(1 << 16)
 	dec.Links = admit.NewLinkIndex()
-	if d.journal != nil {
-		dec.OnMasks = session.MaskAudit(d.journal, func(family string) { d.Metrics.Masked.Add(family, 1) })
+	if d.rec != nil {
+		count := func(family string) { d.Metrics.Masked.Add(family, 1) }
+		dec.OnMasks = func(f *roots.File, masks []sniff.Mask) {
+			if j := d.rec.Journal(); j != nil {
+				session.MaskAudit(j, count)(f, masks)
+			}
+		}
 	}
 	d.dec, d.Metrics.Scans = dec, dec.Scans
 	d.loadVerdicts(pol)
@@ -204,7 +219,17 @@ func Start(cfg Config) (*Daemon, error) {
 				d.job(d.saveWhenQuiet) // the walk decided most of the tree
 			}
 		},
-		Prefetched:  func(result string) { d.Metrics.Prefetched.Add(result, 1) },
+		Prefetched: func(result string) { d.Metrics.Prefetched.Add(result, 1) },
+		Unrecordable: func(path string) error {
+			select {
+			case <-d.mounted:
+			default:
+				// Served before Mount returned: the policy in force is
+				// the start's, whose required journal was written at start.
+				return d.rec.Refusal(pol.Journal.Required, refusal.OpRead, path)
+			}
+			return d.rec.Refusal(d.srv.Guard().Policy().Journal.Required, refusal.OpRead, path)
+		},
 		ListedAhead: func(result string) { d.Metrics.ListedAhead.Add(result, 1) },
 	})
 	if err != nil {
@@ -227,7 +252,7 @@ func Start(cfg Config) (*Daemon, error) {
 		}
 	}
 	if cfg.Socket != "" {
-		if err := d.serveControl(dec, jerr); err != nil {
+		if err := d.serveControl(dec); err != nil {
 			srv.Unmount()
 			d.close()
 			return nil, fmt.Errorf("control socket %s: %w", cfg.Socket, err)
@@ -348,13 +373,13 @@ func (d *Daemon) Stop() error {
 
 // loadVerdicts adds the classes a previous run saved beside the journal.
 func (d *Daemon) loadVerdicts(pol *policy.Policy) {
-	if d.journal == nil {
+	if d.rec == nil {
 		return
 	}
-	d.verdicts = d.journal.Path() + ".verdicts"
+	d.verdicts = d.rec.path + ".verdicts"
 	// PDFium's compiled code is kept beside them, in the same private
 	// directory: a restarted daemon does not compile it again.
-	document.Configure(filepath.Join(filepath.Dir(d.journal.Path()), "pdfium"))
+	document.Configure(filepath.Join(filepath.Dir(d.rec.path), "pdfium"))
 	n, err := d.dec.Load(d.verdicts, pol)
 	if err != nil {
 		d.log.Warn("saved verdicts not used: every file is read and scanned afresh", "path", d.verdicts, "err", err.Error())
@@ -407,7 +432,11 @@ func (d *Daemon) checkFiles() {
 	for {
 		select {
 		case <-t.C:
-			d.journal.CheckFiles()
+			if j := d.rec.Journal(); j != nil {
+				if err := j.CheckFiles(); err != nil {
+					d.rec.Failed(j, err)
+				}
+			}
 		case <-d.stopFiles:
 			return
 		}
@@ -462,9 +491,7 @@ func (d *Daemon) close() {
 	if d.held != nil {
 		d.held.Close()
 	}
-	if d.journal != nil {
-		d.journal.Close()
-	}
+	d.rec.close()
 	for _, l := range d.locks {
 		l.Close()
 	}
@@ -473,7 +500,7 @@ func (d *Daemon) close() {
 
 // serveControl starts the control socket. Each request gets a service
 // built on the guard in force at that moment, for its caller.
-func (d *Daemon) serveControl(dec *admit.Decider, jerr error) error {
+func (d *Daemon) serveControl(dec *admit.Decider) error {
 	dev, err := d.srv.Dev()
 	if err != nil {
 		return err
@@ -498,8 +525,17 @@ func (d *Daemon) serveControl(dec *admit.Decider, jerr error) error {
 		Policy: func() policy.Control { return srv.Guard().Policy().Control },
 		Service: func() *session.Service {
 			g := srv.Guard()
-			s := &session.Service{Guard: g, Admit: dec, Journal: d.journal, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnRecord: count, OnWrite: srv.Refresh,
-				OnAppendError: func(error) { m.JournalErrors.Add("", 1) }, Daemon: func() *session.DaemonFacts { return d.facts(c) }}
+			// An open journal is tried even while the recorder says it
+			// does not record: an append that fails refuses (required) or
+			// notes as the mount's gate does, and one that succeeds tells
+			// the recorder it records again, at once.
+			j, jerr := d.rec.Journal(), d.rec.Err()
+			if d.rec == nil {
+				jerr = errors.New("no journal path is configured")
+			}
+			s := &session.Service{Guard: g, Admit: dec, Journal: j, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnWrite: srv.Refresh,
+				OnRecord:      func(door string, r *journal.Record) { count(door, r); d.rec.Succeeded(j) },
+				OnAppendError: func(err error) { m.JournalErrors.Add("", 1); d.rec.Failed(j, err) }, Daemon: func() *session.DaemonFacts { return d.facts(c) }}
 			if d.held != nil {
 				s.Held = d.held
 			}
@@ -537,10 +573,32 @@ func (d *Daemon) reportHistory(reps []history.Report, err error) {
 	}
 	for _, r := range reps {
 		// Recorded first, so whoever reads the warning finds the record.
-		if d.journal != nil {
-			d.journal.Append(&journal.Record{Kind: journal.KindHistory, Path: filepath.Join(r.Root.Path, r.Repo), Code: "HISTORY_EXPOSES", Detail: r.Summary(), Pid: uint32(os.Getpid())})
+		if j := d.rec.Journal(); j != nil {
+			j.Append(&journal.Record{Kind: journal.KindHistory, Path: filepath.Join(r.Root.Path, r.Repo), Code: "HISTORY_EXPOSES", Detail: r.Summary(), Pid: uint32(os.Getpid())})
 		}
 		d.Metrics.History.Add("", float64(len(r.Findings)))
 		d.log.Warn(r.Summary(), "repo", filepath.Join(r.Root.Path, r.Repo), "findings", len(r.Findings))
+	}
+}
+
+// journalStopped is told when the journal stops recording: with
+// [journal] required, what the kernel holds of the mount is dropped, so
+// that nothing is served from its caches that the daemon would refuse.
+func (d *Daemon) journalStopped() {
+	select {
+	case <-d.mounted:
+	default:
+		return // nothing cached yet
+	}
+	if d.srv.Guard().Policy().Journal.Required {
+		d.srv.Invalidate()
+	}
+}
+
+// journalBack is told when the journal records again: the denials kept
+// meanwhile are written.
+func (d *Daemon) journalBack() {
+	if d.sink != nil {
+		d.sink.kick()
 	}
 }

@@ -140,7 +140,8 @@ func TestDenialSinkNeverDropsSilently(t *testing.T) {
 	}
 	defer j.Close()
 	m := metrics.New()
-	s := newDenialSink(j, slog.New(slog.NewJSONHandler(io.Discard, nil)), m, nil, "")
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	s := newDenialSink(&recorder{j: j, log: log, m: m}, log, m, nil, "")
 	s.every = time.Hour // one interval: the bound below does not depend on the machine's speed
 	const n = 3 * queueLen
 	for i := range n {
@@ -305,7 +306,7 @@ func TestCloseWaitsForItsJobs(t *testing.T) {
 	t.Parallel()
 	j, err := journal.Open(filepath.Join(t.TempDir(), "journal.db"))
 	testenv.Must(t, err)
-	d := &Daemon{journal: j, log: slog.New(slog.DiscardHandler)}
+	d := &Daemon{rec: &recorder{j: j}, log: slog.New(slog.DiscardHandler)}
 	d.bg, d.stopBg = context.WithCancel(context.Background())
 	started, appended := make(chan struct{}), make(chan error, 1)
 	d.job(func(ctx context.Context) {

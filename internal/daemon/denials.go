@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"path"
@@ -32,9 +33,18 @@ import (
 // of denials costs the journal and the log a bounded number of records an
 // interval, whatever its size, while the metrics count every denial and
 // the counts of the records add up to every denial.
+//
+// While the journal does not record (a full disk), the records of each
+// interval are kept, at most maxKept, and written once it records again;
+// the denials of records beyond that are counted in one DENIALS_UNRECORDED
+// record, so the counts still add up. Each denial's log line is written
+// when it is taken, whatever the journal does.
 type denialSink struct {
 	q       chan mount.Denial
-	j       *journal.Journal
+	rec     *recorder
+	kept    []*journal.Record // not yet recorded: the journal did not
+	unkept  int64             // denials in records beyond maxKept
+	kicks   chan struct{}
 	log     *slog.Logger
 	m       *metrics.Set
 	lines   mount.Auditor // also logged, when set: a line per record
@@ -60,10 +70,12 @@ const (
 	// maxDenialKeys bounds the records (process, directory, code) of one
 	// interval; the denials beyond them are counted in one record.
 	maxDenialKeys = 128
+	// maxKept bounds the records kept while the journal does not record.
+	maxKept = 4 * maxDenialKeys
 )
 
-func newDenialSink(j *journal.Journal, log *slog.Logger, m *metrics.Set, lines mount.Auditor, session string) *denialSink {
-	s := &denialSink{q: make(chan mount.Denial, queueLen), j: j, log: log, m: m, lines: lines, done: make(chan struct{}), session: session,
+func newDenialSink(rec *recorder, log *slog.Logger, m *metrics.Set, lines mount.Auditor, session string) *denialSink {
+	s := &denialSink{q: make(chan mount.Denial, queueLen), rec: rec, kicks: make(chan struct{}, 1), log: log, m: m, lines: lines, done: make(chan struct{}), session: session,
 		every: denialInterval, views: map[uint64]string{}}
 	go s.run()
 	return s
@@ -118,6 +130,8 @@ func (s *denialSink) run() {
 			if s.droppedSince() {
 				flush = time.After(s.every)
 			}
+		case <-s.kicks:
+			s.write(w) // the journal records again: what was kept, now
 		}
 	}
 }
@@ -181,12 +195,55 @@ func (s *denialSink) write(w *window) {
 			Detail: fmt.Sprintf("%d denials arrived while the queue of %d was full and are counted here, not named", dropped, queueLen)})
 		s.log.Warn("denials counted, not named: the queue was full", "count", dropped)
 	}
-	if len(recs) == 0 || s.j == nil {
+	if s.rec == nil {
 		return
 	}
-	if err := s.j.Append(recs...); err != nil {
-		s.m.JournalErrors.Add("", float64(len(recs)))
-		s.log.Error("journal append failed: denials not recorded", "err", err.Error(), "count", len(recs))
+	if len(s.kept) > 0 || s.unkept > 0 {
+		recs = append(s.kept, recs...)
+		if s.unkept > 0 {
+			recs = append(recs, &journal.Record{Kind: journal.KindDenial, Time: time.Now().UTC(), Session: s.session, Code: "DENIALS_UNRECORDED", Count: s.unkept,
+				Detail: fmt.Sprintf("%d denials arrived while the journal did not record and more than %d records were kept: they are counted here, not named", s.unkept, maxKept)})
+		}
+		s.kept, s.unkept = nil, 0
+	}
+	if len(recs) == 0 {
+		return
+	}
+	j, err := s.rec.Journal(), s.rec.Err()
+	if j == nil && err == nil {
+		err = errors.New("the journal is being reopened")
+	}
+	if err == nil {
+		if err = j.Append(recs...); err != nil {
+			s.rec.Failed(j, err)
+		}
+	}
+	if err == nil {
+		return
+	}
+	// Kept for when the journal records again (kick), the overflow
+	// counted; an unrecorded-count record of an earlier try is folded in.
+	s.m.JournalErrors.Add("", float64(len(recs)))
+	if len(s.kept) == 0 {
+		s.log.Error("journal append failed: denials kept until the journal records again", "err", err.Error(), "count", len(recs))
+	}
+	for _, r := range recs {
+		switch {
+		case r.Code == "DENIALS_UNRECORDED":
+			s.unkept += r.Count
+		case len(s.kept) < maxKept:
+			s.kept = append(s.kept, r)
+		default:
+			s.unkept += max(r.Count, 1)
+		}
+	}
+}
+
+// kick has the sink write what it kept, now.
+func (s *denialSink) kick() {
+	select {
+	case s.kicks <- struct{}{}:
+	default:
 	}
 }
 

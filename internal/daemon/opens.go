@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // access record, aggregated per process and file version per second and
 // appended in batches off every opener's path.
 func (d *Daemon) recordOpens() error {
-	if d.journal == nil {
+	if d.rec == nil {
 		return nil // nowhere to record them; the daemon said so already
 	}
 	rec, err := opens.Start(d.srv.MountPoint(), opens.Config{Emit: d.appendOpens, Seen: d.srv.Used, Own: d.srv.Own})
@@ -44,7 +45,16 @@ func (d *Daemon) appendOpens(batch []opens.Access, lost opens.Lost) {
 		if len(recs) == 0 {
 			return
 		}
-		if err := d.journal.Append(recs...); err != nil {
+		j, err := d.rec.Journal(), d.rec.Err()
+		if j == nil && err == nil {
+			err = errors.New("the journal is being reopened")
+		}
+		if err == nil {
+			if err = j.Append(recs...); err != nil {
+				d.rec.Failed(j, err)
+			}
+		}
+		if err != nil {
 			d.Metrics.JournalErrors.Add("", float64(len(recs)))
 			d.log.Error("journal append failed: access records not recorded", "err", err.Error(), "count", len(recs))
 		} else {

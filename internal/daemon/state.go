@@ -96,11 +96,7 @@ func (d *Daemon) facts(ctl *control.Server) *session.DaemonFacts {
 	if b := d.srv.Unwatched(); b != nil {
 		f.Unwatched, f.UnwatchedErr, f.UnwatchedSince = b.Dir, b.Err, b.Since
 	}
-	if d.journal != nil {
-		f.JournalPath = d.journal.Path()
-	} else {
-		f.JournalPath = d.cfg.JournalPath
-	}
+	f.JournalPath = d.cfg.JournalPath
 	f.Connected = ctl.Connected()
 	t := d.state
 	t.mu.Lock()

@@ -78,6 +78,9 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 		return h.Read(ctx, dest, off)
 	}
 	who := fuseCaller(ctx)
+	if errno := n.v.recordable(who, roots.Path{}); errno != 0 {
+		return nil, errno // a refusal of no name: not a denial, never audited
+	}
 	if c := n.v.open.Load(); c != nil && !n.index {
 		g, _ := n.v.root(n.root)
 		if h := c.get(n, g); h != nil {
@@ -321,7 +324,7 @@ func (v *view) push(r warm.Node, id fileid.Identity, data, buf []byte, wait bool
 	}
 	changes := v.changes.Load()
 	g, p, errno := n.resolve()
-	if errno != 0 {
+	if errno != 0 || v.recordable(nil, p) != 0 {
 		return 0, ""
 	}
 	f, err := g.OpenIn(p)

@@ -60,6 +60,12 @@ type Config struct {
 	// ahead of the walker (see warm's ahead): "used", "stale" (something
 	// changed: listed afresh) or "unused".
 	ListedAhead func(result string)
+	// Unrecordable, when set, is asked before a file's bytes are served
+	// (an open in daemon mode, a READ, a push into the page cache): a
+	// refusal while what is served cannot be recorded and the policy
+	// requires it ([journal] required), nil otherwise. The daemon's is
+	// the one rule its socket applies too.
+	Unrecordable func(path string) error
 	// RefillAfter and RoundGap, when set, replace the warming engine's
 	// own (see warm.Config).
 	RefillAfter, RoundGap func() time.Duration
@@ -139,7 +145,7 @@ func Mount(cfg Config) (*Server, error) {
 		cfg.Admit = admit.New(1 << 16)
 	}
 	v := &view{audit: cfg.Audit, admit: cfg.Admit, mountPoint: mp, devs: map[uint64]uint64{}, odd: map[idKey]uint64{}, nodes: map[uint64]*node{}, graves: map[uint64]grave{},
-		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency, work: newWorkers(mp)}
+		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency, unrecordable: cfg.Unrecordable, work: newWorkers(mp)}
 	if v.audit == nil {
 		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	}
@@ -362,6 +368,16 @@ func (s *Server) Reload(p *policy.Policy) error {
 // settleBound is how long a reload waits for the replies begun under the
 // old policy (see replies.settle).
 const settleBound = 10 * time.Second
+
+// Invalidate tells the kernel to forget every name, attribute and page it
+// holds of the mount: what it would serve from its caches is asked for
+// again (the daemon calls it when the journal stops recording and the
+// policy requires every read recorded).
+func (s *Server) Invalidate() {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.invalidate()
+}
 
 // invalidate tells the kernel to forget every name, attribute and cached
 // page it holds, so the next lookup or read of each asks the new policy.

@@ -545,6 +545,9 @@ func (n *node) admit(ctx context.Context) (*roots.File, sniff.Result, syscall.Er
 	if errno != 0 {
 		return nil, sniff.Result{}, errno
 	}
+	if errno := n.v.recordable(fuseCaller(ctx), p); errno != 0 {
+		return nil, sniff.Result{}, errno
+	}
 	f, err := g.OpenIn(p)
 	if err == nil && n.key.ino != 0 && (f.Stat.Ino != n.key.ino || uint64(f.Stat.Dev) != n.key.dev) {
 		// The name now names another file (replaced by a rename): this

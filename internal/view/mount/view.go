@@ -37,7 +37,9 @@ type view struct {
 	mountPoint string
 	// kernelOpen: the kernel opens files without asking (see node.Open).
 	kernelOpen bool
-	latency    func(op string, d time.Duration)
+	// unrecordable: see Config.Unrecordable (nil: never).
+	unrecordable func(path string) error
+	latency      func(op string, d time.Duration)
 
 	idMu sync.Mutex
 	devs map[uint64]uint64 // device → its index in inode numbers
@@ -271,6 +273,18 @@ func (v *view) root(name string) (*roots.Guard, *roots.Root) {
 
 // refuse turns a refusal of p into the errno a shell tool sees, and
 // reports the denials among them to the audit hook.
+// recordable is the errno of a file's bytes that cannot be served
+// because they could not be recorded (Config.Unrecordable), or 0.
+func (v *view) recordable(caller *fuse.Caller, p roots.Path) syscall.Errno {
+	if v.unrecordable == nil {
+		return 0
+	}
+	if err := v.unrecordable(p.Shown); err != nil {
+		return v.refuse(caller, p, err)
+	}
+	return 0
+}
+
 func (v *view) refuse(caller *fuse.Caller, p roots.Path, err error) syscall.Errno {
 	errno, denial := errnoOf(err, v.policy().Mount.Denied == "eacces")
 	if denial {
