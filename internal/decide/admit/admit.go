@@ -37,6 +37,8 @@ type Decider struct {
 	mu    sync.Mutex
 	max   int
 	cache map[key]remembered
+	// sumBytes is the memory the remembered versions' block hashes hold.
+	sumBytes int
 	// Links, when set, knows every name of a multi-link file under the
 	// roots (the daemon's index); without it a multi-link file is refused
 	// unless the policy allows hard links.
@@ -65,10 +67,14 @@ type Decider struct {
 
 // remembered is a version's class, and when its content was read for it
 // (unix nanoseconds): Save keeps only classes read well after the
-// version's last change.
+// version's last change. sums are the hashes of the bytes its scans read
+// (nil: none kept, see blocks.go); loaded marks a class brought back from
+// disk (Load), whose bytes this daemon never read.
 type remembered struct {
-	res sniff.Result
-	at  int64
+	res    sniff.Result
+	at     int64
+	sums   *sums
+	loaded bool
 }
 
 // scan is one whole-content key scan under way; done closes when res and
@@ -200,14 +206,17 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		return finish(res, err)
 	}
 	began := time.Now().UnixNano()
-	sample, data, whole, bp, pool, err := d.sample(pol, f)
+	// Every byte the decision reads, it reads through rec: the hashes it
+	// keeps are of the bytes it checked (see blocks.go).
+	rec := newRecorder(f, f.Stat.Size)
+	sample, data, whole, bp, pool, err := d.sample(pol, f, rec)
 	if err != nil {
 		return finish(sample, ioErr(f.Shown, err))
 	}
 	p.Sample = sample
 	// A packed file is looked into, whatever its size; its kind is known
 	// from the sample, before the scan reuses the sample's buffer.
-	kind, err := packedKind(pol, data, f, f.Stat.Size)
+	kind, err := packedKind(pol, data, rec, f.Stat.Size)
 	if err != nil {
 		pool.Put(bp)
 		return finish(sample, ioErr(f.Shown, err))
@@ -231,7 +240,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 			}
 			d.tell(f, sample)
 		}
-		d.remember(k, sample, began)
+		d.remember(k, sample, began, rec.sums())
 		res, err := verdict(pol, f.Path(), sample)
 		if err == nil && whole && keep != nil {
 			masked(keep, res)(data)
@@ -246,12 +255,12 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 		if mine {
 			sc.res = sample
 			if pol.Refuses(string(sniff.PrivateKey)) {
-				sc.res, sc.err = d.scanKeys(f, sample, *bp)
+				sc.res, sc.err = d.scanKeys(rec, sample, *bp)
 			}
 			if sc.err == nil && sc.res.Class != sniff.PrivateKey {
-				sc.res, sc.err = d.scanFor(pol, f, sc.res, *bp)
+				sc.res, sc.err = d.scanFor(pol, f.Shown, rec, sc.res, *bp)
 				if sc.err == nil {
-					sc.res, sc.err = d.unpack(pol, kind, f, f.Stat.Size, sc.res)
+					sc.res, sc.err = d.unpack(pol, kind, rec, f.Stat.Size, sc.res)
 				}
 				if sc.err == nil {
 					sc.res, sc.err = d.documentOf(pol, docAt, f, f.Stat.Size, sc.res)
@@ -261,7 +270,7 @@ func (d *Decider) start(g *roots.Guard, f *roots.File, keep func(data []byte)) *
 				}
 			}
 			if sc.err == nil {
-				d.remember(k, sc.res, began)
+				d.remember(k, sc.res, began, rec.sums())
 			}
 			d.release(k, sc)
 		}
@@ -305,11 +314,11 @@ func (d *Decider) release(k key, sc *scan) {
 	close(sc.done)
 }
 
-// scanKeys searches the whole of f for a private key past its sample,
-// whose class is sample; buf is the sample's buffer, reused.
-func (d *Decider) scanKeys(f *roots.File, sample sniff.Result, buf []byte) (sniff.Result, error) {
+// scanKeys searches the whole of rec's file for a private key past its
+// sample, whose class is sample; buf is the sample's buffer, reused.
+func (d *Decider) scanKeys(rec *recorder, sample sniff.Result, buf []byte) (sniff.Result, error) {
 	d.keyScans.Add(1)
-	at, err := wholeScan(d, f, buf, sniff.FindKeyIn, sniff.FindKeyInHalves)
+	at, err := wholeScan(d, rec, buf, sniff.FindKeyIn, sniff.FindKeyInHalves)
 	if err != nil {
 		return sample, err
 	}
@@ -319,18 +328,18 @@ func (d *Decider) scanKeys(f *roots.File, sample sniff.Result, buf []byte) (snif
 	return sample, nil
 }
 
-// wholeScan reads the whole of f through one of a scan's two forms: in
-// two halves at once (with a second buffer) from splitScan, else whole
-// through buf.
-func wholeScan[T any](d *Decider, f *roots.File, buf []byte,
+// wholeScan reads the whole of rec's file through one of a scan's two
+// forms: in two halves at once (with a second buffer) from splitScan,
+// else whole through buf.
+func wholeScan[T any](d *Decider, rec *recorder, buf []byte,
 	whole func(io.ReaderAt, int64, []byte) (T, error),
 	halves func(io.ReaderAt, int64, []byte, []byte) (T, error)) (T, error) {
-	if f.Stat.Size >= splitScan {
-		bp2, pool2 := d.buffer(f.Stat.Size)
+	if rec.size >= splitScan {
+		bp2, pool2 := d.buffer(rec.size)
 		defer pool2.Put(bp2)
-		return halves(f, f.Stat.Size, buf, *bp2)
+		return halves(rec, rec.size, buf, *bp2)
 	}
-	return whole(f, f.Stat.Size, buf)
+	return whole(rec, rec.size, buf)
 }
 
 // keepWhole gives keep the content of f, a small file whose verdict res
@@ -359,6 +368,9 @@ func ioErr(shown string, err error) error {
 	if _, ok := errors.AsType[*refusal.Error](err); ok {
 		return err
 	}
+	if errors.Is(err, errChangedScanning) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return refusal.Of(refusal.ChangedChecking, refusal.OpRead, shown, refusal.Facts{})
+	}
 	return refusal.Of(refusal.IOFailedReading, refusal.OpRead, shown, refusal.Facts{Detail: err.Error()})
 }
 
@@ -370,16 +382,21 @@ func (d *Decider) cached(k key) (sniff.Result, bool) {
 	return c.res, ok
 }
 
-// remember caches a version's class, read for it at (unix nanoseconds).
-func (d *Decider) remember(k key, res sniff.Result, at int64) {
+// remember caches a version's class, read for it at (unix nanoseconds),
+// with the hashes of the bytes read (nil: none).
+func (d *Decider) remember(k key, res sniff.Result, at int64, s *sums) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.cache) >= d.max {
+	if len(d.cache) >= d.max || d.sumBytes+s.bytes() > maxSumBytes {
 		// Dropped whole: cheaper than LRU bookkeeping on every open, and it
 		// costs at most one rescan per file.
-		d.cache = make(map[key]remembered)
+		d.cache, d.sumBytes = make(map[key]remembered), 0
 	}
-	d.cache[k] = remembered{res, at}
+	if old, ok := d.cache[k]; ok {
+		d.sumBytes -= old.sums.bytes()
+	}
+	d.cache[k] = remembered{res: res, at: at, sums: s}
+	d.sumBytes += s.bytes()
 }
 
 // verdict applies the policy's refused classes to the class of the file p.
@@ -599,7 +616,7 @@ const readWhole = 128 << 10
 // sample classifies the start of f, counting a scan; it returns the bytes
 // read, whether they were the whole file, and the buffer they are in (for
 // the whole-content scan) and its pool.
-func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, []byte, bool, *[]byte, *sync.Pool, error) {
+func (d *Decider) sample(pol *policy.Policy, f *roots.File, rec *recorder) (sniff.Result, []byte, bool, *[]byte, *sync.Pool, error) {
 	d.scans.Add(1)
 	bp, pool := d.buffer(f.Stat.Size)
 	limit := pol.Limits.SampleBytes
@@ -607,8 +624,14 @@ func (d *Decider) sample(pol *policy.Policy, f *roots.File) (sniff.Result, []byt
 		limit = max(limit, int(f.Stat.Size))
 	}
 	buf := (*bp)[:min(len(*bp), limit)]
-	n, err := f.ReadAtSized(buf, 0)
-	if n == 0 && err != nil && f.Stat.Size > 0 {
+	n, err := rec.ReadAt(buf, 0)
+	if err == io.EOF && int64(n) < min(f.Stat.Size, int64(len(buf))) {
+		err = io.ErrUnexpectedEOF // shorter than its size: changed meanwhile
+	}
+	if err != nil && err != io.EOF || n == 0 && f.Stat.Size > 0 {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		pool.Put(bp)
 		return sniff.Result{}, nil, false, nil, nil, err
 	}

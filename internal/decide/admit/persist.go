@@ -184,7 +184,7 @@ func (d *Decider) Load(path string, pol *policy.Policy) (int, error) {
 		if c.At-c.ID.CtimeNs < int64(d.settle) || c.Res < 0 || c.Res >= len(in.Results) {
 			continue // never saved so; a file made by hand
 		}
-		d.cache[key{c.ID, pol}] = remembered{in.Results[c.Res], c.At}
+		d.cache[key{c.ID, pol}] = remembered{res: in.Results[c.Res], at: c.At, loaded: true}
 		n++
 	}
 	return n, nil

@@ -82,7 +82,7 @@ func BenchmarkSave(b *testing.B) {
 		if i%7 == 0 {
 			res = sniff.Result{Class: sniff.Binary, MIME: "application/octet-stream"}
 		}
-		d.cache[key{fileid.Identity{Dev: 2049, Ino: uint64(1000 + i), Size: int64(i * 13), MtimeNs: 1.7e18 + int64(i), CtimeNs: 1.7e18 + int64(i)}, pol}] = remembered{res, 1.8e18}
+		d.cache[key{fileid.Identity{Dev: 2049, Ino: uint64(1000 + i), Size: int64(i * 13), MtimeNs: 1.7e18 + int64(i), CtimeNs: 1.7e18 + int64(i)}, pol}] = remembered{res: res, at: 1.8e18}
 	}
 	path := filepath.Join(base, "verdicts")
 	for b.Loop() {

@@ -41,11 +41,21 @@ func (d *Decider) detector(pol *policy.Policy) (*sniff.Detector, error) {
 }
 
 // maskable reports whether a version of class res is looked into for
-// credentials: text in any encoding (the mount serves it as it is, so an
-// ISO-8859-1 config file is masked as a UTF-8 one). Binary formats are
-// served unchanged: a fill written into one would corrupt it.
+// credentials: every one but a key (refused whole, or allowed whole where
+// keys are). A token is a token in any file: text in any encoding (the
+// mount serves it as it is, so an ISO-8859-1 config file is masked as a
+// UTF-8 one), and a file the classifier calls binary too (text with a NUL
+// byte, UTF-16 without a byte order mark, a binary holding a token), whose
+// masks keep every length, as a text file's do.
 func maskable(res sniff.Result) bool {
-	return res.Class == sniff.Text || res.Class == sniff.Encoding
+	return res.Class != sniff.PrivateKey
+}
+
+// wide reports whether a version of class res is also read as UTF-16
+// without a byte order mark for credentials (see sniff.FindWide): one that
+// is not text to the classifier.
+func wide(res sniff.Result) bool {
+	return res.Class != sniff.Text && res.Class != sniff.Encoding
 }
 
 // findIn fills res.Masks from data, the whole file shown as shown.
@@ -57,25 +67,36 @@ func (d *Decider) findIn(pol *policy.Policy, shown string, res sniff.Result, dat
 	if det == nil || err != nil {
 		return res, credErr(shown, err)
 	}
-	res.Masks = det.Find(data)
+	if wide(res) {
+		res.Masks = det.FindBinary(data)
+	} else {
+		res.Masks = det.Find(data)
+	}
 	if len(res.Masks) > sniff.MaxMasks {
 		return res, credErr(shown, sniff.ErrTooManyMasks)
 	}
 	return res, nil
 }
 
-// scanFor fills res.Masks from the whole of f, read through buf.
-func (d *Decider) scanFor(pol *policy.Policy, f *roots.File, res sniff.Result, buf []byte) (sniff.Result, error) {
+// scanFor fills res.Masks from the whole of rec's file (shown as shown),
+// read through buf.
+func (d *Decider) scanFor(pol *policy.Policy, shown string, rec *recorder, res sniff.Result, buf []byte) (sniff.Result, error) {
 	if !maskable(res) {
 		return res, nil
 	}
 	det, err := d.detector(pol)
 	if det == nil || err != nil {
-		return res, credErr(f.Shown, err)
+		return res, credErr(shown, err)
 	}
-	masks, err := wholeScan(d, f, buf, det.Scan, det.ScanHalves)
+	masks, err := wholeScan(d, rec, buf, det.Scan, det.ScanHalves)
+	if err == nil && wide(res) {
+		var more []sniff.Mask
+		if more, err = det.ScanWide(rec, rec.size, buf); err == nil {
+			masks, err = sniff.MergeMasks(masks, more)
+		}
+	}
 	if err != nil {
-		return res, credErr(f.Shown, err)
+		return res, credErr(shown, err)
 	}
 	res.Masks = masks
 	return res, nil
@@ -89,7 +110,7 @@ func credErr(shown string, err error) error {
 		return nil
 	case errors.Is(err, sniff.ErrTooManyMasks):
 		return refusal.Of(refusal.TooManyMasks, refusal.OpRead, shown, refusal.Facts{Limit: sniff.MaxMasks})
-	case errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, errChangedScanning):
 		return refusal.Of(refusal.ChangedChecking, refusal.OpRead, shown, refusal.Facts{})
 	}
 	return ioErr(shown, err)

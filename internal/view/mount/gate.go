@@ -177,13 +177,13 @@ const maxRechecks = 3
 
 // reply answers a READ of len(dest) bytes at off from r. The bytes served
 // are the bytes checked: each is read once, with margins around it, in
-// one read (see readWindow); f's identity is taken after that read, and a
-// version other than the one admitted is decided afresh before anything
-// is served; then the bytes read are checked with admission's own
-// detectors (admit.Check) against the verdict in hand. Bytes holding what
-// it did not see (a key, or a credential outside its masks: a store
-// through a shared mapping moves no ctime, so the version looked the same)
-// make the verdict forgotten and the file decided and read again; a
+// one read, in whole blocks (see readWindow); f's identity is taken after
+// that read, and a version other than the one admitted is decided afresh
+// before anything is served; then the bytes read are checked against the
+// verdict in hand (admit.Check: the hashes of the bytes it was made on).
+// Bytes it was not made on (a store through a shared mapping moves no
+// ctime, so the version looked the same) make the verdict forgotten and
+// the file decided and read again; a
 // refusal fails the READ with the refusal's errno, and none of the bytes
 // read is served. Nothing is spliced: spliced pages can change after any
 // check. It returns the version that served (fresh: decided here, not the
@@ -193,7 +193,7 @@ func (v *view) reply(r reading, dest []byte, off int64) (fuse.ReadResult, served
 	defer windows.Put(bp)
 	s, fresh := r.s, false
 	for try := 0; ; try++ {
-		w, st, err := readWindow(r.f, bp, len(dest), off)
+		w, st, err := readWindow(r.f, bp, len(dest), off, s.id.Size)
 		if err != nil {
 			return nil, s, fresh, fs.ToErrno(err)
 		}
@@ -202,7 +202,11 @@ func (v *view) reply(r reading, dest []byte, off int64) (fuse.ReadResult, served
 			if errno != 0 {
 				return nil, s, fresh, errno
 			}
+			blocks := admit.SameBlocks(now.Size, s.id.Size)
 			s, fresh = served{now, res.Masks}, true
+			if !blocks && try < maxRechecks {
+				continue // the window was read in another version's blocks
+			}
 		}
 		if v.admit.Check(r.g, r.f, s.id, s.masks, w) {
 			n := copy(dest, w.Bytes[w.From-w.Base:w.To-w.Base])
@@ -239,14 +243,16 @@ var windows = sync.Pool{New: func() any { return new([]byte) }}
 
 // readWindow reads, in one read of f into *bp (grown as needed), the n
 // bytes at off and the margins around them that a check needs
-// (sniff.Margins, for the file's code units), then takes f's stat. The
-// window's range is what of [off, off+n) the file holds.
-func readWindow(f *roots.File, bp *[]byte, n int, off int64) (admit.Window, unix.Stat_t, error) {
+// (sniff.Margins, for the file's code units), in the whole blocks of a
+// version of size bytes (admit.Reach), then takes f's stat. The window's
+// range is what of [off, off+n) the file holds.
+func readWindow(f *roots.File, bp *[]byte, n int, off, size int64) (admit.Window, unix.Stat_t, error) {
 	var st unix.Stat_t
 	var hb [4]byte
 	var head []byte
 	unit := 1
-	if back, _ := sniff.Margins(1); off > back {
+	back, ahead := sniff.Margins(1)
+	if lo, _ := admit.Reach(size, off, n, back, ahead); lo > 0 {
 		// The code units are the file's, announced at its start.
 		k, err := r0(f, hb[:])
 		if err != nil {
@@ -257,8 +263,8 @@ func readWindow(f *roots.File, bp *[]byte, n int, off int64) (admit.Window, unix
 	}
 	for {
 		back, ahead := sniff.Margins(unit)
-		base := max(0, off-back)
-		want := int(off-base) + n + int(ahead)
+		base, hi := admit.Reach(size, off, n, back, ahead)
+		want := int(hi - base)
 		if cap(*bp) < want {
 			*bp = make([]byte, want)
 		}
