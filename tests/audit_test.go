@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -290,4 +291,68 @@ func TestFollowerNoticesStartAnew(t *testing.T) {
 		}
 		fl.next(t, "main.go") // from the new journal, after the note
 	}
+}
+
+// tracedMount starts the daemon under strace, which injects faults into
+// its system calls (strace's -e inject), traced with seccomp so only the
+// calls named stop it.
+func tracedMount(t *testing.T, f *fixture, sock string, strace ...string) *daemon {
+	t.Helper()
+	via := append([]string{requireTool(t, "strace"), "-f", "--seccomp-bpf", "-qq", "-o", "/dev/null"}, strace...)
+	return startMountVia(t, via, f.mp, nil, "--policy", f.policy, "--socket", sock)
+}
+
+// signalTracee sends sig to the daemon strace runs (strace passes no
+// signal on), and waits for both to exit.
+func signalTracee(t *testing.T, d *daemon, sig syscall.Signal) {
+	t.Helper()
+	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", d.cmd.Process.Pid, d.cmd.Process.Pid))
+	var pid int
+	if _, err := fmt.Sscan(string(children), &pid); err != nil {
+		t.Fatalf("the daemon under strace: %q", children)
+	}
+	syscall.Kill(pid, sig)
+	select {
+	case <-d.done:
+	case <-time.After(testenv.HangGuard):
+		d.cmd.Process.Kill()
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the daemon under strace did not exit on %v", sig)
+	}
+}
+
+// TestWrittenThoughTheDirectorySyncFailed: the directory's fsync after the
+// rename fails (strace injects EIO into it, and into nothing else): the
+// file was replaced, so the write is reported written — exit 0, with a note
+// that its durability is not confirmed — and recorded, so the journal
+// verifies, rather than "cannot write" and a dangling intent that fails
+// every verify from then on.
+func TestWrittenThoughTheDirectorySyncFailed(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	f := newFixture(t)
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := tracedMount(t, f, sock, "-P", f.root, "-e", "trace=fsync", "-e", "inject=fsync:error=EIO")
+	env := []string{"FSGUARD_SOCKET=" + sock, "FSGUARD_SESSION=s"}
+	if _, errs, code, _ := runBinary(t, f.mp, env, "", "read", "README.md"); code != 0 {
+		t.Fatalf("read: %s", errs)
+	}
+	for _, args := range [][]string{{"write", "README.md"}, {"write", "new.txt"}} {
+		out, errs, code, _ := runBinary(t, f.mp, env, "# changed\n", args...)
+		if code != 0 || !strings.Contains(errs, "durability not confirmed") || !strings.Contains(out, "bytes") {
+			t.Errorf("%v with the directory's fsync failing: exit %d %s%s", args, code, out, errs)
+		}
+		if b, _ := os.ReadFile(filepath.Join(f.root, args[1])); string(b) != "# changed\n" {
+			t.Errorf("%s holds %q", args[1], b)
+		}
+	}
+	env = []string{"FSGUARD_JOURNAL=" + d.journal, "FSGUARD_POLICY="}
+	if out, errs, code, _ := runBinary(t, f.base, env, "", "journal", "verify"); code != 0 {
+		t.Errorf("verify: %s%s", out, errs)
+	}
+	out, _, _, _ := runBinary(t, f.base, env, "", "journal", "query", "--kind", "observation", "--path", "new.txt", "--format", "json")
+	if !strings.Contains(out, "durability not confirmed") {
+		t.Errorf("the write's record does not say its durability is unconfirmed: %s", out)
+	}
+	signalTracee(t, d, syscall.SIGTERM)
 }

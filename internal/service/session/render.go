@@ -231,8 +231,17 @@ func RenderWrite(res *WriteResult, err error) Output {
 	if res.Created {
 		verb, status = "created", "created"
 	}
-	return withFacts(Output{Stdout: fmt.Sprintf("%s %q: %d bytes, %d lines\n", verb, res.Path, res.Bytes, res.TotalLines)},
+	return withFacts(Output{Stdout: fmt.Sprintf("%s %q: %d bytes, %d lines\n", verb, res.Path, res.Bytes, res.TotalLines), Stderr: unconfirmedNote(res)},
 		OpFacts{Status: status, Path: res.Path, Bytes: res.Bytes, TotalLines: res.TotalLines, ContentID: res.ContentID})
+}
+
+// unconfirmedNote is the note of a write made but not known to be durable
+// (WriteResult.Unconfirmed), or "".
+func unconfirmedNote(res *WriteResult) string {
+	if res == nil || res.Unconfirmed == "" {
+		return ""
+	}
+	return "Note: written; durability not confirmed (" + termsafe.Escape(res.Unconfirmed) + "): the file was replaced and the journal records it, but it may not survive a power loss until its directory is synced; do not write it again\n"
 }
 
 // RenderEdit renders an edit's outcome: the changed lines with context and
@@ -264,6 +273,7 @@ func RenderEdit(res *EditResult, err error) Output {
 	if res.Elsewhere {
 		out.Stderr = "Note: the file had also changed elsewhere since your last read; those changes were kept. Read those lines again before relying on them.\n"
 	}
+	out.Stderr += unconfirmedNote(res.WriteResult)
 	facts := OpFacts{Status: "edited", Path: res.Path, Bytes: res.Bytes, TotalLines: res.TotalLines, ContentID: res.ContentID,
 		Start: res.Start, End: res.End, Moved: res.Moved, Shown: res.Shown, Elsewhere: res.Elsewhere}
 	if err != nil {

@@ -391,3 +391,49 @@ func TestRecoverResolvesInterruptedWrites(t *testing.T) {
 		t.Errorf("left dangling: %+v, want only the live writer's", left)
 	}
 }
+
+// TestRecoverRemovesKilledWritesTemps: a writer killed after its new
+// version was named and before the rename leaves that name; Recover removes
+// it, found by the name its intent recorded and the intended content, and
+// leaves a user's file that merely looks like one: under a name no intent
+// recorded, or under a recorded name with other content.
+func TestRecoverRemovesKilledWritesTemps(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := uint32(dead.Process.Pid)
+	target := e.write("t.txt", "the old content\n")
+	dir := filepath.Dir(target)
+	id := func(s string) string { return fileid.ContentID(sha256.Sum256([]byte(s))) }
+	ours := ".t.txt" + roots.TempMark + "aaaaaaaaaaaa"
+	theirs := ".t.txt" + roots.TempMark + "bbbbbbbbbbbb"
+	unnamed := ".t.txt" + roots.TempMark + "cccccccccccc"
+	for name, content := range map[string]string{ours: "the new content\n", theirs: "a user's own\n", unnamed: "the new content\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := e.svc.sess("s1").Owner
+	for _, r := range []*journal.Record{
+		{Kind: journal.KindIntent, Session: "s1", Owner: owner, RealPath: target, ContentID: id("the new content\n"), Writer: gone, Temp: ours},
+		{Kind: journal.KindIntent, Session: "s1", Owner: owner, RealPath: target, ContentID: id("the new content\n"), Writer: gone, Temp: theirs},
+	} {
+		if err := e.svc.Journal.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := e.svc.Recover(); err != nil || n != 2 {
+		t.Fatalf("Recover: %d resolved, %v; want 2", n, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ours)); err == nil {
+		t.Error("the killed write's temporary file is still there")
+	}
+	for _, name := range []string{theirs, unnamed} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("a file that only looks like a temporary one (%s) was removed: %v", name, err)
+		}
+	}
+}

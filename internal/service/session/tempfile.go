@@ -16,23 +16,28 @@ import (
 // O_TMPFILE inode in the target's directory where the file system has them
 // (a write killed before it finishes leaves nothing behind), else a named
 // file. Either way it is created by the caller (so it is the caller's) with
-// mode 0600, and gets its final owner and mode only once complete.
+// mode 0600, and gets its final owner and mode only once complete. The name
+// it will have (name) is chosen at once, so the write's intent can record
+// it before the file gets it: a name left by a writer killed before its
+// rename is then found at the next start (RemoveTemp).
 type temp struct {
 	*os.File
-	base string
-	name string // its name in the directory, once it has one
+	base  string
+	name  string // the name it has, or will have, in the directory
+	named bool   // it has the name
 }
 
 func newTemp(g *roots.Guard, dfd int, base string) (*temp, error) {
-	t := &temp{base: base}
+	t := &temp{base: base, name: tempName(base)}
 	fd := -1
 	err := g.Do(func() (err error) {
 		fd, err = unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 		if err == nil || !(errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL)) {
 			return err
 		}
-		t.name = tempName(base) // a file system without O_TMPFILE
+		// A file system without O_TMPFILE: named from the start.
 		fd, err = unix.Openat(dfd, t.name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+		t.named = err == nil
 		return err
 	})
 	if err != nil {
@@ -48,17 +53,28 @@ func newTemp(g *roots.Guard, dfd int, base string) (*temp, error) {
 // or set-group-ID bit (the kernel clears those when a file is written).
 // Restoring another owner takes the daemon's CAP_CHOWN, and is done only for
 // a file the caller proved it may write (writable).
+//
+// The owner and mode are set before the file is named: its name appears
+// with them.
 func (t *temp) finish(g *roots.Guard, dfd int, replaced *roots.File, mode uint32) error {
 	fd := int(t.Fd())
-	if t.name == "" {
-		name := tempName(t.base)
-		if err := g.Do(func() error {
-			return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dfd, name, unix.AT_SYMLINK_FOLLOW)
-		}); err != nil {
-			return err
-		}
-		t.name = name
+	if err := t.settle(fd, replaced, mode); err != nil {
+		return err
 	}
+	if t.named {
+		return nil
+	}
+	if err := g.Do(func() error {
+		return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dfd, t.name, unix.AT_SYMLINK_FOLLOW)
+	}); err != nil {
+		return err
+	}
+	t.named = true
+	return nil
+}
+
+// settle gives the file its final owner and mode (see finish).
+func (t *temp) settle(fd int, replaced *roots.File, mode uint32) error {
 	if replaced != nil && os.Geteuid() == 0 {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {

@@ -148,8 +148,10 @@ func contentID(f *roots.File) (string, error) {
 // rename and the record of its outcome): the file says which happened. If
 // it holds the intended content the write happened, and its observation is
 // recorded (the session holds the version it wrote); otherwise it did not,
-// and a NOT_WRITTEN outcome is recorded. Intents of live writers are left:
-// they may be under way. It returns how many it resolved.
+// and a NOT_WRITTEN outcome is recorded. Either way the temporary name the
+// intent recorded, if the kill left it, is removed (removeTemp). Intents of
+// live writers are left: they may be under way. It returns how many it
+// resolved.
 func (s *Service) Recover() (int, error) {
 	if s.Journal == nil {
 		return 0, nil
@@ -175,12 +177,50 @@ func (s *Service) Recover() (int, error) {
 					WholeFileVisible: true, Start: min(1, n), End: n, TotalLines: n, Detail: "resolved at start: the file holds the intended content"}
 			}
 		}
+		removeTemp(in)
 		if err := s.Journal.Append(out); err != nil {
 			return n, err
 		}
 		n++
 	}
 	return n, nil
+}
+
+// removeTemp removes the temporary name an intent's write left when its
+// writer was killed before the rename. What is there is removed only when
+// it is that write's file: the name the intent recorded (fsguard's temp
+// form, random, in the target's directory, reached without following a
+// symlink at its last step), a regular file with that one link, holding
+// exactly the intended content. Anything else under that name, a user's
+// file that merely looks like one, is left as it is.
+func removeTemp(in *journal.Record) {
+	if in.Temp == "" || filepath.Base(in.Temp) != in.Temp || !roots.IsTemp(in.Temp) || in.ContentID == "" {
+		return
+	}
+	dfd, err := unix.Open(filepath.Dir(in.RealPath), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, in.Temp, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), in.Temp)
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		return
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil || fileid.ContentID([32]byte(h.Sum(nil))) != in.ContentID {
+		return
+	}
+	// The name still names the file checked: unlinked only then.
+	var now unix.Stat_t
+	if unix.Fstatat(dfd, in.Temp, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && now.Dev == st.Dev && now.Ino == st.Ino {
+		unix.Unlinkat(dfd, in.Temp, 0)
+	}
 }
 
 // beforeRename lets a test change the target between the check and the
@@ -194,6 +234,9 @@ type WriteResult struct {
 	TotalLines int64
 	ContentID  string
 	Created    bool
+	// Unconfirmed, when set, says why the write, made (renamed into
+	// place), is not known to be durable: the directory's sync failed.
+	Unconfirmed string
 }
 
 // Write replaces (or creates) the file with content, atomically: a
@@ -343,7 +386,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	defer tmp.Close()
 	committed := false
 	defer func() {
-		if !committed && tmp.name != "" {
+		if !committed && tmp.named {
 			s.Guard.Do(func() error { return unix.Unlinkat(dfd, tmp.name, 0) })
 		}
 	}()
@@ -372,16 +415,14 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		return nil, writeErr(p.Shown, err)
 	}
 	text.Settle(&scan.Sum, &scan.Bytes) // lines of the text, the hash of the bytes
-	// The new version gets a name only now, complete, and with no more
-	// rights than the result: owner kept, set-ID bits never.
-	if err := tmp.finish(s.Guard, dfd, f, mode); err != nil {
-		return nil, writeErr(p.Shown, err)
-	}
-	// Record first: the intent, before anything is replaced. A write the
-	// journal cannot record does not happen.
+	// Record first: the intent, before anything is named or replaced. A
+	// write the journal cannot record does not happen. The intent names
+	// the temporary name too, so one left by a writer killed before the
+	// rename is found and removed at the next start (Recover).
 	real := filepath.Join(dir.Root.Real, dir.Rel, base)
 	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(), Writer: uint32(os.Getpid()),
-		Path: s.shown(p.Shown), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Request: s.request}
+		Path: s.shown(p.Shown), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Request: s.request,
+		Temp: tmp.name}
 	if ed != nil {
 		intent.Detail = journal.OriginEdit
 	}
@@ -390,6 +431,13 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	}
 	notWritten := func(why string) {
 		s.append(&journal.Record{Kind: journal.KindOutcome, Intent: intent.Seq, Session: session, Owner: s.who.Owner(), Path: intent.Path, RealPath: real, Code: why})
+	}
+	// The new version gets a name only now, complete, and with no more
+	// rights than the result: owner kept, set-ID bits never.
+	if err := tmp.finish(s.Guard, dfd, f, mode); err != nil {
+		err = writeErr(p.Shown, err)
+		notWritten(string(refusal.CodeOf(err)))
+		return nil, err
 	}
 	beforeRename()
 	err = s.Guard.Do(func() error {
@@ -416,25 +464,31 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		return nil, writeErr(p.Shown, err)
 	}
 	committed = true
-	err = dir.Sync()
-	if s.OnWrite != nil {
-		s.OnWrite(real) // the rename stands even if the sync failed
+	// The rename stands whatever follows: from here the write happened,
+	// and is reported and recorded as written. A directory that could not
+	// be synced makes it not durable yet, not undone.
+	unconfirmed := ""
+	if err := dir.Sync(); err != nil {
+		unconfirmed = "syncing the directory: " + err.Error()
 	}
-	if err != nil {
-		return nil, writeErr(p.Shown, err)
+	if s.OnWrite != nil {
+		s.OnWrite(real)
 	}
 	var now unix.Stat_t
 	if err := unix.Fstat(int(tmp.Fd()), &now); err != nil {
 		return nil, writeErr(p.Shown, err)
 	}
 	id := fileid.Of(&now)
-	res := &WriteResult{Path: p.Shown, Bytes: n, TotalLines: scan.TotalLines, ContentID: fileid.ContentID(scan.Sum), Created: checked == nil}
+	res := &WriteResult{Path: p.Shown, Bytes: n, TotalLines: scan.TotalLines, ContentID: fileid.ContentID(scan.Sum), Created: checked == nil, Unconfirmed: unconfirmed}
 	rec := &journal.Record{
 		Kind: journal.KindObservation, Origin: journal.OriginWrite, Session: session,
 		Path: s.shown(p.Shown), RealPath: real, StatID: fileid.StatID(real, id), ContentID: res.ContentID,
 		WholeFileVisible: true, Start: min(1, scan.TotalLines), End: scan.TotalLines, TotalLines: scan.TotalLines,
 		Identity: &id, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner(),
 		Intent: intent.Seq,
+	}
+	if unconfirmed != "" {
+		rec.Detail = "written; durability not confirmed (" + unconfirmed + ")"
 	}
 	if ed != nil {
 		rec.Origin, rec.WholeFileVisible, rec.Held, rec.Start, rec.End = journal.OriginEdit, false, ed.held, ed.start, ed.end

@@ -135,6 +135,11 @@ type Record struct {
 	// daemon, or a direct command): while it lives, the intent may still
 	// be under way; once it is gone, the file says what happened.
 	Writer uint32 `json:"writer,omitempty"`
+	// Temp is the name, in RealPath's directory, that an intent's write
+	// gives its new version just before the rename: a writer killed in
+	// between leaves that name, which the next start finds by it (and by
+	// its content, ContentID) and removes.
+	Temp string `json:"temp,omitempty"`
 
 	// Denials.
 	Code string `json:"code,omitempty"`
