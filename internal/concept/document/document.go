@@ -88,9 +88,12 @@ func At(head []byte) int {
 // Is reports whether head, the start of a file, is a PDF's.
 func Is(head []byte) bool { return At(head) >= 0 }
 
-// Error says why a document could not be read.
+// Error says why a document could not be read. Busy marks a reason that
+// is not the document's (the reader was not ready or not free in time): a
+// verdict is not made from it.
 type Error struct {
 	Reason string
+	Busy   bool
 }
 
 func (e *Error) Error() string { return e.Reason }
@@ -253,7 +256,7 @@ func run(ctx context.Context, data []byte, work func(inst pdfium.Pdfium) error) 
 	select {
 	case <-ready:
 	case <-wait.Done():
-		return fail("the document reader is not ready yet (its first start compiles it); try again")
+		return &Error{Reason: "the document reader is not ready yet (its first start compiles it); try again", Busy: true}
 	}
 	if initErr != nil {
 		return fail("the document reader cannot start: %v", initErr)
@@ -272,7 +275,7 @@ func run(ctx context.Context, data []byte, work func(inst pdfium.Pdfium) error) 
 		}
 	}()
 	if err != nil {
-		return fail("no document reader was free within the time bound")
+		return &Error{Reason: "no document reader was free within the time bound; try again", Busy: true}
 	}
 	done := make(chan error, 1)
 	go func() {

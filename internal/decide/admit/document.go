@@ -61,6 +61,9 @@ func (d *Decider) documentOf(pol *policy.Policy, at int, r io.ReaderAt, size int
 		return res, err
 	}
 	p, err := document.Text(context.Background(), data, 1, document.MaxBytes, maxDocumentText)
+	if de, ok := errors.AsType[*document.Error](err); ok && de.Busy {
+		return res, err // not a verdict: the next decision tries again
+	}
 	if err != nil {
 		if at == 0 {
 			res.Inside = &sniff.Inside{Why: insideDocUnreadable, Detail: err.Error()}
