@@ -3,6 +3,7 @@
 # completion TestShellCompletions drives (zsh, fish) and promtool
 # (Debian's prometheus package), which checks the daemon's /metrics in
 # TestMetricsRiseAndPassPromtool, rsyslog (TestRsyslogShipsEveryRecordOnce),
+# PostgreSQL and rsyslog-pgsql (TestFleetAuditInPostgres),
 # and the MCP TypeScript SDK that
 # TestTypeScriptSDKClient drives (npm ci in tests/tsclient, from its lock
 # file; Node.js and npm are on the machine), and what
@@ -26,6 +27,9 @@ for tool in zsh fish promtool rsyslogd file groff dpkg-deb lintian bindfs strace
   [ "$tool" = dpkg-deb ] && pkg=dpkg
   command -v "$tool" > /dev/null || need+=("$pkg")
 done
+# PostgreSQL and rsyslog's output to it: TestFleetAuditInPostgres.
+[ -n "$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null)" ] || need+=(postgresql)
+[ -n "$(ls /usr/lib/*/rsyslog/ompgsql.so 2>/dev/null)" ] || need+=(rsyslog-pgsql)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get > /dev/null; then
   echo "scripts/deps.sh: missing ${need[*]}; install them (needs root and apt here)" >&2

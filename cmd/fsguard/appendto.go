@@ -14,26 +14,26 @@ import (
 // in the file exactly once however often the follower is killed and
 // started again — the file is its own cursor, and a shipper that reads
 // the file (rsyslog's imfile, Fluent Bit's tail) forwards each once.
-func appendTarget(path string) (*os.File, int64, error) {
+func appendTarget(path string) (*os.File, cursor, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
 	if err != nil {
-		return nil, 0, err
+		return nil, cursor{}, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, err
+		return nil, cursor{}, err
 	}
 	// The last complete line is within the last 64 KiB of a well-formed
 	// file (a record is far smaller); read back until one is found.
 	size := st.Size()
-	var seq int64
+	var last cursor
 	for back := int64(64 << 10); ; back *= 4 {
 		from := max(0, size-back)
 		buf := make([]byte, size-from)
 		if _, err := f.ReadAt(buf, from); err != nil && err != io.EOF {
 			f.Close()
-			return nil, 0, err
+			return nil, cursor{}, err
 		}
 		end := bytes.LastIndexByte(buf, '\n')
 		if end < 0 && from > 0 {
@@ -43,23 +43,42 @@ func appendTarget(path string) (*os.File, int64, error) {
 		if keep < size {
 			if err := f.Truncate(keep); err != nil { // a torn last line
 				f.Close()
-				return nil, 0, err
+				return nil, cursor{}, err
 			}
 		}
 		if end >= 0 {
 			start := bytes.LastIndexByte(buf[:end], '\n') + 1
-			var r struct{ Seq int64 }
+			var r struct {
+				Seq     int64
+				Journal string
+			}
 			if err := json.Unmarshal(buf[start:end], &r); err != nil || r.Seq <= 0 {
 				f.Close()
-				return nil, 0, fmt.Errorf("%s: its last line is not a journal record (%v); append to a file only fsguard writes", path, err)
+				return nil, cursor{}, fmt.Errorf("%s: its last line is not a journal record (%v); append to a file only fsguard writes", path, err)
 			}
-			seq = r.Seq
+			last = cursor{seq: r.Seq, journal: r.Journal}
 		}
 		break
 	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {
 		f.Close()
-		return nil, 0, err
+		return nil, cursor{}, err
 	}
-	return f, seq, nil
+	return f, last, nil
+}
+
+// cursor is where a stream file ends: its last record's sequence number
+// and journal. A journal started anew numbers from 1 again, so a file
+// whose last record is another journal's resumes at the new one's first.
+type cursor struct {
+	seq     int64
+	journal string // "" in lines written before records named their journal
+}
+
+// after is the sequence number to resume after in the journal with id.
+func (c cursor) after(id string) int64 {
+	if c.journal != "" && c.journal != id {
+		return 0
+	}
+	return c.seq
 }

@@ -237,16 +237,15 @@ func (c *journalCmd) tail() int {
 			fmt.Fprintln(c.stderr, "Error: --append-to resumes after the file's last record; it takes no --after")
 			return exitUsage
 		}
-		file, seq, err := appendTarget(*c.appendTo)
+		file, last, err := appendTarget(*c.appendTo)
 		if err != nil {
 			return fail(c.stderr, err)
 		}
 		defer file.Close()
-		out, f.AfterSeq, tailFormat = file, seq, "jsonl"
+		out, f.AfterSeq, tailFormat = file, last.after(c.j.ID()), "jsonl"
 	}
-	if *c.reopen && (!*c.follow || *c.appendTo != "") {
-		// A file's cursor is a sequence number of one journal.
-		fmt.Fprintln(c.stderr, "Error: --reopen follows a new journal at the path: it needs --follow, and takes no --append-to")
+	if *c.reopen && !*c.follow {
+		fmt.Fprintln(c.stderr, "Error: --reopen follows a new journal at the path: it needs --follow")
 		return exitUsage
 	}
 	was := c.identity()
@@ -280,7 +279,10 @@ func (c *journalCmd) tail() int {
 			}
 			now := c.identity()
 			fmt.Fprintln(c.stderr, "# journal "+shown(c.path)+" started anew: following journal "+shown(now.id)+" from its first record")
-			if tailFormat == "jsonl" {
+			if *c.appendTo != "" {
+				// The file holds records only (it is its own cursor); each
+				// names its journal, so the new one's are told apart.
+			} else if tailFormat == "jsonl" {
 				b, _ := json.Marshal(map[string]string{"reopened": c.path, "journal": now.id, "was": was.id})
 				fmt.Fprintf(out, "%s\n", termsafe.JSON(b))
 			} else {

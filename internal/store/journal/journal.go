@@ -151,12 +151,20 @@ type Record struct {
 	// body is the canonical JSON the record was read from (and its hash
 	// checked against), so the stream need not encode it again.
 	body string
+	// journal is the identity of the journal it was read from (ID): on
+	// the stream, it and seq name a record across a fleet and across a
+	// journal started anew. Not part of the body or its hash.
+	journal string
 }
 
 // Journal is an open journal.
 type Journal struct {
 	db   *sql.DB
 	path string
+	// idOnce, id: the journal's identity, read once for the records it
+	// stamps on the stream (see ID).
+	idOnce sync.Once
+	id     string
 
 	heldMu sync.Mutex
 	held   map[heldKey]*heldEntry // see Holding
@@ -293,6 +301,13 @@ func (j *Journal) ID() string {
 	var id string
 	j.db.QueryRow(`SELECT value FROM meta WHERE key = 'journal_id'`).Scan(&id)
 	return id
+}
+
+// streamID is ID read once: a journal's identity never changes while it
+// is open (one started anew is another file, opened anew).
+func (j *Journal) streamID() string {
+	j.idOnce.Do(func() { j.id = j.ID() })
+	return j.id
 }
 
 func newID() string {

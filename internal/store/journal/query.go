@@ -103,7 +103,7 @@ func (j *Journal) scanRecord(rows *sql.Rows, lead ...any) (*Record, error) {
 	if err := json.Unmarshal([]byte(body), r); err != nil {
 		return nil, &DamageError{Path: j.path, Why: "a record is not valid JSON: " + err.Error()}
 	}
-	r.PrevHash, r.Hash, r.body = prev, hash, body
+	r.PrevHash, r.Hash, r.body, r.journal = prev, hash, body, j.streamID()
 	return r, nil
 }
 

@@ -10,7 +10,8 @@ import (
 // WireKeys are the keys of every record on the JSON stream (export,
 // query --format json, tail --jsonl), in this order, whatever its kind:
 // one schema a log pipeline maps once. A key a record has no value for is
-// null (false for a flag). prevHash and hash close each object.
+// null (false for a flag). journal (the journal's identity: with seq, a
+// record's name across a fleet), prevHash and hash close each object.
 var WireKeys, wireAbsent = func() ([]string, []string) {
 	var keys, absent []string
 	t := reflect.TypeOf(Record{})
@@ -25,7 +26,7 @@ var WireKeys, wireAbsent = func() ([]string, []string) {
 			}
 		}
 	}
-	return append(keys, "prevHash", "hash"), append(absent, `""`, `""`)
+	return append(keys, "journal", "prevHash", "hash"), append(absent, "null", `""`, `""`)
 }()
 
 // Wire encodes the record for the JSON stream (see WireKeys).
@@ -40,6 +41,9 @@ func (r *Record) Wire() ([]byte, error) {
 	var have map[string]json.RawMessage
 	if err := json.Unmarshal(body, &have); err != nil {
 		return nil, err
+	}
+	if r.journal != "" {
+		have["journal"], _ = json.Marshal(r.journal)
 	}
 	have["prevHash"], _ = json.Marshal(r.PrevHash)
 	have["hash"], _ = json.Marshal(r.Hash)
