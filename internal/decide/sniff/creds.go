@@ -106,6 +106,9 @@ type Detector struct {
 	// on holds the families reported; a rule may find a neighbour's
 	// family (an AWS key id finds the secret beside it).
 	on map[string]bool
+	// esc, when set, finds credentials written with escapes, in the text
+	// it decodes (escaped.go).
+	esc *Detector
 }
 
 // hit is an anchor of a rule.
@@ -119,12 +122,26 @@ type hit struct {
 // rules already compiled, as policy.Parse leaves them). With masking off,
 // it finds nothing.
 func NewDetector(cfg policy.Secrets) (*Detector, error) {
+	d, err := withEncoded(cfg)
+	if err != nil || len(d.rules) == 0 {
+		return d, err
+	}
+	// Credentials written with escapes are found by decoding them and
+	// looking with the same rules (escaped.go).
+	if d.esc, err = withEncoded(cfg); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// withEncoded is the detector of cfg's rules, and of credentials
+// base64-encoded whole (a Kubernetes Secret's data), found by decoding
+// them and looking with the same rules.
+func withEncoded(cfg policy.Secrets) (*Detector, error) {
 	d, err := newDetector(cfg)
 	if err != nil || len(d.rules) == 0 {
 		return d, err
 	}
-	// Credentials base64-encoded whole (a Kubernetes Secret's data) are
-	// found by decoding them and looking with the same rules.
 	inner, err := newDetector(cfg)
 	if err != nil {
 		return nil, err
@@ -467,6 +484,9 @@ func (d *Detector) chunk(c []byte, lo, hi int, base int64, unit int, be bool, ou
 		if h, g := hash4(w), hash4b(w); (d.bloom[h>>6]>>(h&63))&(d.confirm[g>>6]>>(g&63))&1 != 0 {
 			spans = d.look(c, p, w, spans)
 		}
+	}
+	if d.esc != nil {
+		spans = findEscaped(d.esc, c, lo, hi, base/int64(unit), spans)
 	}
 	// The last three positions hold no anchor's four bytes; an anchor
 	// shorter than that ending the text has nothing after it to mask.
