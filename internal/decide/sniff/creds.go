@@ -300,6 +300,7 @@ func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
 	if unit == 0 || err != nil {
 		return nil, err
 	}
+	size -= size % int64(unit) // whole code units: a scan's chunks end on one
 	return d.scanRange(r, size, 0, size, unit, be, buf)
 }
 
@@ -310,6 +311,7 @@ func (d *Detector) ScanHalves(r io.ReaderAt, size int64, buf1, buf2 []byte) ([]M
 	if unit == 0 || err != nil {
 		return nil, err
 	}
+	size -= size % int64(unit) // whole code units: a scan's chunks end on one
 	half := size / 2
 	half -= half % int64(unit)
 	var second []Mask
