@@ -23,8 +23,10 @@ import (
 // a read as a document), which cannot be masked, while the read of its
 // text shows it masked (read service, DocumentCredential); a document
 // that cannot be read within document's bounds is refused everywhere,
-// never served unchecked. A finding in Inside is never saved across runs
-// (Save), so it is found again.
+// never served unchecked. Its streams are searched too, decoded
+// (pdfstreams.go): an attachment is served with the PDF's bytes. A
+// finding in Inside is never saved across runs (Save), so it is found
+// again.
 
 // Why a document is refused, in sniff.Inside.Why.
 const (
@@ -60,6 +62,18 @@ func (d *Decider) documentOf(pol *policy.Policy, at int, r io.ReaderAt, size int
 		}
 		return res, err
 	}
+	det, err := d.detector(pol)
+	if err != nil {
+		return res, err
+	}
+	var unpacker *sniff.Unpacker
+	if pol.Sniff.Archives != policy.ArchivesAllow {
+		unpacker = &sniff.Unpacker{Deny: pol.Deny.Globs, Fold: pol.Folds(), Creds: det}
+	}
+	if in, err := d.streamFinding(data, det, unpacker); err != nil || in != nil {
+		res.Inside = in
+		return res, err
+	}
 	p, err := document.Text(context.Background(), data, 1, document.MaxBytes, maxDocumentText)
 	if de, ok := errors.AsType[*document.Error](err); ok && de.Busy {
 		return res, err // not a verdict: the next decision tries again
@@ -74,10 +88,6 @@ func (d *Decider) documentOf(pol *policy.Policy, at int, r io.ReaderAt, size int
 	if sniff.HasKey(text) {
 		res.Inside = &sniff.Inside{Why: insideDocKey}
 		return res, nil
-	}
-	det, err := d.detector(pol)
-	if err != nil {
-		return res, err
 	}
 	if det != nil {
 		if ms := det.Find(text); len(ms) > 0 {
