@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/bzip2"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -49,21 +50,42 @@ const (
 
 // Packing kinds.
 const (
-	Gzip = "gzip"
-	Zip  = "zip"
-	Tar  = "tar"
+	Gzip  = "gzip"
+	Bzip2 = "bzip2"
+	Zip   = "zip"
+	Tar   = "tar"
 )
 
+// unreadPacked are the packings known by their magic that fsguard cannot
+// decompress: a key in one is out of reach of every check, so a file in
+// one is reported unchecked (refused), never served as opaque bytes.
+var unreadPacked = []struct{ kind, magic string }{
+	{"xz", "\xfd7zXZ\x00"},
+	{"zstd", "\x28\xb5\x2f\xfd"},
+	{"7z", "7z\xbc\xaf\x27\x1c"},
+	{"rar", "Rar!\x1a\x07"},
+	{"lzip", "LZIP"},
+}
+
 // PackedKind names the packing of content that starts with head (at
-// least 512 bytes when there are): "gzip", "zip", "tar", or "".
+// least 512 bytes when there are): "gzip", "bzip2", "zip", "tar", one of
+// unreadPacked's, or "".
 func PackedKind(head []byte) string {
 	switch {
 	case len(head) >= 3 && head[0] == 0x1f && head[1] == 0x8b && head[2] == 8:
 		return Gzip
+	case len(head) >= 10 && string(head[:3]) == "BZh" && head[3] >= '1' && head[3] <= '9' &&
+		(string(head[4:10]) == "\x31\x41\x59\x26\x53\x59" || string(head[4:10]) == "\x17\x72\x45\x38\x50\x90"):
+		return Bzip2
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")), bytes.HasPrefix(head, []byte("PK\x05\x06")):
 		return Zip
 	case isTarHeader(head):
 		return Tar
+	}
+	for _, u := range unreadPacked {
+		if bytes.HasPrefix(head, []byte(u.magic)) {
+			return u.kind
+		}
 	}
 	return ""
 }
@@ -213,6 +235,13 @@ func (p *unpack) inspect(r io.ReaderAt, size int64, kind, prefix string, depth i
 		return p.zip(r, size, prefix, depth)
 	case Tar:
 		return p.tar(io.NewSectionReader(r, 0, size), prefix, depth, true)
+	case Bzip2:
+		return p.stream(bzip2.NewReader(io.NewSectionReader(r, 0, size)), prefix+"-", depth)
+	}
+	for _, u := range unreadPacked {
+		if kind == u.kind {
+			return unchecked(prefix, "a packing fsguard cannot read ("+kind+")"), nil
+		}
 	}
 	return nil, nil
 }
@@ -274,6 +303,13 @@ func (p *unpack) gzip(r io.Reader, prefix string, depth int) (*Inside, error) {
 	if in := p.named(member); in != nil {
 		return in, nil
 	}
+	return p.stream(zr, member, depth)
+}
+
+// stream checks a decompressed stream (gzip's, bzip2's) named member: a
+// tar inside is read as it streams; anything else is a member, read whole.
+func (p *unpack) stream(zr io.Reader, member string, depth int) (*Inside, error) {
+	prefix := member[:strings.LastIndex(member, "/")+1]
 	br := bufio.NewReaderSize(&counted{zr, p}, 4096)
 	head, _ := br.Peek(512)
 	if isTarHeader(head) {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/pem"
 
 	"strings"
@@ -278,5 +279,45 @@ func TestPackedTarAnyTypeFlagIsContent(t *testing.T) {
 		if in := inspect(t, u, gz(t, "", b.Bytes())); in == nil || in.Why != InsideKey {
 			t.Errorf("a tgz member with type flag %q holding a key: %+v, want the key found", flag, in)
 		}
+	}
+}
+
+// TestPackedBzip2AndUnreadable: a bzip2'd key and a .tar.bz2 holding a
+// .env are looked into as gzip's are; an xz, zstd, 7z or rar file, which
+// fsguard cannot decompress, is unchecked (refused), never served opaque.
+func TestPackedBzip2AndUnreadable(t *testing.T) {
+	t.Parallel()
+	u := unpacker(t)
+	b64 := func(s string) []byte {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// Python's bz2.compress of an OpenSSH key, of a tar of README.md and
+	// .env under proj/, and of a line of Go.
+	key := b64("QlpoOTFBWSZTWV5uJ7EAABxfgGIQQAI6ID7r//A8nxeQMAC0oRVQ09Q0aBoMgBpkAZAipQaDQaNGgAGgaDT1DGQyGg0GjQBoAGhkqsjBIQSzvSExNROXAeJKTpSlKUJUmJRDmkyWJkTilBpSUZ0qTR1PCYYUHM2pEklJLScCCUQfaRFRaO6YiMykxOkZASMrStK0inJLaRSKWkkSpK0rTSlKvtPyRTYliWJ+SZJE/i7kinChILzcT2I=")
+	tbz := b64("QlpoOTFBWSZTWfAxWhQAAJf/gMuQABBIAfeCJgIQgGZX3wAKCCAAYEkoI8oDaI0GRoHpGahjRo0AyZDRiNNA0wlfluCcewANSkhFcMSw1AztoxpEIYCPCdV58bvZaPHMIcMCO+E4iiFN/KZVHO5XvH6O0KpsN+DrGWRjH1b0I40TTdyUfpkSJGZKAkH8XckU4UJDwMVoUA==")
+	clean := b64("QlpoOTFBWSZTWd/sIkwAAAZRgAAQQAAqq0AAIAAxANNNBTAPSFIWDeBLhdyRThQkN/sIkwA=")
+	if in := inspect(t, u, key); in == nil || in.Why != InsideKey || in.Member != "-" {
+		t.Errorf("bzip2 key: %+v", in)
+	}
+	if in := inspect(t, u, tbz); in == nil || in.Why != InsideName || in.Member != "proj/.env" {
+		t.Errorf("tar.bz2 .env: %+v", in)
+	}
+	if in := inspect(t, u, clean); in != nil {
+		t.Errorf("clean bzip2: %+v", *in)
+	}
+	if in := inspect(t, u, append(key[:len(key)-8:len(key)-8], "damaged!"...)); in == nil || in.Why != InsideUnchecked && in.Why != InsideKey {
+		t.Errorf("damaged bzip2: %+v", in)
+	}
+	for _, magic := range []string{"\xfd7zXZ\x00\x00\x04", "\x28\xb5\x2f\xfd\x24\x00", "7z\xbc\xaf\x27\x1c\x00\x04", "Rar!\x1a\x07\x01\x00"} {
+		if in := inspect(t, u, append([]byte(magic), bytes.Repeat([]byte{0x5a}, 600)...)); in == nil || in.Why != InsideUnchecked {
+			t.Errorf("% x: %+v, want unchecked", magic[:4], in)
+		}
+	}
+	if in := inspect(t, u, zipOf(t, zip.Store, member{"x.txt.bz2", key})); in == nil || in.Why != InsideKey || in.Member != "x.txt.bz2/-" {
+		t.Errorf("bzip2 in zip: %+v", in)
 	}
 }
