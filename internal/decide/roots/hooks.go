@@ -160,12 +160,37 @@ func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
 	unreadable := func(err error) error {
 		return refusal.Of(refusal.GitHooks, refusal.OpWrite, shown, refusal.Facts{Detail: "a git config that applies to it could not be checked for core.hooksPath (" + err.Error() + ")"})
 	}
+	// included refuses when one of the config files a repository's
+	// configs include (whether it exists yet or not) is the entry being
+	// written: git reads it as its own config, whose core.fsmonitor,
+	// core.pager, aliases and filters it runs.
+	included := func(incs []string) error {
+		for _, inc := range incs {
+			if policy.Fold(filepath.Base(inc)) != policy.Fold(name) && filepath.Base(inc) != name {
+				continue
+			}
+			dfd, err := unix.Open(filepath.Dir(inc), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue
+			}
+			var ds unix.Stat_t
+			err = unix.Fstat(dfd, &ds)
+			unix.Close(dfd)
+			if err == nil && chain[0] == (ident{ds.Dev, ds.Ino}) {
+				return refusal.Of(refusal.GitDir, refusal.OpWrite, shown, refusal.Facts{Detail: fmt.Sprintf("a repository's git config includes it (include.path = %s)", strconv.Quote(inc))})
+			}
+		}
+		return nil
+	}
 	for t, top := range tops {
-		paths, err := hooksPaths(top, owners[t])
+		paths, incs, err := hooksPaths(top, owners[t])
 		if err != nil {
 			return unreadable(err)
 		}
 		if err := inHooks(top, owners[t], paths); err != nil {
+			return err
+		}
+		if err := included(incs); err != nil {
 			return err
 		}
 	}
@@ -180,6 +205,9 @@ func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
 			return unreadable(c.err)
 		}
 		if err := inHooks(unix.AT_FDCWD, owner, c.hooks); err != nil {
+			return err
+		}
+		if err := included(c.includes); err != nil {
 			return err
 		}
 	}
@@ -246,8 +274,9 @@ func homeOf(match func(fields []string) bool) string {
 
 // hooksPaths returns every core.hooksPath value the configs of the work
 // tree whose top is topfd set: its repository's own, those they include,
-// and the global ones of owner and the system.
-func hooksPaths(topfd int, owner uint32) ([]string, error) {
+// and the global ones of owner and the system; and the absolute paths of
+// the files they include.
+func hooksPaths(topfd int, owner uint32) ([]string, []string, error) {
 	c := &configs{seen: map[[2]uint64]bool{}, owner: owner}
 	if gd, err := gitDirOf(topfd); err == nil {
 		c.readIn(gd, "config")
@@ -262,7 +291,7 @@ func hooksPaths(topfd int, owner uint32) ([]string, error) {
 		unix.Close(gd)
 	}
 	c.globals()
-	return c.hooks, c.err
+	return c.hooks, c.includes, c.err
 }
 
 // globals reads the system's config and those of c's owner.
@@ -299,7 +328,11 @@ type configs struct {
 	owner uint32
 	n     int
 	hooks []string
-	err   error
+	// includes are the absolute paths of the files include.path and
+	// includeIf.*.path name, read or not (one missing now counts once
+	// it is made).
+	includes []string
+	err      error
 }
 
 // readIn reads the config file name (beneath dirfd when relative) and the
@@ -361,6 +394,7 @@ func (c *configs) readIn(dirfd int, name string) {
 				continue
 			}
 		}
+		c.includes = append(c.includes, p)
 		c.readIn(unix.AT_FDCWD, p)
 	}
 }
