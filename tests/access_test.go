@@ -72,7 +72,8 @@ func awaitAccess(t *testing.T, d *daemon, what string, ok func(*journal.Record) 
 				return nil
 			}
 		}
-		return fmt.Errorf("no such access record")
+		log := d.log.String()
+		return fmt.Errorf("no such access record; the daemon's log ends: %s", log[max(0, len(log)-2000):])
 	})
 
 	return found
