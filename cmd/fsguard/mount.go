@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/fsguard/fsguard/internal/concept/termsafe"
@@ -54,6 +55,7 @@ flags:
 		return code
 	}
 	log := slog.New(slog.NewJSONHandler(termsafe.Writer(stderr), nil))
+	moreProcs()
 	pol, ok := policyFor(*policyFile, stderr)
 	if !ok {
 		return exitUsage
@@ -159,4 +161,20 @@ example:
 		return 0 // nothing to say, as umount(8)
 	}
 	return answer(stdout, stderr, *format, "", map[string]any{"mountpoint": arg, "lazy": *lazy}, err)
+}
+
+// moreProcs gives the daemon twice the Ps (GOMAXPROCS) the runtime would
+// give it, for the machine or its cgroup's CPU limit. A goroutine blocked
+// in a system call keeps its P until the runtime's monitor takes it back,
+// some time later, and the daemon always has some blocked: go-fuse's
+// readers in read(2) on /dev/fuse (as many as there are Ps) and the
+// audit's poll(2). With one P per core, the goroutines a request makes
+// runnable (a listing's admissions, the pushes after it) wait for one;
+// twice as many leaves a P free for them while the readers block.
+// The CPU used is still the machine's; GOMAXPROCS set in the environment
+// is left alone.
+func moreProcs() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(2 * runtime.GOMAXPROCS(0))
+	}
 }

@@ -11,9 +11,9 @@ import (
 )
 
 // cpus is the CPUs the process may use, as the runtime counted them at
-// start (the machine's, or its cgroup's limit), whatever GOMAXPROCS is set
-// to later: work that wants CPU gains nothing from more goroutines than
-// that.
+// start (the machine's, or its cgroup's limit), before a daemon raised
+// GOMAXPROCS above it for its blocked system calls: work that wants CPU
+// gains nothing from more goroutines than that.
 var cpus = runtime.GOMAXPROCS(0)
 
 // Each calls fn(i) for every i in [0, n), on at most workers goroutines

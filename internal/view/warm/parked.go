@@ -85,9 +85,8 @@ type parkedDir struct {
 // once; a walker that reads nothing fills the budget, and the buffers of
 // the pushes dropped past it are recycled for the next listings' copies
 // (a larger budget only lets such a walker allocate fresh pages for
-// copies no one reads, and the daemon's peak memory in a cold find grew
-// with it, twice over with the collector's headroom).
-const maxParkedBytes = 4 << 20
+// copies no one reads).
+const maxParkedBytes = 16 << 20
 
 // park adds jobs, pushes of files named by a listing of dir that the
 // kernel has taken in, and owns the slice from then on. It reports how
