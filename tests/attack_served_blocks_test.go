@@ -16,11 +16,14 @@ import (
 	"crypto/rand"
 	be "encoding/binary"
 	"encoding/pem"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fsguard/fsguard/internal/testenv"
 )
 
 // longOpenSSHKey is a real ed25519 private key generated now, in the
@@ -241,5 +244,63 @@ func TestAttackTokenInBinaryServed(t *testing.T) {
 		if strings.Contains(got, secret) {
 			t.Errorf("%s: the token in a file the classifier calls binary was served unmasked", name)
 		}
+	}
+}
+
+// TestAttackReadInsideLongKeyBodyAfterRestart is the same store after a
+// restart: the clean verdict a daemon brings back from disk carries no
+// block hashes (their key was the other daemon's), and a READ two blocks
+// into the key's body, far from its header, must not serve the body. The
+// host writer's store through a shared mapping moves no ctime: the
+// version stays the one saved.
+func TestAttackReadInsideLongKeyBodyAfterRestart(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	f := newFixture(t)
+	// On a tmpfs a store through a shared mapping never moves ctime (on
+	// ext4 it does whenever the page was written back meanwhile).
+	if err := unix.Mount("tmpfs", f.root, "tmpfs", 0, "mode=0755,size=16m"); err != nil {
+		t.Fatalf("a tmpfs for the root: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(f.root, unix.MNT_DETACH) })
+	key := longOpenSSHKey(t, 96<<10)
+	const from, n = 100 << 10, 4096
+	if len(key) < from+n+1024 {
+		t.Fatalf("the key is %d bytes: too short to test", len(key))
+	}
+	content := strings.Repeat("an ordinary line of text\n", len(key)/25+400)
+	p, mp := filepath.Join(f.root, "notes.txt"), filepath.Join(f.mp, "notes.txt")
+	writeFile(t, p, content, 0o644)
+	m := sharedMapping(t, p)
+	for i := 0; i < len(m); i += 4096 { // every page's first store moves ctime, later ones do not
+		copy(m[i:i+1], []byte{m[i]})
+	}
+	aged(t, f.root) // a verdict is saved only for a version read well after its last change
+	before := ctimeOf(t, p)
+	d := startMount(t, f.mp, "--policy", f.policy)
+	if b, err := os.ReadFile(mp); err != nil || string(b) != content {
+		t.Fatalf("notes.txt through the first mount: %d bytes, %v", len(b), err)
+	}
+	d.stop()
+	d = startMount(t, f.mp, "--policy", f.policy)
+	if !strings.Contains(d.log.String(), "saved verdicts loaded") {
+		t.Fatalf("the restarted daemon brought back no verdicts: the test proves nothing\n%s", d.log.String())
+	}
+	copy(m, key)
+	if ctimeOf(t, p) != before {
+		t.Fatalf("the store moved ctime: the test proves nothing")
+	}
+	body := key[from : from+n]
+	rb := directBuf(n)
+	if k, err := preadDirect(mp, rb, from); err == nil && strings.Contains(string(rb[:k]), body[:64]) {
+		t.Errorf("an O_DIRECT READ inside a long key's body served it after a restart")
+	}
+	dropMountCache(t, mp)
+	if fd, err := unix.Open(mp, unix.O_RDONLY, 0); err == nil {
+		b := make([]byte, n)
+		if k, err := unix.Pread(fd, b, from); err == nil && strings.Contains(string(b[:k]), body[:64]) {
+			t.Errorf("a READ inside a long key's body served it after a restart")
+		}
+		unix.Close(fd)
 	}
 }

@@ -23,10 +23,15 @@ import (
 // verdict was made on (see blocks.go): bytes that are the ones checked
 // are served by that verdict, whatever it found them to be (text, binary,
 // packed, inside a long key's body whose header the window does not
-// hold); any other bytes are a version it did not see. A version kept
-// without hashes (too large, decided without reading it whole because the
-// policy looks for nothing past its start, or a verdict brought back from
-// disk after a restart) is checked by the detectors, in the window alone.
+// hold); any other bytes are a version it did not see. A verdict brought
+// back from disk after a restart has no hashes (their key was the other
+// daemon's): it serves a window that is the whole file, checked by the
+// detectors, and any other window of a version hashes can be kept for
+// only after the file is decided again (the first such READ after a
+// restart reads the file whole). A version kept without hashes (too
+// large, or decided without reading it whole because the policy looks for
+// nothing past its start) is checked by the detectors, in the window
+// alone.
 
 // Window is bytes of a file read in one read (from offset Base; AtEOF:
 // the read reached the file's end), around the range [From, To) a door is
@@ -72,6 +77,17 @@ func (d *Decider) Check(g *roots.Guard, f *roots.File, id fileid.Identity, masks
 		// what a packed file holds is not in the window, and a key's
 		// verdict is not checked by one. Decided afresh.
 		return false
+	case rem.loaded && (w.Base > 0 || !w.AtEOF):
+		// Brought back from disk, and the window is not the whole file:
+		// a key whose header lies outside it (a READ inside a long key's
+		// body) is not seen by the detectors in the window. Decided
+		// afresh when the version can be kept in hashes (the decision
+		// keeps them, and later READs compare them); a version too
+		// large for hashes is checked in the window, as one decided
+		// by this daemon is.
+		if _, hashed := blockShift(id.Size); hashed {
+			return false
+		}
 	}
 	if pol.Refuses(string(sniff.PrivateKey)) && !pol.Allowed(p.Root.Path, p.Root.Real, p.Rel) && sniff.KeyInWindow(w.Bytes, w.Base, w.AtEOF) {
 		return false
