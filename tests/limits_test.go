@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -179,5 +180,51 @@ func TestUnwatchedDirectoryStaysFresh(t *testing.T) {
 	}
 	if n := strings.Count(d.log.String(), "cannot be watched"); n != 1 {
 		t.Errorf("logged %d times, want once:\n%s", n, d.log.String())
+	}
+}
+
+// TestFewDescriptorsSocketServesAll: a daemon started with a descriptor
+// limit of 64 (soft and hard) answers 40 concurrent `fsguard read`s through
+// its control socket, every one of them: its connection and request bounds
+// are sized from the limit (a client over them waits), and a descriptor
+// table found full at accept is relieved and retried, never a client
+// dropped or told `too many open files`.
+func TestFewDescriptorsSocketServesAll(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	prlimit := requireTool(t, "prlimit")
+	f := newFixture(t)
+	const n = 40
+	for i := range n {
+		writeFile(t, filepath.Join(f.root, "many", fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("file %d\n", i), 0o644)
+	}
+	writePolicy(t, f.policy, []string{f.root}, "")
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := startMountVia(t, []string{prlimit, "--nofile=64:64", "--"}, f.mp, nil, "--policy", f.policy, "--socket", sock)
+	for round := range 2 {
+		var mu sync.Mutex
+		var failed []string
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, binary, "read", filepath.Join(f.mp, "many", fmt.Sprintf("f%02d.txt", i)))
+				cmd.Dir = f.mp
+				cmd.Env = append(os.Environ(), "FSGUARD_SOCKET="+sock, fmt.Sprintf("FSGUARD_SESSION=fd-%d-%d", round, i))
+				out, err := cmd.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), fmt.Sprintf("file %d", i)) {
+					mu.Lock()
+					failed = append(failed, fmt.Sprintf("f%02d: %v %q", i, err, out))
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(failed) > 0 {
+			t.Fatalf("round %d: %d of %d concurrent socket reads failed under a limit of 64 descriptors, e.g. %s\n%s", round, len(failed), n, strings.Join(failed[:min(3, len(failed))], "; "), d.log.String())
+		}
 	}
 }

@@ -96,6 +96,8 @@ type Daemon struct {
 	stopFiles, filesDone chan struct{}
 	// state is what `fsguard status` reports beyond what the parts know.
 	state *tracker
+	// fdLimit is the descriptor limit in force (0: unknown).
+	fdLimit uint64
 }
 
 // Start mounts the view and serves the socket; it returns once the mount
@@ -125,7 +127,8 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	pol := d.overridden(cfg.Policy)
 	d.setMemoryLimit(pol.Limits.MemoryLimit)
-	d.watchDescriptorLimit(raiseDescriptorLimit())
+	d.fdLimit = raiseDescriptorLimit()
+	d.watchDescriptorLimit(d.fdLimit)
 	d.state = newTracker(pol.Git.History)
 	if cfg.JournalPath != "" {
 		// Made private before anything is written in it (journal.Open
@@ -521,7 +524,12 @@ func (d *Daemon) serveControl(dec *admit.Decider) error {
 	}
 	srv := d.srv
 	var c *control.Server
-	c = &control.Server{MountDev: dev, Metrics: m, Log: d.log, MaxRequests: srv.Guard().Policy().Control.MaxRequests,
+	conns, requests := socketBounds(d.fdLimit, openDescriptors(), srv.Guard().Policy().Control.MaxRequests)
+	if requests < srv.Guard().Policy().Control.MaxRequests {
+		d.log.Warn("the control socket serves fewer requests at once than [control] max_requests: the descriptor limit leaves no more; raise it (LimitNOFILE=, ulimit -n)",
+			"limit", d.fdLimit, "connections", conns, "requests", requests, "max_requests", srv.Guard().Policy().Control.MaxRequests)
+	}
+	c = &control.Server{MountDev: dev, Metrics: m, Log: d.log, MaxRequests: requests, MaxConns: conns, OnTableFull: roots.RelieveDescriptors,
 		Policy: func() policy.Control { return srv.Guard().Policy().Control },
 		Service: func() *session.Service {
 			g := srv.Guard()

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"sync"
 
 	"github.com/fsguard/fsguard/internal/decide/roots"
@@ -43,4 +44,44 @@ func (d *Daemon) watchDescriptorLimit(limit uint64) {
 		})
 	})
 	d.Metrics.DescriptorHits = roots.DescriptorLimitHits
+}
+
+// The control socket's bounds come from the descriptors the limit leaves
+// once the daemon's own are open (the journal's pool, the held store, the
+// watch, the FUSE device, the runtime: counted, not guessed), less a
+// margin for what the mount opens while it serves and for the mount's
+// descriptor cache (roots.DescriptorRoom). Each connection holds one
+// descriptor; each request in service a few more (the caller's mountinfo,
+// the file, its directory, /proc reads). A client past the connections
+// waits in the listen backlog; past the requests, on its connection.
+const (
+	perRequest    = 4   // descriptors a request opens while it is served
+	fewestConns   = 4   // root keeps one, and three are shared
+	mostConns     = 256 // the socket's own bound when descriptors abound
+	socketMargin  = 16  // the least kept for the mount's requests
+	marginDivisor = 8   // ... or this share of the limit, if more
+)
+
+// socketBounds returns the control socket's connection and request bounds
+// under a descriptor limit of limit (0: unknown) with open descriptors
+// open now; requests is at most maxRequests (the policy's).
+func socketBounds(limit uint64, open, maxRequests int) (conns, requests int) {
+	if limit == 0 || open <= 0 {
+		return mostConns, maxRequests
+	}
+	lim := int(min(limit, 1<<30))
+	room := lim - open - max(socketMargin, lim/marginDivisor) - roots.DescriptorRoom(lim, lim)
+	// A third of the room for connections, the rest for requests.
+	conns = min(max(room/3, fewestConns), mostConns)
+	requests = min(max((room-conns)/perRequest, 1), maxRequests)
+	return conns, requests
+}
+
+// openDescriptors counts the descriptors open now (0 when it cannot).
+func openDescriptors() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(ents) - 1 // the directory's own, closed again
 }

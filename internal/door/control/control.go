@@ -36,6 +36,8 @@ import (
 	"github.com/fsguard/fsguard/internal/decide/caller"
 	"github.com/fsguard/fsguard/internal/service/api"
 	"github.com/fsguard/fsguard/internal/service/session"
+
+	"golang.org/x/sys/unix"
 )
 
 type peerKey struct{}
@@ -59,8 +61,15 @@ type Server struct {
 	// BusyWait, then get a busy answer. 0 means 16.
 	MaxRequests int
 	BusyWait    time.Duration
-	// MaxConns bounds the connections open at once. 0 means 256.
+	// MaxConns bounds the connections open at once (the daemon sizes it
+	// from its descriptor limit): a client past it waits in the listen
+	// backlog until one closes. 0 means 256.
 	MaxConns int
+	// OnTableFull, when set, is called when accept finds the descriptor
+	// table full: it closes what the daemon's caches keep idle and
+	// returns how many. The accept is retried either way, with backoff:
+	// the client waits in the backlog, it is never dropped.
+	OnTableFull func() int
 	// BodyWait bounds how long a request's line may take to arrive after
 	// its headers, and how long a write's content may pause. 0 means 30 s.
 	BodyWait time.Duration
@@ -206,11 +215,29 @@ func (c *peerConn) Close() error {
 
 func (g *gate) Accept() (net.Conn, error) {
 	s := g.s
+	pause := time.Duration(0)
 	for {
+		// A connection is accepted only when one more fits: the next
+		// client waits in the backlog meanwhile. Whoever it is, it fits
+		// then if privileged; anyone else may be over its share (BUSY).
+		s.conns.room()
 		c, err := g.Listener.Accept()
+		if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+			// The table is full: the caches give back what they keep,
+			// and the client, still in the backlog, is accepted once a
+			// descriptor is free.
+			if s.OnTableFull != nil && s.OnTableFull() > 0 {
+				pause = 0
+				continue
+			}
+			pause = min(max(2*pause, time.Millisecond), 100*time.Millisecond)
+			time.Sleep(pause)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
+		pause = 0
 		// The kernel's record alone decides; /proc is read only for a
 		// peer that is served, or for a refusal's (rate-limited) log line.
 		cred, err := caller.CredsOf(c)

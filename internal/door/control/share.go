@@ -76,6 +76,21 @@ func (s *share) take(ctx context.Context, uid uint32, privileged bool, wait time
 	}
 }
 
+// room waits until fewer than n units are held (one more fits, for some
+// uid).
+func (s *share) room() {
+	for {
+		s.mu.Lock()
+		if s.used < s.n {
+			s.mu.Unlock()
+			return
+		}
+		freed := s.freed
+		s.mu.Unlock()
+		<-freed
+	}
+}
+
 // give returns a unit uid took.
 func (s *share) give(uid uint32) {
 	s.mu.Lock()
