@@ -14,6 +14,8 @@ import (
 	"github.com/fsguard/fsguard/internal/store/sqlitedb"
 	"github.com/fsguard/fsguard/internal/testenv"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -189,4 +191,56 @@ func TestJournalRecoversWithoutRestart(t *testing.T) {
 	if n := journalHas(t, jpath, "observation", "main.go"); n != 1 {
 		t.Fatalf("%d observations of main.go in the journal, want 1", n)
 	}
+}
+
+// TestSocketDenialOnFullDiskIsSaidUnrecorded: with the journal's disk
+// full under a running daemon, a socket caller refused a denied file is
+// told that its denial was not recorded (CLI and MCP wording, and a field
+// in the JSON refusal); once there is room the denial is in the journal.
+func TestSocketDenialOnFullDiskIsSaidUnrecorded(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	f := newFixture(t)
+	jfs := smallDisk(t, f, "4m")
+	jpath := filepath.Join(jfs, "j.db")
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := startMountEnv(t, f.mp, []string{"FSGUARD_JOURNAL=" + jpath}, "--policy", f.policy, "--socket", sock)
+	env := []string{"FSGUARD_SOCKET=" + sock, "FSGUARD_SESSION=s"}
+	filler := fillDisk(t, jfs, jpath)
+	_, errs, code, _ := runBinary(t, f.mp, env, "", "read", ".env")
+	if code == 0 || !strings.Contains(errs, "DENIED") && !strings.Contains(errs, "denied") || strings.Contains(errs, canary) {
+		t.Fatalf("socket read of .env on a full disk: exit %d %s", code, errs)
+	}
+	if !strings.Contains(errs, "this denial was not recorded") {
+		t.Errorf("the CLI's refusal does not say the denial was not recorded: %s", errs)
+	}
+	out, _, _, _ := runBinary(t, f.mp, env, "", "read", "--format", "json", ".env")
+	if !strings.Contains(out, `"unrecorded"`) {
+		t.Errorf("the JSON refusal has no unrecorded field: %s", out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard)
+	defer cancel()
+	cmd := exec.Command(binary, "mcp", "--socket", sock)
+	cmd.Dir = f.mp
+	cmd.Env = append(os.Environ(), "FSGUARD_SESSION=m")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": ".env"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(got, "this denial was not recorded") || strings.Contains(got, canary) {
+		t.Errorf("MCP read of .env on a full disk: %q (error %v)", got, res.IsError)
+	}
+	os.Remove(filler)
+	testenv.Within(t, 60*time.Second, "the socket's denials taken on the full disk are recorded", func() error {
+		if n := journalHas(t, jpath, "denial", ".env"); n < 3 {
+			return fmt.Errorf("%d denials of .env in the journal, want 3", n)
+		}
+		return nil
+	})
+	_ = d
 }

@@ -544,6 +544,9 @@ func (d *Daemon) serveControl(dec *admit.Decider) error {
 			s := &session.Service{Guard: g, Admit: dec, Journal: j, JournalErr: jerr, RequireWholeView: g.Policy().Journal.RequireWholeView, OnWrite: srv.Refresh,
 				OnRecord:      func(door string, r *journal.Record) { count(door, r); d.rec.Succeeded(j) },
 				OnAppendError: func(err error) { m.JournalErrors.Add("", 1); d.rec.Failed(j, err) }, Daemon: func() *session.DaemonFacts { return d.facts(c) }}
+			if d.sink != nil {
+				s.OnUnrecorded = d.sink.Keep
+			}
 			if d.held != nil {
 				s.Held = d.held
 			}

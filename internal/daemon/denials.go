@@ -40,7 +40,10 @@ import (
 // record, so the counts still add up. Each denial's log line is written
 // when it is taken, whatever the journal does.
 type denialSink struct {
-	q       chan mount.Denial
+	q chan mount.Denial
+	// later takes the socket's denials the journal could not record, to
+	// be kept and written with the mount's.
+	later   chan *journal.Record
 	rec     *recorder
 	kept    []*journal.Record // not yet recorded: the journal did not
 	unkept  int64             // denials in records beyond maxKept
@@ -72,10 +75,28 @@ const (
 	maxDenialKeys = 128
 	// maxKept bounds the records kept while the journal does not record.
 	maxKept = 4 * maxDenialKeys
+	// laterLen bounds the socket's unrecorded denials waiting to be kept.
+	laterLen = 256
 )
 
+// Keep takes a denial of the socket that the journal could not record, to
+// write it once it records again (as the mount's denials are kept). It
+// never blocks: false when the queue is full (the denial is then counted
+// as dropped, and the caller told it is not kept).
+func (s *denialSink) Keep(r *journal.Record) bool {
+	select {
+	case s.later <- r:
+		return true
+	default:
+		s.mu.Lock()
+		s.dropped++
+		s.mu.Unlock()
+		return false
+	}
+}
+
 func newDenialSink(rec *recorder, log *slog.Logger, m *metrics.Set, lines mount.Auditor, session string) *denialSink {
-	s := &denialSink{q: make(chan mount.Denial, queueLen), rec: rec, kicks: make(chan struct{}, 1), log: log, m: m, lines: lines, done: make(chan struct{}), session: session,
+	s := &denialSink{q: make(chan mount.Denial, queueLen), later: make(chan *journal.Record, laterLen), rec: rec, kicks: make(chan struct{}, 1), log: log, m: m, lines: lines, done: make(chan struct{}), session: session,
 		every: denialInterval, views: map[uint64]string{}}
 	go s.run()
 	return s
@@ -105,6 +126,7 @@ type denialKey struct {
 type window struct {
 	keys     map[denialKey]*mount.Denial // the first of each, with its count
 	order    []*mount.Denial
+	socket   []*journal.Record // the socket's, not recorded when denied
 	overflow int64
 	first    time.Time // of the overflow
 }
@@ -122,6 +144,18 @@ func (s *denialSink) run() {
 			}
 			s.add(w, d)
 			if flush == nil { // the interval starts with its first denial
+				flush = time.After(s.every)
+			}
+		case r := <-s.later:
+			if len(w.socket) < maxDenialKeys {
+				w.socket = append(w.socket, r)
+			} else {
+				if w.overflow == 0 {
+					w.first = r.Time
+				}
+				w.overflow++
+			}
+			if flush == nil {
 				flush = time.After(s.every)
 			}
 		case <-flush:
@@ -166,7 +200,9 @@ func (s *denialSink) add(w *window, d mount.Denial) {
 
 // write journals (and logs) the window's records, and empties it.
 func (s *denialSink) write(w *window) {
-	recs := make([]*journal.Record, 0, len(w.order)+2)
+	recs := make([]*journal.Record, 0, len(w.order)+len(w.socket)+2)
+	recs = append(recs, w.socket...)
+	w.socket = w.socket[:0]
 	for _, d := range w.order {
 		r := &journal.Record{Kind: journal.KindDenial, Time: d.Time, Session: s.session, Path: d.Path, RealPath: d.RealPath, Code: string(d.Code), Pid: d.Pid, Uid: d.Uid, Process: d.Process}
 		if d.Count > 1 {

@@ -140,7 +140,11 @@ type Error struct {
 	Path   string `json:"path,omitempty"`
 	Reason Reason `json:"reason,omitempty"`
 	Facts
-	Err error `json:"-"`
+	// Unrecorded, when set, says why this refusal, a denial the journal
+	// records, could not be recorded (a full disk), and what becomes of
+	// it: every door's message ends with a sentence saying so.
+	Unrecorded string `json:"unrecorded,omitempty"`
+	Err        error  `json:"-"`
 }
 
 // Of returns the refusal for reason, of op on path, with facts f. Its code

@@ -83,9 +83,18 @@ func (e *Error) Render(d Door) string {
 	}
 	row, ok := table[e.Reason]
 	if !ok { // a refusal made without a reason: its code says what it is
-		return termsafe.Escape(e.cannot() + string(e.Code))
+		return termsafe.Escape(e.cannot() + string(e.Code) + e.unrecorded())
 	}
-	return termsafe.Escape(row.text(e, w))
+	return termsafe.Escape(row.text(e, w) + e.unrecorded())
+}
+
+// unrecorded is the sentence that ends the message of a denial the journal
+// could not record, "" for any other.
+func (e *Error) unrecorded() string {
+	if e.Unrecorded == "" {
+		return ""
+	}
+	return "; this denial was not recorded in the journal: " + e.Unrecorded
 }
 
 // cannot is the common start of a message: `cannot read "<path>": `.

@@ -54,6 +54,7 @@ type Envelope struct {
 	Status       string        `json:"status"` // ok | error | unsupported
 	Code         string        `json:"code,omitempty"`
 	Message      string        `json:"message,omitempty"`
+	Unrecorded   string        `json:"unrecorded,omitempty"` // a denial not recorded: why (refusal.Error)
 	Path         string        `json:"path"`
 	Range        *Range        `json:"range,omitempty"`
 	Lines        []JSONLine    `json:"lines,omitempty"`
@@ -128,6 +129,9 @@ func ErrorJSON(path string, err error, notes []string) []byte {
 	var r *refusal.Error
 	if errors.As(err, &r) && r.Path != "" {
 		e.Path = r.Path
+	}
+	if r != nil {
+		e.Unrecorded = r.Unrecorded
 	}
 	switch refusal.CodeOf(err) {
 	case refusal.Binary, refusal.Image, refusal.Encoding:

@@ -44,8 +44,11 @@ type ReadFacts struct {
 	Status  string `json:"status"`
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
-	Path    string `json:"path"`
-	Type    string `json:"type,omitempty"` // file, directory, notebook, image or document
+	// Unrecorded says why a denial could not be recorded in the journal
+	// (refusal.Error.Unrecorded); absent when it was.
+	Unrecorded string `json:"unrecorded,omitempty"`
+	Path       string `json:"path"`
+	Type       string `json:"type,omitempty"` // file, directory, notebook, image or document
 	// Pages is a document's page count.
 	Pages        int64              `json:"pages,omitempty"`
 	Range        *read.Range        `json:"range,omitempty"`
@@ -64,6 +67,9 @@ func facts(name string, res *ReadResult, err error) json.RawMessage {
 		var r *refusal.Error
 		if errors.As(err, &r) && r.Path != "" {
 			f.Path = r.Path
+		}
+		if r != nil {
+			f.Unrecorded = r.Unrecorded
 		}
 	} else {
 		f.Path, f.Range, f.Totals, f.Truncation = res.Path, &res.Range, &res.Totals, &res.Truncation

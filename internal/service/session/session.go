@@ -8,8 +8,10 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fsguard/fsguard/internal/concept/refusal"
 	"github.com/fsguard/fsguard/internal/concept/termsafe"
@@ -43,6 +45,9 @@ type Service struct {
 	// OnRecord's metrics; the control server sets it per request.
 	Door          string
 	OnAppendError func(error)
+	// OnUnrecorded, when set, is given a denial the journal could not
+	// record; it returns whether it keeps it to record later.
+	OnUnrecorded func(*journal.Record) bool
 	// Held, when set, keeps the content sessions were handed, so a
 	// changed file can be answered with a diff.
 	Held *blobs.Store
@@ -169,17 +174,14 @@ func (s *Service) Read(req ReadRequest) (*ReadResult, error) {
 	named := req.Path
 	var err error
 	if req.Path, req.Cwd, err = s.resolve(req.Path, req.Cwd); err != nil {
-		s.recordRefusal(req.Session, named, err)
-		return nil, err
+		return nil, s.recordRefusal(req.Session, named, err)
 	}
 	if s.Held != nil {
 		req.Keep = s.Held.MaxFile()
 	}
 	res, err := (&read.Reader{Guard: s.Guard, Admit: s.admit()}).Read(req.Request)
 	if err != nil {
-		err = s.view.Err(err)
-		s.recordRefusal(req.Session, named, err)
-		return nil, err
+		return nil, s.recordRefusal(req.Session, named, s.view.Err(err))
 	}
 	res.Path = s.shown(res.Path)
 	for _, r := range append([]*read.Result{res}, res.Parts...) {
@@ -417,19 +419,38 @@ func (s *Service) journalMissing() string {
 }
 
 // recordRefusal journals the refusals that are policy decisions (not a
-// typo's NOT_FOUND), so an operator sees what the agent tried.
-func (s *Service) recordRefusal(session, path string, err error) {
-	if s.Journal == nil {
-		return
-	}
-	switch code := refusal.CodeOf(err); code {
+// typo's NOT_FOUND), so an operator sees what the agent tried, and returns
+// the refusal to give the caller: one the journal could not record says
+// so (refusal.Error.Unrecorded), and is handed to OnUnrecorded, which may
+// keep it for when the journal records again.
+func (s *Service) recordRefusal(session, path string, err error) error {
+	code := refusal.CodeOf(err)
+	switch code {
 	case refusal.Denied, refusal.ArchiveUnchecked, refusal.OutsideAllowedRoots, refusal.DangerousPath:
-		shown := path
-		if r, ok := err.(*refusal.Error); ok && r.Path != "" {
-			shown = r.Path
-		}
-		s.append(&journal.Record{Kind: journal.KindDenial, Session: session, Path: shown, Code: string(code), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner()})
+	default:
+		return err
 	}
+	shown := path
+	r, ok := err.(*refusal.Error)
+	if ok && r.Path != "" {
+		shown = r.Path
+	}
+	rec := &journal.Record{Kind: journal.KindDenial, Time: time.Now().UTC(), Session: session, Path: shown, Code: string(code), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Owner: s.who.Owner()}
+	var why error
+	if s.Journal == nil {
+		why = errors.New(s.journalMissing())
+	} else if why = s.append(rec); why == nil {
+		return err
+	}
+	if !ok {
+		return err
+	}
+	out := *r
+	out.Unrecorded = why.Error()
+	if s.OnUnrecorded != nil && s.OnUnrecorded(rec) {
+		out.Unrecorded += "; the daemon keeps it and records it once the journal records again"
+	}
+	return &out
 }
 
 // Text renders a read result as the agent sees it.
