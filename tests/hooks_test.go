@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fsguard/fsguard/internal/testenv"
 )
@@ -144,4 +146,163 @@ func TestHooksOutsideTheGitDir(t *testing.T) {
 	if out, errs, code := direct(allow, hook, "write", "custom/tools/hooks/pre-commit", "--format", "json"); code != 1 || !strings.Contains(out+errs, "hooks directory") {
 		t.Errorf("hook_managers = allow: write into core.hooksPath: exit %d %s%s", code, out, errs)
 	}
+}
+
+// TestHooksFoundWhereverGitFindsThem: a hooks directory or an included
+// config need not lie in its repository's work tree, nor be named by the
+// tree owner's config. The agent writes, through the control socket, a
+// hook into ../common-hooks (a work tree's core.hooksPath), into a bare
+// repository's relative hooks directory (relative to its git directory),
+// a config file a repository includes from outside its work tree (with a
+// core.fsmonitor command), and a hook into the directory another user's
+// global config names (a developer who owns nothing of the tree). Each is
+// refused with FS_WRITE_DENIED, and the git commands the developers run
+// next on the host (commit, push, status) run nothing the agent wrote.
+func TestHooksFoundWhereverGitFindsThem(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	base := openDir(t)
+	root, mp, sock, pol := filepath.Join(base, "root"), filepath.Join(base, "mnt"), filepath.Join(base, "ctl.sock"), filepath.Join(base, "policy.toml")
+	ran := filepath.Join(base, "ran") // what the agent wrote touches a file here when it runs
+	devHome := filepath.Join(base, "devhome")
+	for _, d := range []string{root, mp, devHome, ran} {
+		testenv.Must(t, os.MkdirAll(d, 0o755))
+	}
+	testenv.Must(t, os.Chmod(ran, 0o1777))
+	// A developer of the host, a real user whose global config names a
+	// team's hooks directory under the root.
+	dev := addUser(t, devHome)
+	testenv.Must(t, os.WriteFile(filepath.Join(devHome, ".gitconfig"), []byte("[core]\n\thooksPath = "+filepath.Join(root, "team-hooks")+"\n[safe]\n\tdirectory = *\n"), 0o644))
+	gitEnv := append(os.Environ(), "GIT_CONFIG_SYSTEM=/dev/null",
+		"GIT_AUTHOR_NAME=d", "GIT_AUTHOR_EMAIL=d@x", "GIT_COMMITTER_NAME=d", "GIT_COMMITTER_EMAIL=d@x")
+	gitAs := func(cred *syscall.Credential, home, dir string, args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "init.defaultBranch=main", "-c", "safe.directory=*"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(gitEnv, "HOME="+home, "GIT_CONFIG_GLOBAL="+filepath.Join(home, ".gitconfig"))
+		if cred != nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	rootHome := filepath.Join(base, "roothome") // root's git here reads no global config
+	testenv.Must(t, os.MkdirAll(rootHome, 0o755))
+	testenv.Must(t, os.WriteFile(filepath.Join(rootHome, ".gitconfig"), []byte("[safe]\n\tdirectory = *\n"), 0o644)) // a push's receive-pack reads no -c
+	git := func(dir string, args ...string) {
+		t.Helper()
+		if out, err := gitAs(nil, rootHome, dir, args...); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	mk := func(rel, body string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		testenv.Must(t, os.WriteFile(p, []byte(body), 0o644))
+	}
+	// A work tree whose hooks are beside it.
+	git(root, "init", "-q", "app")
+	git(filepath.Join(root, "app"), "config", "core.hooksPath", "../common-hooks")
+	mk("common-hooks/README", "hooks\n")
+	// A bare repository whose hooks are beside its git directory, and a
+	// clone that pushes to it.
+	git(root, "init", "-q", "--bare", "srv/origin.git")
+	git(filepath.Join(root, "srv", "origin.git"), "config", "core.hooksPath", "../bare-hooks")
+	mk("srv/bare-hooks/README", "hooks\n")
+	git(root, "clone", "-q", "srv/origin.git", "clone")
+	// A work tree including a config from outside it.
+	git(root, "init", "-q", "lib")
+	git(filepath.Join(root, "lib"), "config", "include.path", "../../shared/git.inc")
+	mk("shared/README", "shared\n")
+	// The developer's own work tree: only their global config names the
+	// team's hooks.
+	mk("team-hooks/README", "hooks\n")
+	for _, r := range []string{"app", "clone", "lib", "mine"} {
+		mk(r+"/main.go", "package main\n")
+	}
+	filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, agentUID, agentGID) })
+	git(filepath.Join(root, "mine"), "init", "-q")
+	filepath.Walk(filepath.Join(root, "mine"), func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, int(dev.Uid), int(dev.Gid)) })
+	filepath.Walk(devHome, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, int(dev.Uid), int(dev.Gid)) })
+	writePolicy(t, pol, []string{root}, fmt.Sprintf("[control]\nallow_uids = [%d]\n", agentUID))
+	startMount(t, mp, "--allow-other", "--policy", pol, "--socket", sock)
+
+	agent := &syscall.Credential{Uid: agentUID, Gid: agentGID}
+	hook := func(name string) string { return "#!/bin/sh\ntouch " + filepath.Join(ran, name) + "\n" }
+	for _, c := range []struct{ rel, body, why string }{
+		{"common-hooks/pre-commit", hook("common-hooks"), "hooks directory"},
+		{"srv/bare-hooks/pre-receive", hook("bare-hooks"), "hooks directory"},
+		{"shared/git.inc", "[core]\n\tfsmonitor = \"touch " + filepath.Join(ran, "included-config") + "; false\"\n", "includes it"},
+		{"team-hooks/pre-commit", hook("team-hooks"), "hooks directory"},
+	} {
+		out, errs, code, _ := runBinaryAs(t, agent, mp, []string{"FSGUARD_SOCKET=" + sock, "FSGUARD_SESSION=agent"}, c.body, "write", c.rel, "--format", "json")
+		if code != 1 || !strings.Contains(out+errs, "FS_WRITE_DENIED") || !strings.Contains(out+errs, c.why) {
+			t.Errorf("socket write %s: exit %d, want FS_WRITE_DENIED (%s)\n%s%s", c.rel, code, c.why, out, errs)
+		}
+		os.Chmod(filepath.Join(root, c.rel), 0o755) // a hook git runs must be executable
+	}
+	// Ordinary files beside them stay the agent's.
+	if out, errs, code, _ := runBinaryAs(t, agent, mp, []string{"FSGUARD_SOCKET=" + sock, "FSGUARD_SESSION=agent"}, "notes\n", "write", "shared/notes.txt"); code != 0 {
+		t.Errorf("socket write shared/notes.txt: exit %d\n%s%s", code, out, errs)
+	}
+	// The developers work: nothing the agent wrote runs.
+	git(filepath.Join(root, "app"), "add", "main.go")
+	git(filepath.Join(root, "app"), "commit", "-q", "-m", "x")
+	git(filepath.Join(root, "clone"), "add", "main.go")
+	git(filepath.Join(root, "clone"), "commit", "-q", "--no-verify", "-m", "x")
+	git(filepath.Join(root, "clone"), "push", "-q", "origin", "HEAD:main")
+	git(filepath.Join(root, "lib"), "status", "--short")
+	cred := &syscall.Credential{Uid: dev.Uid, Gid: dev.Gid}
+	for _, args := range [][]string{{"add", "main.go"}, {"commit", "-q", "-m", "x"}} {
+		if out, err := gitAs(cred, devHome, filepath.Join(root, "mine"), args...); err != nil {
+			t.Fatalf("the developer's git %v: %v\n%s", args, err, out)
+		}
+	}
+	if ents, _ := os.ReadDir(ran); len(ents) > 0 {
+		for _, e := range ents {
+			t.Errorf("git on the host ran a command the agent wrote (%s)", e.Name())
+		}
+	}
+}
+
+// hostUser is a user added to the host's user database for a test.
+type hostUser struct {
+	Name     string
+	Uid, Gid uint32
+}
+
+// addUser adds a user whose home is home to the host's user database (a
+// daemon reads the real one), removed when the test ends. useradd takes
+// the database's lock, which another test may hold a moment: it is tried
+// again until the hang guard.
+func addUser(t *testing.T, home string) hostUser {
+	t.Helper()
+	if _, err := exec.LookPath("useradd"); err != nil {
+		t.Skip("no useradd")
+	}
+	var u hostUser
+	testenv.Within(t, 60*time.Second, "useradd", func() error {
+		b := make([]byte, 4)
+		rand.Read(b)
+		u = hostUser{Name: fmt.Sprintf("fsgt%x", b), Uid: 20000 + (uint32(b[0])<<8 | uint32(b[1])), Gid: 100}
+		out, err := exec.Command("useradd", "--no-create-home", "--home-dir", home, "--shell", "/bin/sh",
+			"--no-user-group", "--gid", "100", "--uid", fmt.Sprint(u.Uid), u.Name).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		testenv.Within(t, 60*time.Second, "userdel", func() error {
+			if out, err := exec.Command("userdel", u.Name).CombinedOutput(); err != nil && !strings.Contains(string(out), "does not exist") {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		})
+	})
+	return u
 }

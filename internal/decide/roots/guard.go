@@ -113,6 +113,8 @@ type Root struct {
 	// caseFolds: a directory beneath the root may fold case (see
 	// mayFoldCase), so its names are compared folded whatever the policy.
 	caseFolds bool
+	// walked is what the last walk for repositories found (hookscan.go).
+	walked repoCache
 }
 
 // noteMount records whether the mount of fd, a directory beneath the

@@ -2,6 +2,7 @@ package roots
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,20 +29,30 @@ import (
 // symbolic link, or a file's "gitdir:" line), that git directory's and
 // its common directory's config and config.worktree, the files they
 // include (include.path and every includeIf's path, whatever the
-// condition: the answer may only err toward a refusal), and the global
-// configs of the work tree's owner and the system; every core.hooksPath
-// any of them sets, resolved as git does (relative to the work tree's
-// top, "~/" to the owner's home). The write is refused when the directory
-// it lands in, or one above it up to the root, is one of those
-// directories, compared by identity, so a symbolic link to the hooks
-// directory leads nowhere new. Nothing is cached: a repository or a
-// setting made while the daemon runs counts at the next write.
+// condition: the answer may only err toward a refusal); the same for
+// every repository under the roots, wherever the write lands (see
+// hookscan.go: a hooks path may lead out of its work tree); and the
+// global configs of the system, of the work tree's owner and of every
+// human user of the user database (root and uids from 1000: the developer
+// who runs git on the host need not own the tree), ~/.gitconfig and
+// ~/.config/git/config each. Every core.hooksPath any of them sets is
+// resolved as git does: relative to the work tree's top (a bare
+// repository's git directory), "~/" to a home (in a user's global config
+// that user's; in a repository's, every human user's, as whoever runs git
+// may be any of them). The write is refused when the directory it lands
+// in, or one above it up to the root, is one of those directories,
+// compared by identity, so a symbolic link to the hooks directory leads
+// nowhere new; and when the entry is a config file one of them includes.
+// No config is cached: a setting made while the daemon runs counts at the
+// next write. What fsguard cannot see is the developer's own command line
+// and environment: `git -c`, GIT_CONFIG_*, an XDG_CONFIG_HOME elsewhere.
 //
 // The configs are read with the daemon's own rights (a caller that
 // cannot read a repository's config must not make its hooks writable),
 // each a regular file opened without blocking, at most maxConfigBytes;
-// at most maxConfigFiles per work tree. A config past a bound refuses the
-// write rather than being half read.
+// at most maxConfigFiles per repository, and a few per user for the
+// global ones. A config past a bound refuses the write rather than being
+// half read.
 
 const (
 	maxConfigBytes = 256 << 10
@@ -52,7 +63,8 @@ const (
 // writeIntoHooks is the decision that keeps the agent out of the hooks
 // git and hook managers run: it refuses creating or replacing the entry
 // name in d when d or a directory above it is the hooks directory of a
-// repository whose work tree holds d, and (unless [write] hook_managers
+// repository (above d, under the roots, or any a global config applies
+// to) or the entry is a config file one includes, and (unless [write] hook_managers
 // allows it) when the entry is a hook manager's file by rel or by d's
 // real path.
 func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
@@ -127,15 +139,15 @@ func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
 			return hookErr(shown, unix.ELOOP)
 		}
 	}
-	// inHooks refuses when one of paths, resolved for the work tree
-	// whose top is top (AT_FDCWD: none, only absolute and "~" paths),
-	// is d or a directory above it up to the root.
-	inHooks := func(top int, owner uint32, paths []string) error {
+	// inHooks refuses when one of paths (their "~" expanded), resolved
+	// for the work tree whose top is top (AT_FDCWD: none, only absolute
+	// paths), is d or a directory above it up to the root.
+	inHooks := func(top int, paths []string) error {
 		for _, hp := range paths {
-			if top == unix.AT_FDCWD && !filepath.IsAbs(hp) && !strings.HasPrefix(hp, "~") {
+			if top == unix.AT_FDCWD && !filepath.IsAbs(hp) {
 				continue
 			}
-			hfd, err := openHooksDir(top, hp, owner)
+			hfd, err := unix.Openat(top, hp, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if err != nil {
 				continue // no such directory: no write lands in it
 			}
@@ -182,70 +194,86 @@ func (g *Guard) writeIntoHooks(d *Dir, name, shown, rel string) error {
 		}
 		return nil
 	}
-	for t, top := range tops {
-		paths, incs, err := hooksPaths(top, owners[t])
-		if err != nil {
-			return unreadable(err)
+	all, err := users()
+	if err != nil {
+		return unreadable(err)
+	}
+	humans, err := humanUsers(all)
+	if err != nil {
+		return unreadable(err)
+	}
+	// Every human user's global config and the system's: the developer
+	// who runs git on the host need not be the tree's owner. An absolute
+	// or "~" hooks path there counts wherever the write lands; a
+	// relative one, in every work tree below.
+	glob := globalConfigs(humans)
+	if glob.err != nil {
+		return unreadable(glob.err)
+	}
+	if err := inHooks(unix.AT_FDCWD, glob.hooks); err != nil {
+		return err
+	}
+	if err := included(glob.includes); err != nil {
+		return err
+	}
+	// check reads the configs of the repository whose work tree top (or,
+	// bare, whose git directory) is base, and refuses when a hooks
+	// directory they name, or a file they include, is where the write
+	// lands.
+	check := func(base int, owner uint32, bare bool) error {
+		c := &configs{seen: map[[2]uint64]bool{}, homes: homesFor(all, humans, owner), max: maxConfigFiles}
+		if bare {
+			c.repo(base)
+		} else if gd, err := gitDirOf(base); err == nil {
+			c.repo(gd)
+			unix.Close(gd)
 		}
-		if err := inHooks(top, owners[t], paths); err != nil {
+		c.globals() // the owner's, whatever its uid
+		if c.err != nil {
+			return unreadable(c.err)
+		}
+		if err := inHooks(base, append(c.hooks, glob.hooks...)); err != nil {
 			return err
 		}
-		if err := included(incs); err != nil {
+		return included(c.includes)
+	}
+	for t, top := range tops {
+		if err := check(top, owners[t], false); err != nil {
 			return err
 		}
 	}
-	// The global configs apply to every repository of their user,
-	// wherever it is: an absolute or "~/" hooks path there (a common
-	// ~/.githooks) counts even where no work tree holds the write. Their
-	// users are taken to be the owners of d and of the root.
+	// The global configs of the owners of d and of the root, as before
+	// any user database lists them.
 	for _, owner := range dirOwners {
-		c := &configs{seen: map[[2]uint64]bool{}, owner: owner}
+		c := &configs{seen: map[[2]uint64]bool{}, homes: homesFor(all, nil, owner), max: maxConfigFiles}
 		c.globals()
 		if c.err != nil {
 			return unreadable(c.err)
 		}
-		if err := inHooks(unix.AT_FDCWD, owner, c.hooks); err != nil {
+		if err := inHooks(unix.AT_FDCWD, c.hooks); err != nil {
 			return err
 		}
 		if err := included(c.includes); err != nil {
 			return err
 		}
 	}
+	// Every repository under the roots, wherever its work tree is: a
+	// hooks path or an include may lead out of its own work tree
+	// ("../common-hooks"), and a bare repository's relative hooks path
+	// is relative to its git directory.
+	if err := g.eachRepo(func(base int, owner uint32, bare bool) error {
+		return check(base, owner, bare)
+	}); err != nil {
+		if _, ok := errors.AsType[*refusal.Error](err); ok {
+			return err
+		}
+		return unreadable(err)
+	}
 	return nil
 }
 
 func hookErr(shown string, err error) error {
 	return refusal.Of(refusal.IOFailed, refusal.OpWrite, shown, refusal.Facts{Detail: unwrap(err).Error()}).Because(err)
-}
-
-// openHooksDir opens the directory a core.hooksPath value names, for the
-// work tree whose top is topfd, as git resolves it: "~/" and "~user/"
-// from a home directory, a relative path from the work tree's top.
-func openHooksDir(topfd int, value string, owner uint32) (int, error) {
-	p, err := expandHome(value, owner)
-	if err != nil {
-		return -1, err
-	}
-	return unix.Openat(topfd, p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-}
-
-// expandHome expands a leading "~/" (the home of owner, the user git
-// most likely runs as: the work tree's owner) or "~user/".
-func expandHome(p string, owner uint32) (string, error) {
-	if !strings.HasPrefix(p, "~") {
-		return p, nil
-	}
-	user, rest, _ := strings.Cut(p[1:], "/")
-	var home string
-	if user == "" {
-		home = homeOf(func(f []string) bool { return f[2] == strconv.FormatUint(uint64(owner), 10) })
-	} else {
-		home = homeOf(func(f []string) bool { return f[0] == user })
-	}
-	if home == "" {
-		return "", unix.ENOENT
-	}
-	return filepath.Join(home, rest), nil
 }
 
 // passwd is the user database homes are read from (a test's own).
@@ -256,51 +284,144 @@ func init() {
 	passwd.Store(&etc)
 }
 
-// homeOf is the home directory of the first /etc/passwd entry match
-// accepts, or "".
-func homeOf(match func(fields []string) bool) string {
-	b, err := readBounded(unix.AT_FDCWD, *passwd.Load(), 4<<20)
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Split(line, ":")
-		if len(f) >= 6 && match(f) {
-			return f[5]
-		}
-	}
-	return ""
+// user is one entry of the user database.
+type user struct {
+	name string
+	uid  uint32
+	home string
 }
 
-// hooksPaths returns every core.hooksPath value the configs of the work
-// tree whose top is topfd set: its repository's own, those they include,
-// and the global ones of owner and the system; and the absolute paths of
-// the files they include.
-func hooksPaths(topfd int, owner uint32) ([]string, []string, error) {
-	c := &configs{seen: map[[2]uint64]bool{}, owner: owner}
-	if gd, err := gitDirOf(topfd); err == nil {
-		c.readIn(gd, "config")
-		c.readIn(gd, "config.worktree")
-		if b, err := readBounded(gd, "commondir", maxGitFile); err == nil {
-			if cd, err := unix.Openat(gd, strings.TrimSpace(string(b)), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-				c.readIn(cd, "config")
-				c.readIn(cd, "config.worktree")
-				unix.Close(cd)
+// maxUsers bounds the users whose global configs are read.
+const maxUsers = 1 << 14
+
+// humanUsers lists the users of the user database who may run git on the
+// host as a developer, of all: root and every uid from 1000 on (the
+// first a login gets), with a home directory. Past maxUsers, an error.
+func humanUsers(all []user) ([]user, error) {
+	var out []user
+	for _, u := range all {
+		if (u.uid == 0 || u.uid >= 1000) && u.uid != 65534 && filepath.IsAbs(u.home) && u.home != "/" {
+			if out = append(out, u); len(out) > maxUsers {
+				return nil, fmt.Errorf("more than %d users to read the git configs of", maxUsers)
 			}
 		}
-		unix.Close(gd)
 	}
-	c.globals()
-	return c.hooks, c.includes, c.err
+	return out, nil
 }
 
-// globals reads the system's config and those of c's owner.
-func (c *configs) globals() {
-	c.readIn(unix.AT_FDCWD, "/etc/gitconfig")
-	if home, err := expandHome("~/", c.owner); err == nil {
-		c.readIn(unix.AT_FDCWD, filepath.Join(home, ".gitconfig"))
-		c.readIn(unix.AT_FDCWD, filepath.Join(home, ".config/git/config"))
+// users reads the user database.
+func users() ([]user, error) {
+	b, err := readBounded(unix.AT_FDCWD, *passwd.Load(), 4<<20)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil // no users (a container's bare image): no global configs
+	} else if err != nil {
+		return nil, fmt.Errorf("the user database: %w", err)
 	}
+	var out []user
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 6 {
+			continue
+		}
+		uid, err := strconv.ParseUint(f[2], 10, 32)
+		if err != nil {
+			continue
+		}
+		out = append(out, user{f[0], uint32(uid), f[5]})
+	}
+	return out, nil
+}
+
+// homesFor is where "~/" may lead in a repository's config: the home of
+// whoever runs git, who may be any of humans, or the work tree's owner
+// (found among all).
+func homesFor(all, humans []user, owner uint32) []string {
+	var homes []string
+	seen := map[string]bool{}
+	add := func(h string) {
+		if h != "" && !seen[h] {
+			seen[h] = true
+			homes = append(homes, h)
+		}
+	}
+	for _, u := range all {
+		if u.uid == owner {
+			add(u.home)
+			break
+		}
+	}
+	for _, u := range humans {
+		add(u.home)
+	}
+	return homes
+}
+
+// readUsers is users, for callers that have no error to give.
+var readUsers = users
+
+// expand is p with a leading "~/" (or "~") taken to each of c's homes,
+// "~user/" to that user's; nothing where no such user is.
+func (c *configs) expand(p string) []string {
+	if !strings.HasPrefix(p, "~") {
+		return []string{p}
+	}
+	name, rest, _ := strings.Cut(p[1:], "/")
+	if name == "" {
+		out := make([]string, 0, len(c.homes))
+		for _, h := range c.homes {
+			out = append(out, filepath.Join(h, rest))
+		}
+		return out
+	}
+	all, err := readUsers()
+	if err != nil {
+		return nil
+	}
+	for _, u := range all {
+		if u.name == name {
+			return []string{filepath.Join(u.home, rest)}
+		}
+	}
+	return nil
+}
+
+// globalConfigs reads the system's config and the global configs of every
+// one of users, each with its own "~".
+func globalConfigs(users []user) *configs {
+	c := &configs{seen: map[[2]uint64]bool{}, max: 4 + 8*len(users)}
+	c.readIn(unix.AT_FDCWD, "/etc/gitconfig")
+	for _, u := range users {
+		c.homes = []string{u.home} // "~" in a user's config is that user's home
+		c.globals()
+	}
+	return c
+}
+
+// repo reads the configs of the git directory gd: its config and
+// config.worktree, and its common directory's.
+func (c *configs) repo(gd int) {
+	c.readIn(gd, "config")
+	c.readIn(gd, "config.worktree")
+	if b, err := readBounded(gd, "commondir", maxGitFile); err == nil {
+		if cd, err := unix.Openat(gd, strings.TrimSpace(string(b)), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			c.readIn(cd, "config")
+			c.readIn(cd, "config.worktree")
+			unix.Close(cd)
+		}
+	}
+}
+
+// globals reads the global configs in c's home (the first of c.homes):
+// ~/.gitconfig and $XDG_CONFIG_HOME/git/config at its default,
+// ~/.config/git/config (an XDG_CONFIG_HOME set elsewhere is the
+// developer's environment, which fsguard cannot see).
+func (c *configs) globals() {
+	if len(c.homes) == 0 {
+		return
+	}
+	home := c.homes[0]
+	c.readIn(unix.AT_FDCWD, filepath.Join(home, ".gitconfig"))
+	c.readIn(unix.AT_FDCWD, filepath.Join(home, ".config/git/config"))
 }
 
 // gitDirOf opens the git directory the .git entry of topfd leads to: the
@@ -324,9 +445,12 @@ func gitDirOf(topfd int) (int, error) {
 
 // configs gathers core.hooksPath values from git config files.
 type configs struct {
-	seen  map[[2]uint64]bool
-	owner uint32
+	seen map[[2]uint64]bool
+	// homes are where "~/" leads; max bounds the files read.
+	homes []string
+	max   int
 	n     int
+	// hooks are the core.hooksPath values, "~" expanded.
 	hooks []string
 	// includes are the absolute paths of the files include.path and
 	// includeIf.*.path name, read or not (one missing now counts once
@@ -357,8 +481,8 @@ func (c *configs) readIn(dirfd int, name string) {
 		return
 	}
 	c.seen[k] = true
-	if c.n++; c.n > maxConfigFiles {
-		c.err = fmt.Errorf("more than %d config files", maxConfigFiles)
+	if c.n++; c.n > c.max {
+		c.err = fmt.Errorf("more than %d config files", c.max)
 		return
 	}
 	if st.Size > maxConfigBytes {
@@ -375,27 +499,25 @@ func (c *configs) readIn(dirfd int, name string) {
 	for _, kv := range parseConfig(b[:n]) {
 		switch {
 		case kv.section == "core" && kv.key == "hookspath":
-			c.hooks = append(c.hooks, kv.value)
+			c.hooks = append(c.hooks, c.expand(kv.value)...)
 		case (kv.section == "include" || kv.section == "includeif") && kv.key == "path":
 			incs = append(incs, kv.value)
 		}
 	}
 	for _, inc := range incs {
-		p, err := expandHome(inc, c.owner)
-		if err != nil {
-			continue
-		}
-		if !filepath.IsAbs(p) { // relative to the including file's directory
-			if dirfd == unix.AT_FDCWD {
-				p = filepath.Join(filepath.Dir(name), p)
-			} else if real, err := realPath(fd); err == nil {
-				p = filepath.Join(filepath.Dir(real), p)
-			} else {
-				continue
+		for _, p := range c.expand(inc) {
+			if !filepath.IsAbs(p) { // relative to the including file's directory
+				if dirfd == unix.AT_FDCWD {
+					p = filepath.Join(filepath.Dir(name), p)
+				} else if real, err := realPath(fd); err == nil {
+					p = filepath.Join(filepath.Dir(real), p)
+				} else {
+					continue
+				}
 			}
+			c.includes = append(c.includes, p)
+			c.readIn(unix.AT_FDCWD, p)
 		}
-		c.includes = append(c.includes, p)
-		c.readIn(unix.AT_FDCWD, p)
 	}
 }
 

@@ -47,7 +47,9 @@ func TestGlobalHooksPath(t *testing.T) {
 	const uid = 54321
 	pw := filepath.Join(t.TempDir(), "passwd")
 	os.WriteFile(pw, []byte(fmt.Sprintf("root:x:0:0::/root:/bin/sh\ndev:x:%d:%d::%s:/bin/sh\n", uid, uid, root)), 0o644)
+	etc := passwd.Load()
 	passwd.Store(&pw)
+	t.Cleanup(func() { passwd.Store(etc) }) // before the file goes
 	os.WriteFile(filepath.Join(root, ".gitconfig"), []byte("[core]\n\thooksPath = ~/.githooks\n"), 0o644)
 	os.Mkdir(filepath.Join(root, ".githooks"), 0o755)
 	for _, p := range []string{root, filepath.Join(root, ".githooks"), filepath.Join(root, ".gitconfig")} {
@@ -67,5 +69,50 @@ func TestGlobalHooksPath(t *testing.T) {
 		t.Errorf("a write beside it: %v", err)
 	} else {
 		d.Close()
+	}
+}
+
+// TestHooksPathOutsideItsWorkTree: a hooks directory beside a work tree
+// (core.hooksPath = ../common-hooks), one beside a bare repository (its
+// relative hooks path is relative to its git directory) and a config
+// included from outside the work tree are refused to write, though no
+// work tree holds them; a repository made after a write counts at the
+// next.
+func TestHooksPathOutsideItsWorkTree(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for _, d := range []string{"common-hooks", "bare-hooks", "shared", "srv/origin.git/objects", "srv/origin.git/refs"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "srv/origin.git/config"), []byte("[core]\n\tbare = true\n\thooksPath = ../../bare-hooks\n"), 0o644)
+	g := guardFor(t, root)
+	r := g.Roots()[0]
+	write := func(rel string) error {
+		d, _, err := g.OpenParent(Path{Root: r, Rel: rel, Shown: rel})
+		if err == nil {
+			d.Close()
+		}
+		return err
+	}
+	if err := write("common-hooks/pre-commit"); err != nil {
+		t.Fatalf("before any repository names it: %v", err)
+	}
+	if err := write("bare-hooks/pre-receive"); refusal.ReasonOf(err) != refusal.GitHooks {
+		t.Errorf("a write beside a bare repository, into its hooks: %v, want refused (git-hooks)", err)
+	}
+	// A work tree made now, whose hooks and an include are beside it.
+	for _, d := range []string{"app/.git/objects", "app/.git/refs"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "app/.git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "app/.git/config"), []byte("[core]\n\thooksPath = ../common-hooks\n[include]\n\tpath = ../../shared/git.inc\n"), 0o644)
+	if err := write("common-hooks/pre-commit"); refusal.ReasonOf(err) != refusal.GitHooks {
+		t.Errorf("a write into ../common-hooks: %v, want refused (git-hooks)", err)
+	}
+	if err := write("shared/git.inc"); refusal.ReasonOf(err) != refusal.GitDir {
+		t.Errorf("a write of a config included from outside the work tree: %v, want refused (git-dir)", err)
+	}
+	if err := write("shared/notes.txt"); err != nil {
+		t.Errorf("a write beside it: %v", err)
 	}
 }
