@@ -277,6 +277,31 @@ func TestUnmountCommand(t *testing.T) {
 	}
 }
 
+// TestHeldMountStillStopsOnSIGTERM: a process whose working directory is
+// in the mount and which holds a file of it open (a shell in the agent's
+// container) keeps the mount busy when the daemon is told to stop. The
+// daemon still unmounts and exits at once, and the holder's next request
+// fails rather than waits on a daemon that is gone.
+func TestHeldMountStillStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	d := startMount(t, f.mp, "--policy", f.policy)
+	holder, release := held(t, nil, f.mp, "sh", "-c", "exec 3< README.md; read x")
+	defer release()
+	testenv.Within(t, testenv.HangGuard, "the holder's open", func() error {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", holder.Process.Pid)); err != nil || filepath.Base(link) != "README.md" {
+			return fmt.Errorf("fd 3: %q %v", link, err)
+		}
+		return nil
+	})
+	d.stop() // fails the test if the daemon is not gone within its hang guard
+	// statfs always asks the daemon (a listing may come from the cache).
+	var st unix.Statfs_t
+	if err := unix.Statfs(fmt.Sprintf("/proc/%d/cwd", holder.Process.Pid), &st); err != unix.ENOTCONN {
+		t.Errorf("statfs of the holder's directory in the mount after the daemon exited: %v, want ENOTCONN", err)
+	}
+}
+
 // TestAllowOtherChecksCallerPermissions: with --allow-other, a container
 // user can read what its own uid may read, and nothing more.
 func TestAllowOtherChecksCallerPermissions(t *testing.T) {
@@ -349,7 +374,7 @@ func TestReloadMidListingHidesNewlyDenied(t *testing.T) {
 	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwarm_walk = false\n")
 	d := startMount(t, f.mp, "--policy", f.policy)
 
-	fd, err := unix.Open(filepath.Join(f.mp, "quiet"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	fd, err := unix.Open(filepath.Join(f.mp, "quiet"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	testenv.Must(t, err)
 	defer unix.Close(fd)
 	buf := make([]byte, 1024) // a few entries per call: the kernel asks page by page

@@ -300,10 +300,17 @@ func (s *Server) MountPoint() string { return s.mp }
 // Wait blocks until the mount is gone.
 func (s *Server) Wait() { s.srv.Wait() }
 
-// Unmount unmounts; if the mount is busy it is detached (MNT_DETACH), so
-// that a signal always ends the mount. The mount's own goroutines end
-// first (it waits for them: see workers), and the roots it opened are
-// closed once the mount is gone.
+// Unmount unmounts; if the mount is busy it is detached (MNT_DETACH) and
+// its connection aborted, so that a signal always ends the mount, and
+// the daemon with it. The mount's own goroutines end first (it waits for
+// them: see workers), and the roots it opened are closed once the mount
+// is gone.
+//
+// A detached mount lives on for as long as anything holds it (a shell's
+// working directory in it, a file open, in a container or not), and its
+// connection with it: Wait would wait for as long. Aborted, the
+// connection ends at once, and each later request of those holders fails
+// (ENOTCONN), as it would once the daemon is gone.
 func (s *Server) Unmount() error {
 	s.stopRootWatch()
 	s.v.work.stop()
@@ -312,8 +319,13 @@ func (s *Server) Unmount() error {
 		s.relieve()
 	}
 	if err := s.srv.Unmount(); err != nil {
+		dev, _ := s.Dev() // before the detach takes the mount out of mountinfo
 		if derr := unix.Unmount(s.mp, unix.MNT_DETACH); derr != nil {
 			return fmt.Errorf("unmount %s: %v (detach: %v)", s.mp, err, derr)
+		}
+		_, minor, _ := strings.Cut(dev, ":")
+		if aerr := abortConn(minor); aerr != nil {
+			s.log.Warn("the mount was busy and is detached, but its connection could not be aborted: the daemon exits once nothing holds the mount", "mountpoint", s.mp, "err", aerr.Error())
 		}
 	}
 	s.closeOnce.Do(func() { s.v.guard.Load().Close() })
@@ -459,8 +471,19 @@ func abortDead(mp string) {
 			_, minor, _ = strings.Cut(e.Dev, ":")
 		}
 	}
-	if minor == "" {
+	if abortConn(minor) != nil {
 		return
+	}
+	unix.Sync()
+	os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0)
+}
+
+// abortConn aborts the FUSE connection whose device minor is minor
+// (/sys/fs/fuse/connections/N/abort): nothing more is answered on it, and
+// the daemon's reads of it end.
+func abortConn(minor string) error {
+	if minor == "" {
+		return errors.New("the mount's device is not known")
 	}
 	conn := filepath.Join("/sys/fs/fuse/connections", minor)
 	if _, err := os.Stat("/sys/fs/fuse/connections"); err == nil {
@@ -468,11 +491,7 @@ func abortDead(mp string) {
 			unix.Mount("none", "/sys/fs/fuse/connections", "fusectl", 0, "") // fusectl is not always mounted
 		}
 	}
-	if os.WriteFile(filepath.Join(conn, "abort"), []byte("1"), 0) != nil {
-		return
-	}
-	unix.Sync()
-	os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0)
+	return os.WriteFile(filepath.Join(conn, "abort"), []byte("1"), 0)
 }
 
 // mountedAt reports whether something is mounted at mp, and its type.
