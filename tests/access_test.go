@@ -66,14 +66,19 @@ func awaitAccess(t *testing.T, d *daemon, what string, ok func(*journal.Record) 
 	t.Helper()
 	var found *journal.Record
 	testenv.Within(t, 60*time.Second, what, func() error {
-		for _, r := range accesses(t, d) {
+		recs := accesses(t, d)
+		for _, r := range recs {
 			if ok(r) {
 				found = r
 				return nil
 			}
 		}
+		var have strings.Builder
+		for _, r := range recs[max(0, len(recs)-20):] {
+			fmt.Fprintf(&have, "\n  pid %d %q uid %d %q %s", r.Pid, r.Process, r.Uid, r.Path, r.Detail)
+		}
 		log := d.log.String()
-		return fmt.Errorf("no such access record; the daemon's log ends: %s", log[max(0, len(log)-2000):])
+		return fmt.Errorf("no such access record among the %d there (the last of them:%s); the daemon's log ends: %s", len(recs), have.String(), log[max(0, len(log)-2000):])
 	})
 
 	return found
@@ -344,7 +349,7 @@ func TestAccessStormNeverSilent(t *testing.T) {
 	}
 	const n = 100_000
 	for i := range n {
-		fd, err := syscall.Open(names[i%len(names)], syscall.O_RDONLY, 0)
+		fd, err := syscall.Open(names[i%len(names)], syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

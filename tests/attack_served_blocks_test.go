@@ -67,7 +67,7 @@ func longOpenSSHKey(t *testing.T, comment int) string {
 
 // preadDirect reads len(buf) bytes of p at off with O_DIRECT.
 func preadDirect(p string, buf []byte, off int64) (int, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECT, 0)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -101,7 +101,7 @@ func storeMapped(t *testing.T, f *fixture, name, want, secret string, off int, f
 		out = append(out, append([]byte(nil), rb[:k]...))
 	}
 	dropMountCache(t, mp)
-	if fd, err := unix.Open(mp, unix.O_RDONLY, 0); err == nil {
+	if fd, err := unix.Open(mp, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
 		b := make([]byte, n)
 		if k, err := unix.Pread(fd, b, from); err == nil {
 			out = append(out, b[:k])

@@ -33,7 +33,7 @@ func directBuf(n int) []byte {
 // readDirect reads up to len(buf) bytes of p from offset 0 with O_DIRECT,
 // so the read reaches the daemon whatever the mount's page cache holds.
 func readDirect(p string, buf []byte) (int, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECT, 0)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -125,7 +125,7 @@ func TestAttackHostFlipKeyRacesMountRead(t *testing.T) {
 // has happened: later stores into the page move nothing.
 func sharedMapping(t *testing.T, p string) []byte {
 	t.Helper()
-	fd, err := unix.Open(p, unix.O_RDWR, 0)
+	fd, err := unix.Open(p, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func ctimeOf(t *testing.T, p string) unix.Timespec {
 // without O_DIRECT reaches the daemon.
 func dropMountCache(t *testing.T, p string) {
 	t.Helper()
-	fd, err := unix.Open(p, unix.O_RDONLY, 0)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return // refused: nothing cached to read either
 	}
@@ -247,7 +247,7 @@ func TestAttackDaemonOpenServesChanged(t *testing.T) {
 		}},
 		{"small.txt", small, func(string) { copy(mapped[100:], testKey) }},
 	} {
-		fd, err := unix.Open(filepath.Join(f.mp, c.name), unix.O_RDONLY|unix.O_DIRECT, 0)
+		fd, err := unix.Open(filepath.Join(f.mp, c.name), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -678,7 +678,7 @@ func holdDir(t *testing.T, path string) *heldDir {
 // (openat on its descriptor); err is the first of the two errors.
 func (h *heldDir) in(name string) ([]string, string, error) {
 	var names []string
-	fd, err := syscall.Openat(int(h.f.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	fd, err := syscall.Openat(int(h.f.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err == nil {
 		d := os.NewFile(uintptr(fd), "held")
 		names, err = d.Readdirnames(-1)
@@ -686,7 +686,7 @@ func (h *heldDir) in(name string) ([]string, string, error) {
 		sort.Strings(names)
 	}
 	var body []byte
-	fd, rerr := syscall.Openat(int(h.f.Fd()), name, syscall.O_RDONLY, 0)
+	fd, rerr := syscall.Openat(int(h.f.Fd()), name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if rerr == nil {
 		r := os.NewFile(uintptr(fd), name)
 		body, rerr = io.ReadAll(r)

@@ -140,6 +140,8 @@ type daemon struct {
 	ready map[string]any
 	// journal is the daemon's journal file (FSGUARD_JOURNAL).
 	journal string
+	// dev is the mount's device, to name what holds it (see stop).
+	dev uint64
 }
 
 // startMount runs `fsguard mount` and returns once it printed its
@@ -199,6 +201,10 @@ func startMountVia(t testing.TB, via []string, mp string, env []string, args ...
 		if err := json.Unmarshal([]byte(line), &d.ready); err != nil || d.ready["msg"] != "mounted" {
 			t.Fatalf("readiness line %q", line)
 		}
+		var st syscall.Stat_t
+		if syscall.Stat(mp, &st) == nil {
+			d.dev = st.Dev
+		}
 	case <-time.After(20 * time.Second):
 		d.cmd.Process.Kill()
 		t.Fatalf("fsguard mount not ready in 20s: %s", d.log.String())
@@ -218,9 +224,11 @@ func (d *daemon) stop() {
 	select {
 	case <-d.done:
 	case <-time.After(15 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.done
-		d.t.Errorf("daemon did not exit on SIGTERM: %s", d.log.String())
+		// What it waits for: what holds its mount, and every goroutine's
+		// stack, on its log.
+		holders := testenv.Holders(d.dev)
+		testenv.Stacks(d.cmd.Process, d.done, 10*time.Second)
+		d.t.Errorf("daemon did not exit on SIGTERM within 15s; what held its mount then:\n  %s\nits log, and its stacks at the deadline: %s", strings.Join(holders, "\n  "), d.log.String())
 	}
 	if mounted(d.mp) {
 		syscall.Unmount(d.mp, syscall.MNT_DETACH)

@@ -256,3 +256,57 @@ func snapshot(paths []string) map[string]string {
 	}
 	return out
 }
+
+// Stacks ends a Go program that did not exit in time so that it says
+// why: SIGQUIT makes the Go runtime print every goroutine's stack to
+// the program's standard error before it exits. It waits for done (closed
+// once the program was reaped) for grace, then kills it. The dump is on
+// whatever the caller gave the program as its standard error; it reports
+// whether the program exited on the SIGQUIT rather than the kill.
+func Stacks(p *os.Process, done <-chan struct{}, grace time.Duration) bool {
+	p.Signal(syscall.SIGQUIT)
+	select {
+	case <-done:
+		return true
+	case <-time.After(grace):
+		p.Kill()
+		<-done
+		return false
+	}
+}
+
+// Holders names what holds the file system whose device is dev: each
+// open descriptor, working directory and root of every thread on the
+// machine that is on it, as "pid/tid (comm) fd N: path". A mount that
+// cannot be unmounted (EBUSY), or whose daemon waits for it to go after
+// a lazy unmount, is held by one of these. The paths are as the kernel
+// names them: in a detached mount, from its own top.
+func Holders(dev uint64) []string {
+	var out []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		tasks, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "task"))
+		for _, task := range tasks {
+			dir := filepath.Join("/proc", p.Name(), "task", task.Name())
+			comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
+			what := []string{"cwd", "root"}
+			if fds, err := os.ReadDir(filepath.Join(dir, "fd")); err == nil {
+				for _, fd := range fds {
+					what = append(what, filepath.Join("fd", fd.Name()))
+				}
+			}
+			for _, w := range what {
+				var st syscall.Stat_t
+				if syscall.Stat(filepath.Join(dir, w), &st) != nil || st.Dev != dev {
+					continue
+				}
+				link, _ := os.Readlink(filepath.Join(dir, w))
+				out = append(out, fmt.Sprintf("%s/%s (%q) %s: %q", p.Name(), task.Name(), strings.TrimSpace(string(comm)), w, link))
+			}
+		}
+	}
+	return out
+}

@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,5 +160,40 @@ func TestOnlyTestsImportIt(t *testing.T) {
 		if len(fields) > 0 && slices.Contains(fields[1:], self) {
 			t.Errorf("%s imports testenv outside its tests", fields[0])
 		}
+	}
+}
+
+// TestStacks: a Go program that hangs, ended by Stacks, has printed where
+// each of its goroutines waits.
+func TestStacks(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("TESTENV_HANG") == "1" {
+		// The program that hangs (this test binary, run again): it says
+		// it runs, then waits on its standard input, which stays open.
+		fmt.Println("hanging")
+		io.ReadAll(os.Stdin)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStacks$")
+	cmd.Env = append(os.Environ(), "TESTENV_HANG=1")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	stdin, err := cmd.StdinPipe()
+	Must(t, err)
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	Must(t, err)
+	Must(t, cmd.Start())
+	// Its signal handlers are in place once it runs its test.
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "hanging\n" {
+		t.Fatalf("the program said %q: %v", line, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	if !Stacks(cmd.Process, done, HangGuard) {
+		t.Fatalf("the program did not exit on SIGQUIT: %s", errb.String())
+	}
+	if !strings.Contains(errb.String(), "SIGQUIT") || !strings.Contains(errb.String(), "testenv.TestStacks") {
+		t.Fatalf("no stacks on its standard error:\n%s", errb.String())
 	}
 }
