@@ -18,10 +18,12 @@ import (
 	"github.com/fsguard/fsguard/internal/service/api"
 )
 
-// scrape reads /metrics from the daemon's control socket.
+// scrape reads /metrics from the daemon's control socket, on a connection
+// of its own that it closes: a connection left open counts against the
+// uid's share of the socket's connections until the daemon drops it.
 func scrape(t *testing.T, sock string) string {
 	t.Helper()
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
 	resp, err := c.Get("http://fsguard/metrics")
