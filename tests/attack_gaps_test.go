@@ -89,7 +89,6 @@ func TestAttackUnmaskedInBinaryClass(t *testing.T) {
 // command away for the agent, so it is as exposed as the credential
 // itself: it must be shown masked.
 func TestAttackBase64InKubernetesSecret(t *testing.T) {
-	knownGap(t, "base64 of four families (twilio-api-key, azure-ad-client-secret, maxmind-license-key, terraform-token) is not masked")
 	t.Parallel()
 	f := newFixture(t)
 	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=k8s"}

@@ -17,9 +17,9 @@ import (
 // Mask). A family is recognised by its structure: a provider's prefix, then
 // the length and alphabet of what follows, and its checksum where the
 // provider publishes one; or, where the value alone is ambiguous (an AWS
-// secret key, a password), by the context around it. A value base64-encoded
-// whole (a Kubernetes Secret's data) is decoded and looked into with the
-// same rules, and masked whole.
+// secret key, a password), by the context around it. Base64 (a
+// Kubernetes Secret's data) is decoded around the encodings of the
+// families' fixed parts and looked into with the same rules (b64.go).
 //
 // A scan looks only where an anchor (a family's prefix, or the name a
 // value follows) is: each anchor has a key, four of its bytes, and a scan
@@ -109,6 +109,9 @@ type Detector struct {
 	// esc, when set, finds credentials written with escapes, in the text
 	// it decodes (escaped.go).
 	esc *Detector
+	// b64, when set, decodes base64 around the anchors its rule finds
+	// (b64.go).
+	b64 *b64Finder
 }
 
 // hit is an anchor of a rule.
@@ -135,8 +138,8 @@ func NewDetector(cfg policy.Secrets) (*Detector, error) {
 }
 
 // withEncoded is the detector of cfg's rules, and of credentials
-// base64-encoded whole (a Kubernetes Secret's data), found by decoding
-// them and looking with the same rules.
+// base64-encoded (a Kubernetes Secret's data), found by decoding them and
+// looking with the same rules (b64.go).
 func withEncoded(cfg policy.Secrets) (*Detector, error) {
 	d, err := newDetector(cfg)
 	if err != nil || len(d.rules) == 0 {
@@ -146,7 +149,9 @@ func withEncoded(cfg policy.Secrets) (*Detector, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.add(encodedRule(inner))
+	r, f := newB64(inner)
+	d.add(r)
+	d.b64 = f
 	return d, nil
 }
 
@@ -279,19 +284,20 @@ func (d *Detector) Find(b []byte) []Mask {
 		return nil
 	}
 	unit, be := units(b)
-	var out []Mask
-	if unit == 1 {
-		out = d.chunk(b, 0, len(b), 0, 1, false, nil)
-	} else {
+	// Every file is read as 8-bit text too: one that starts with a byte
+	// order mark may hold none after it.
+	out := d.chunk(b, 0, len(b), 0, 1, false, nil)
+	if unit > 1 {
 		n := narrow(slices.Clone(b[:len(b)/unit*unit]), unit, be)
-		out = d.chunk(n, 0, len(n), 0, unit, be, nil)
+		out = d.chunk(n, 0, len(n), 0, unit, be, out)
 	}
 	out, _ = merge(out)
 	return out
 }
 
 // Scan returns the credentials in the first size bytes of r, sorted by Off
-// and not overlapping, reading it in chunks of len(buf) (at least
+// and not overlapping (a file starting with a byte order mark read both
+// as its code units and as 8-bit text), reading it in chunks of len(buf) (at least
 // minChunk: a smaller buf is replaced). It holds nothing of the file but
 // the masks; past MaxMasks it stops with ErrTooManyMasks, and a file
 // shorter than size (changed while scanned) is io.ErrUnexpectedEOF.
@@ -300,8 +306,20 @@ func (d *Detector) Scan(r io.ReaderAt, size int64, buf []byte) ([]Mask, error) {
 	if unit == 0 || err != nil {
 		return nil, err
 	}
+	if unit == 1 {
+		return d.scanRange(r, size, 0, size, 1, false, buf)
+	}
+	// A byte order mark may have 8-bit text after it: both readings.
+	narrowed, err := d.scanRange(r, size, 0, size, 1, false, buf)
+	if err != nil {
+		return nil, err
+	}
 	size -= size % int64(unit) // whole code units: a scan's chunks end on one
-	return d.scanRange(r, size, 0, size, unit, be, buf)
+	wide, err := d.scanRange(r, size, 0, size, unit, be, buf)
+	if err != nil {
+		return nil, err
+	}
+	return merge(append(narrowed, wide...))
 }
 
 // ScanHalves is Scan on two goroutines, each over half of the file with
@@ -311,7 +329,9 @@ func (d *Detector) ScanHalves(r io.ReaderAt, size int64, buf1, buf2 []byte) ([]M
 	if unit == 0 || err != nil {
 		return nil, err
 	}
-	size -= size % int64(unit) // whole code units: a scan's chunks end on one
+	if unit > 1 {
+		return d.Scan(r, size, buf1) // both readings; a rare file
+	}
 	half := size / 2
 	half -= half % int64(unit)
 	var second []Mask
@@ -486,6 +506,9 @@ func (d *Detector) chunk(c []byte, lo, hi int, base int64, unit int, be bool, ou
 		if h, g := hash4(w), hash4b(w); (d.bloom[h>>6]>>(h&63))&(d.confirm[g>>6]>>(g&63))&1 != 0 {
 			spans = d.look(c, p, w, spans)
 		}
+	}
+	if d.b64 != nil {
+		spans = d.b64.resolve(c, spans)
 	}
 	if d.esc != nil {
 		spans = findEscaped(d.esc, c, lo, hi, base/int64(unit), spans)

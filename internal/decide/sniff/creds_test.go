@@ -478,29 +478,25 @@ func TestOverlappingFamilies(t *testing.T) {
 }
 
 // TestBase64Encoded: a credential base64-encoded whole, as a Kubernetes
-// Secret's data holds it, is masked whole, in either alphabet, padded or
-// not; text that merely decodes is not.
+// Secret's data holds it, is masked over the characters that encode it,
+// in either alphabet, padded or not; text that merely decodes is not.
 func TestBase64Encoded(t *testing.T) {
 	t.Parallel()
 	d := defaultDetector(t)
-	anchored := encodedAnchors()
 	n := 0
 	for _, s := range SampleCredentials(4) {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawURLEncoding} {
 			v := enc.EncodeToString([]byte(s.Value))
-			if !slices.ContainsFunc(anchored, func(a string) bool { return strings.HasPrefix(v, a) }) {
-				continue // a context this rule does not decode from
-			}
 			n++
 			text := "apiVersion: v1\nkind: Secret\ndata:\n  credential: " + v + "\n  user: ZGVwbG95\n"
-			ms := d.Find([]byte(text))
-			if off := strings.Index(text, v); len(ms) != 1 || ms[0].Off != int64(off) || ms[0].Len != len(v) || ms[0].Keep != 0 || ms[0].Family != s.Family {
-				t.Errorf("%s encoded %q: %+v", s.Family, v, ms)
+			off := strings.Index(text, v)
+			if why := b64Masked(d.Find([]byte(text)), off, s.Value, s.Secret, len(v)); why != "" {
+				t.Errorf("%s encoded %q: %s", s.Family, v, why)
 			}
 		}
 	}
 	if n < 150 {
-		t.Errorf("only %d samples start with an anchor", n)
+		t.Errorf("only %d samples", n)
 	}
 	for _, plain := range []string{"https://golang.org/doc/", "ghp_notatoken", `{"alg":"none"}`} {
 		v := base64.StdEncoding.EncodeToString([]byte(plain))

@@ -453,8 +453,8 @@ func (p *unpack) named(member string) *Inside {
 }
 
 // content checks a member's bytes: an archive inside is opened (to the
-// depth bound), anything else searched for keys and, as text, for
-// credentials.
+// depth bound), anything else searched for keys and credentials (a binary
+// one also as UTF-16 without a byte order mark).
 func (p *unpack) content(data []byte, member string, depth int) (*Inside, error) {
 	if HasKey(data) {
 		return &Inside{Why: InsideKey, Member: member}, nil
@@ -468,11 +468,15 @@ func (p *unpack) content(data []byte, member string, depth int) (*Inside, error)
 	if p.u.Creds == nil {
 		return nil, nil
 	}
+	// A member that is not text (an executable, a database, UTF-16
+	// without a byte order mark) holds tokens as readably once unpacked:
+	// it is searched as binary files are.
+	find := p.u.Creds.Find
 	sample := data[:min(len(data), 8192)]
 	if c := Classify(sample, len(sample) == len(data)).Class; c != Text && c != Encoding {
-		return nil, nil
+		find = p.u.Creds.FindBinary
 	}
-	if ms := p.u.Creds.Find(data); len(ms) > 0 {
+	if ms := find(data); len(ms) > 0 {
 		return &Inside{Why: InsideCredential, Member: member, Family: ms[0].Family}, nil
 	}
 	return nil, nil

@@ -118,6 +118,8 @@ func TestPackedFindings(t *testing.T) {
 		{"zip deflate key", zipOf(t, zip.Deflate, readme, member{"a/b.txt", key}), InsideKey, "a/b.txt"},
 		{"zip store .env", zipOf(t, zip.Store, member{"../.env", []byte("A=1")}), InsideName, ".env"},
 		{"zip credential", zipOf(t, zip.Deflate, readme, member{"cfg.yml", []byte("token: " + token + "\n")}), InsideCredential, "cfg.yml"},
+		{"zip binary member credential", zipOf(t, zip.Deflate, readme, member{"bin/app", append([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x03\x00>\x00"), []byte("\x00\x00token\x00"+token+"\x00\x00")...)}), InsideCredential, "bin/app"},
+		{"tar UTF-16 member credential", tarOf(t, readme, member{"notes.txt", utf16NoBOM("token = " + token + "\n")}), InsideCredential, "notes.txt"},
 		{"zip in zip key", zipOf(t, zip.Deflate, member{"inner.zip", zipOf(t, zip.Deflate, member{"k.txt", key})}), InsideKey, "inner.zip/k.txt"},
 		{"tgz in zip .env", zipOf(t, zip.Deflate, member{"x.tgz", gz(t, "", tarOf(t, member{".env", []byte("A=1")}))}), InsideName, "x.tgz/.env"},
 		{"too deep", zipOf(t, zip.Deflate, member{"1.zip", zipOf(t, zip.Deflate, member{"2.zip", zipOf(t, zip.Deflate, readme)})}), InsideUnchecked, "1.zip/2.zip"},
@@ -320,4 +322,13 @@ func TestPackedBzip2AndUnreadable(t *testing.T) {
 	if in := inspect(t, u, zipOf(t, zip.Store, member{"x.txt.bz2", key})); in == nil || in.Why != InsideKey || in.Member != "x.txt.bz2/-" {
 		t.Errorf("bzip2 in zip: %+v", in)
 	}
+}
+
+// utf16NoBOM is s as UTF-16LE without a byte order mark (ASCII s).
+func utf16NoBOM(s string) []byte {
+	var b []byte
+	for i := range len(s) {
+		b = append(b, s[i], 0)
+	}
+	return b
 }

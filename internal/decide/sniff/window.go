@@ -58,6 +58,11 @@ func (d *Detector) FindInWindow(win []byte, base int64, atEOF bool, unit int, be
 		return nil
 	}
 	unit = max(unit, 1)
+	var narrowed []Mask
+	if unit > 1 {
+		// As a scan reads it: as 8-bit text too.
+		narrowed = d.FindInWindow(win, base, atEOF, 1, false)
+	}
 	if skip := int((int64(unit) - base%int64(unit)) % int64(unit)); skip > 0 {
 		win, base = win[min(skip, len(win)):], base+int64(skip)
 	}
@@ -72,7 +77,7 @@ func (d *Detector) FindInWindow(win []byte, base int64, atEOF bool, unit int, be
 	if !atEOF {
 		hi = max(len(c)-credAhead, lo)
 	}
-	out, _ := merge(d.chunk(c, lo, hi, base, unit, be, nil))
+	out, _ := merge(d.chunk(c, lo, hi, base, unit, be, narrowed))
 	return out
 }
 

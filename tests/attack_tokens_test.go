@@ -1,0 +1,183 @@
+package tests
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fsguard/fsguard/internal/decide/sniff"
+)
+
+// leaksEncoded reports whether out shows 16 characters in a row of the
+// characters that secret's bytes alone decide in enc, the base64 of plain.
+func leaksEncoded(out, enc, plain, secret string) bool {
+	ss := strings.Index(plain, secret)
+	core := enc[(8*ss+5)/6 : 8*(ss+len(secret))/6]
+	if len(core) <= 16 {
+		return strings.Contains(out, core)
+	}
+	for i := 0; i+16 <= len(core); i++ {
+		if strings.Contains(out, core[i:i+16]) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAttackBase64AnyPlace base64-encodes, as `base64 -w0` and a
+// Kubernetes Secret's data do, a .env whose token starts after zero, one or
+// two bytes of a group of three (TOKEN=, TOK=, TOKN=), for every family
+// whose sample is a bare token (twilio-api-key, azure-ad-client-secret,
+// maxmind-license-key and terraform-token among them): decoding is one
+// command away for the agent, so neither the mount (cat) nor fsguard read
+// may show the characters that encode the token.
+func TestAttackBase64AnyPlace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	type placed struct{ file, family, enc, plain, secret string }
+	var placedAll []placed
+	for _, before := range []string{"TOKEN=", "TOK=", "TOKN="} {
+		name := fmt.Sprintf("secret-%d.yaml", len(before)%3)
+		text := "apiVersion: v1\nkind: Secret\ndata:\n"
+		for _, s := range sniff.SampleCredentials(20261207) {
+			if strings.ContainsAny(s.Value, " =/:;") {
+				continue
+			}
+			plain := before + s.Value + "\nDEBUG=1\n"
+			enc := base64.StdEncoding.EncodeToString([]byte(plain))
+			text += "  " + s.Family + ": " + enc + "\n"
+			placedAll = append(placedAll, placed{name, s.Family, enc, plain, s.Secret})
+		}
+		writeFile(t, filepath.Join(f.root, name), text, 0o644)
+	}
+	startMount(t, f.mp, "--policy", f.policy)
+	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=b64"}
+	leaked := map[string][]string{}
+	served := map[string]string{}
+	for _, p := range placedAll {
+		if _, ok := served["mount "+p.file]; ok {
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(f.mp, p.file))
+		if err != nil {
+			t.Errorf("the mount did not serve %s: %v", p.file, err)
+		}
+		served["mount "+p.file] = string(got)
+		out, errs, _, _ := runBinary(t, f.root, env, "", "read", p.file, "--no-dedupe")
+		served["read "+p.file] = out + errs
+		if !strings.Contains(out, "kind: Secret") {
+			t.Errorf("fsguard read did not show %s: %s", p.file, out+errs)
+		}
+		if fi, _ := os.Stat(filepath.Join(f.root, p.file)); err == nil && int64(len(got)) != fi.Size() {
+			t.Errorf("the mount served %d bytes of %s, %d long", len(got), p.file, fi.Size())
+		}
+	}
+	for _, p := range placedAll {
+		for _, door := range []string{"mount", "read"} {
+			if leaksEncoded(served[door+" "+p.file], p.enc, p.plain, p.secret) {
+				leaked[door] = append(leaked[door], p.family+" in "+p.file)
+			}
+		}
+	}
+	for door, names := range leaked {
+		t.Errorf("%s: %d of %d base64-encoded tokens shown: %v", door, len(names), len(placedAll), names)
+	}
+}
+
+// TestAttackEightBitAfterBOM writes a token as 8-bit text in a file that
+// starts with a UTF-16 (or UTF-32) byte order mark, which a reader of its
+// bytes (cat, grep -a, a script) shows as the 8-bit text it is: neither
+// the mount nor fsguard read shows the token, and the mount serves the
+// file's size.
+func TestAttackEightBitAfterBOM(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	pat := githubSample(t)
+	files := map[string]string{
+		"bom16le.txt": "\xff\xfeTOKEN=" + pat.Value + "\nnext\n",
+		"bom16be.txt": "\xfe\xffTOKEN=" + pat.Value + "\nnext\n",
+		"bom32le.txt": "\xff\xfe\x00\x00TOKEN=" + pat.Value + "\nnext\n",
+	}
+	for name, content := range files {
+		writeFile(t, filepath.Join(f.root, name), content, 0o644)
+	}
+	startMount(t, f.mp, "--policy", f.policy)
+	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=bom"}
+	for name, content := range files {
+		got, err := os.ReadFile(filepath.Join(f.mp, name))
+		switch {
+		case err != nil:
+			t.Errorf("the mount did not serve %s: %v", name, err)
+		case strings.Contains(string(got), pat.Secret):
+			t.Errorf("the mount shows %s's token", name)
+		case len(got) != len(content):
+			t.Errorf("the mount served %d bytes of %s, %d long", len(got), name, len(content))
+		}
+		out, errs, _, _ := runBinary(t, f.root, env, "", "read", name, "--no-dedupe")
+		if strings.Contains(out+errs, pat.Secret) || strings.Contains(undoWide(out+errs), pat.Secret) {
+			t.Errorf("fsguard read shows %s's token: %q", name, out+errs)
+		}
+	}
+}
+
+// undoWide is s's characters written back as the bytes a UTF-16 reading
+// of 8-bit text made them of (each character's two bytes, both orders).
+func undoWide(s string) string {
+	var le, be strings.Builder
+	for _, r := range s {
+		le.WriteByte(byte(r))
+		le.WriteByte(byte(r >> 8))
+		be.WriteByte(byte(r >> 8))
+		be.WriteByte(byte(r))
+	}
+	return le.String() + "\n" + be.String()
+}
+
+// TestAttackTokenInBinaryZipMember packs a token into a zip member that is
+// not text (an executable's bytes around it, and UTF-16 without a byte
+// order mark), stored, so the zip's own bytes hold it: the mount refuses
+// the zip, and neither door shows the token.
+func TestAttackTokenInBinaryZipMember(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	pat := githubSample(t)
+	var wide []byte
+	for _, c := range []byte("token = " + pat.Value + "\n") {
+		wide = append(wide, c, 0)
+	}
+	members := map[string][]byte{
+		"elf.zip":   append([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x03\x00>\x00\x00\x00token\x00"), pat.Value+"\x00\x00\x01\x02"...),
+		"utf16.zip": wide,
+	}
+	for name, m := range members {
+		var b bytes.Buffer
+		zw := zip.NewWriter(&b)
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: "bin/member", Method: zip.Store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(m)
+		zw.Close()
+		writeFile(t, filepath.Join(f.root, name), b.String(), 0o644)
+	}
+	startMount(t, f.mp, "--policy", f.policy)
+	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=zipbin"}
+	for name := range members {
+		got, err := os.ReadFile(filepath.Join(f.mp, name))
+		if err == nil {
+			t.Errorf("the mount served %s, whose member holds a token", name)
+		}
+		if strings.Contains(strings.ReplaceAll(string(got), "\x00", ""), pat.Secret) {
+			t.Errorf("the mount shows the token in %s", name)
+		}
+		out, errs, _, _ := runBinary(t, f.root, env, "", "read", name, "--no-dedupe")
+		if strings.Contains(strings.ReplaceAll(out+errs, "\x00", ""), pat.Secret) {
+			t.Errorf("fsguard read shows the token in %s", name)
+		}
+	}
+}
