@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsguard/fsguard/internal/concept/fileid"
+	"github.com/fsguard/fsguard/internal/store/journal"
 	"github.com/fsguard/fsguard/internal/store/sqlitedb"
 	"github.com/fsguard/fsguard/internal/testenv"
 
@@ -243,4 +246,57 @@ func TestSocketDenialOnFullDiskIsSaidUnrecorded(t *testing.T) {
 		return nil
 	})
 	_ = d
+}
+
+// TestPID1DaemonRecoversItsPredecessorsIntents: in a container the daemon
+// is PID 1 after every restart. Intents a killed predecessor left (one as
+// an older version recorded it, by pid alone; one with the predecessor's
+// start time) name pid 1, which lives — the new daemon itself — yet are
+// resolved at its start: the writer is known by more than its pid.
+func TestPID1DaemonRecoversItsPredecessorsIntents(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	unshare := requireTool(t, "unshare")
+	f := newFixture(t)
+	target := filepath.Join(f.root, "README.md")
+	data, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := fileid.ContentID(sha256.Sum256(data))
+	jpath := filepath.Join(f.base, "journal.db")
+	j, err := journal.Open(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := &journal.Record{Kind: journal.KindIntent, Session: "s", Path: target, RealPath: target, ContentID: sum, Writer: 1}
+	started := &journal.Record{Kind: journal.KindIntent, Session: "s", Path: target, RealPath: target, ContentID: "sha256:" + strings.Repeat("0", 64), Writer: 1, WriterStart: 1}
+	if err := j.Append(older, started); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	d := startMountVia(t, []string{unshare, "--pid", "--fork", "--kill-child=SIGTERM", "--"}, f.mp, nil, "--policy", f.policy)
+	// The daemon (pid 1 in its namespace) is told to stop itself:
+	// unshare, its parent, waits for it to unmount and exit.
+	stop := func() {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", d.cmd.Process.Pid, d.cmd.Process.Pid))
+		for _, k := range strings.Fields(string(kids)) {
+			var pid int
+			fmt.Sscan(k, &pid)
+			unix.Kill(pid, unix.SIGTERM)
+		}
+		d.stop()
+	}
+	t.Cleanup(stop)
+	d.log.waitFor(t, "resolved writes interrupted", 1, 30*time.Second)
+	stop()
+	r, err := journal.OpenReadOnly(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	left, err := r.Dangling()
+	if err != nil || len(left) != 0 {
+		t.Fatalf("intents left dangling after the PID 1 daemon's start: %d %v", len(left), err)
+	}
 }

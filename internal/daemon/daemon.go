@@ -187,7 +187,7 @@ func Start(cfg Config) (*Daemon, error) {
 	if j := d.rec.Journal(); j != nil {
 		// Writes a killed writer left between rename and record: the files
 		// say which happened.
-		if n, err := (&session.Service{Journal: j}).Recover(); err != nil {
+		if n, err := (&session.Service{Journal: j}).Recover(true); err != nil {
 			d.log.Warn("resolving interrupted writes failed; journal verify will report them", "err", err.Error())
 		} else if n > 0 {
 			d.log.Warn("resolved writes interrupted before their outcome was recorded", "count", n)

@@ -376,7 +376,7 @@ func TestRecoverResolvesInterruptedWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, err := e.svc.Recover()
+	n, err := e.svc.Recover(false)
 	if err != nil || n != 2 {
 		t.Fatalf("Recover: %d resolved, %v; want 2", n, err)
 	}
@@ -425,7 +425,7 @@ func TestRecoverRemovesKilledWritesTemps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := e.svc.Recover(); err != nil || n != 2 {
+	if n, err := e.svc.Recover(false); err != nil || n != 2 {
 		t.Fatalf("Recover: %d resolved, %v; want 2", n, err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, ours)); err == nil {
@@ -435,5 +435,35 @@ func TestRecoverRemovesKilledWritesTemps(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("a file that only looks like a temporary one (%s) was removed: %v", name, err)
 		}
+	}
+}
+
+// TestRecoverKnowsTheWriterByItsStart: a pid alone does not name the
+// writer. An intent naming a live pid with another start time (the pid
+// reused) is resolved; one naming this process's pid with no start time
+// (an older version's, a container's PID 1 restarted) is resolved at
+// start; one naming this process as it is, start time and all, is left.
+func TestRecoverKnowsTheWriterByItsStart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	target := e.write("r.txt", "the new content\n")
+	id := fileid.ContentID(sha256.Sum256([]byte("the new content\n")))
+	owner := e.svc.sess("s1").Owner
+	self := uint32(os.Getpid())
+	reused := &journal.Record{Kind: journal.KindIntent, Session: "s1", Owner: owner, RealPath: target, ContentID: id, Writer: self, WriterStart: selfStart() + 1}
+	ours := &journal.Record{Kind: journal.KindIntent, Session: "s1", Owner: owner, RealPath: target, ContentID: id, Writer: self, WriterStart: selfStart()}
+	older := &journal.Record{Kind: journal.KindIntent, Session: "s1", Owner: owner, RealPath: target, ContentID: id, Writer: self}
+	if err := e.svc.Journal.Append(reused, ours, older); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.svc.Recover(false); err != nil || n != 1 {
+		t.Fatalf("Recover(false): %d resolved, %v; want 1 (the reused pid's)", n, err)
+	}
+	if n, err := e.svc.Recover(true); err != nil || n != 1 {
+		t.Fatalf("Recover(true): %d resolved, %v; want 1 (the older version's)", n, err)
+	}
+	left, _ := e.svc.Journal.Dangling()
+	if len(left) != 1 || left[0].Seq != ours.Seq {
+		t.Errorf("left dangling: %+v, want only this process's own", left)
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/fsguard/fsguard/internal/concept/charset"
 	"github.com/fsguard/fsguard/internal/concept/fileid"
@@ -150,9 +153,12 @@ func contentID(f *roots.File) (string, error) {
 // recorded (the session holds the version it wrote); otherwise it did not,
 // and a NOT_WRITTEN outcome is recorded. Either way the temporary name the
 // intent recorded, if the kill left it, is removed (removeTemp). Intents of
-// live writers are left: they may be under way. It returns how many it
-// resolved.
-func (s *Service) Recover() (int, error) {
+// live writers are left: they may be under way. A writer is the process
+// its intent names by pid and start time (writerLives); atStart says that
+// this process has made no write yet, so an intent naming its pid without
+// a start time (an older version's) is a predecessor's. It returns how
+// many it resolved.
+func (s *Service) Recover(atStart bool) (int, error) {
 	if s.Journal == nil {
 		return 0, nil
 	}
@@ -162,20 +168,14 @@ func (s *Service) Recover() (int, error) {
 	}
 	n := 0
 	for _, in := range open {
-		if in.Writer != 0 && unix.Kill(int(in.Writer), 0) == nil {
-			continue // its writer lives: the write may be under way
+		if writerLives(in, atStart) {
+			continue // the write may be under way
 		}
 		out := &journal.Record{Kind: journal.KindOutcome, Intent: in.Seq, Session: in.Session, Owner: in.Owner, Path: in.Path, RealPath: in.RealPath, Code: "NOT_WRITTEN", Detail: "resolved at start: the file does not hold the intended content"}
-		if data, err := os.ReadFile(in.RealPath); err == nil && fileid.ContentID(sha256.Sum256(data)) == in.ContentID {
-			var st unix.Stat_t
-			if unix.Stat(in.RealPath, &st) == nil {
-				id := fileid.Of(&st)
-				_, ls := textOf(data)
-				n := int64(len(ls))
-				out = &journal.Record{Kind: journal.KindObservation, Origin: journal.OriginWrite, Intent: in.Seq, Session: in.Session, Owner: in.Owner,
-					Path: in.Path, RealPath: in.RealPath, StatID: fileid.StatID(in.RealPath, id), ContentID: in.ContentID, Identity: &id,
-					WholeFileVisible: true, Start: min(1, n), End: n, TotalLines: n, Detail: "resolved at start: the file holds the intended content"}
-			}
+		if sum, total, id, ok := fileFacts(in.RealPath); ok && sum == in.ContentID {
+			out = &journal.Record{Kind: journal.KindObservation, Origin: journal.OriginWrite, Intent: in.Seq, Session: in.Session, Owner: in.Owner,
+				Path: in.Path, RealPath: in.RealPath, StatID: fileid.StatID(in.RealPath, id), ContentID: in.ContentID, Identity: &id,
+				WholeFileVisible: true, Start: min(1, total), End: total, TotalLines: total, Detail: "resolved at start: the file holds the intended content"}
 		}
 		removeTemp(in)
 		if err := s.Journal.Append(out); err != nil {
@@ -184,6 +184,78 @@ func (s *Service) Recover() (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// writerLives reports whether the process that made intent in may still be
+// making its write: a process with its pid lives and, where the intent
+// recorded the writer's start time, started then (a pid reused by another
+// process is not the writer). Without a start time (an older version's
+// intent) a live pid is taken for the writer, unless it is this process's
+// own and atStart.
+func writerLives(in *journal.Record, atStart bool) bool {
+	if in.Writer == 0 || unix.Kill(int(in.Writer), 0) != nil {
+		return false
+	}
+	if in.WriterStart != 0 {
+		start, err := processStart(int(in.Writer))
+		return err != nil || start == in.WriterStart // unreadable: taken as alive
+	}
+	return !(atStart && int(in.Writer) == os.Getpid())
+}
+
+// selfStart is this process's start time (processStart), for its intents.
+var selfStart = sync.OnceValue(func() uint64 {
+	start, _ := processStart(os.Getpid())
+	return start
+})
+
+// processStart is when process pid started: field 22 of /proc/PID/stat,
+// in clock ticks since boot.
+func processStart(pid int) (uint64, error) {
+	stat := fmt.Sprintf("/proc/%d/stat", pid)
+	if pid == os.Getpid() {
+		stat = "/proc/self/stat" // this process, whatever pid namespace /proc shows
+	}
+	b, err := os.ReadFile(stat)
+	if err != nil {
+		return 0, err
+	}
+	// The name (field 2) is in parentheses and may hold anything: the
+	// fields are counted from the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	return strconv.ParseUint(f[19], 10, 64) // field 22: the third is f[0]
+}
+
+// fileFacts hashes the file at path as a write does (the hash of its
+// bytes, the lines of its text), streamed: its length costs no memory. ok
+// is false when it is not a regular file or cannot be read.
+func fileFacts(path string) (sum string, total int64, id fileid.Identity, ok bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", 0, id, false
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", 0, id, false
+	}
+	var head [4]byte
+	hn, _ := f.ReadAt(head[:], 0)
+	text := charset.NewReader(io.NewSectionReader(f, 0, 1<<62), charset.Detect(head[:hn]))
+	scan, err := lines.Scan(text, lines.Options{Offset: 1, Limit: 1, MaxLineChars: 16, MaxBytes: 1 << 16, SizeHint: st.Size})
+	if err != nil {
+		return "", 0, id, false
+	}
+	text.Settle(&scan.Sum, &scan.Bytes)
+	return fileid.ContentID(scan.Sum), scan.TotalLines, fileid.Of(&st), true
 }
 
 // removeTemp removes the temporary name an intent's write left when its
@@ -420,7 +492,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	// the temporary name too, so one left by a writer killed before the
 	// rename is found and removed at the next start (Recover).
 	real := filepath.Join(dir.Root.Real, dir.Rel, base)
-	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(), Writer: uint32(os.Getpid()),
+	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(), Writer: uint32(os.Getpid()), WriterStart: selfStart(),
 		Path: s.shown(p.Shown), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Request: s.request,
 		Temp: tmp.name}
 	if ed != nil {

@@ -135,6 +135,11 @@ type Record struct {
 	// daemon, or a direct command): while it lives, the intent may still
 	// be under way; once it is gone, the file says what happened.
 	Writer uint32 `json:"writer,omitempty"`
+	// WriterStart is when the writer started (its /proc/PID/stat start
+	// time, in clock ticks since boot): with Writer, it names the process
+	// even where pids are reused (a container's daemon is PID 1 after
+	// every restart). Absent on intents of older versions.
+	WriterStart uint64 `json:"writerStart,omitempty"`
 	// Temp is the name, in RealPath's directory, that an intent's write
 	// gives its new version just before the rename: a writer killed in
 	// between leaves that name, which the next start finds by it (and by
