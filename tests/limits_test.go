@@ -228,3 +228,40 @@ func TestFewDescriptorsSocketServesAll(t *testing.T) {
 		}
 	}
 }
+
+// TestUnwatchableRootIsWatchedOnceItCanBe: a root that cannot be watched
+// when the daemon starts (strace makes the first inotify_add_watch calls
+// on it fail with ENOSPC, as an exhausted fs.inotify.max_user_watches
+// does) is served fresh meanwhile and retried: once a watch can be added,
+// the log says it is watched again, `fsguard status` shows neither the
+// blind root nor short timeouts, and a change on the host shows through
+// the mount.
+func TestUnwatchableRootIsWatchedOnceItCanBe(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	strace := requireTool(t, "strace")
+	f := newFixture(t)
+	writePolicy(t, f.policy, []string{f.root}, "[mount]\nwatch = \"inotify\"\n")
+	sock := filepath.Join(f.base, "ctl.sock")
+	d := startMountVia(t, []string{strace, "-qq", "-f", "--seccomp-bpf", "-o", "/dev/null", "-P", f.root,
+		"-e", "trace=inotify_add_watch", "-e", "inject=inotify_add_watch:error=ENOSPC:when=1..3", "--"},
+		f.mp, nil, "--policy", f.policy, "--socket", sock)
+	t.Cleanup(func() { syscall.Kill(int(d.ready["pid"].(float64)), syscall.SIGTERM) })
+	d.log.waitFor(t, "cannot be watched", 1, 20*time.Second)
+	d.log.waitFor(t, "watched again", 1, 60*time.Second)
+	out, errs, code, _ := runBinary(t, f.mp, []string{"FSGUARD_SOCKET=" + sock}, "", "status")
+	if code != 0 || strings.Contains(out, "not watched since") || !strings.Contains(out, "watched again") {
+		t.Errorf("status once the root is watched: %s%s", out, errs)
+	}
+	through := filepath.Join(f.mp, "README.md")
+	if b, err := os.ReadFile(through); err != nil || string(b) != "# hello\nsee src/\n" {
+		t.Fatalf("README.md: %q %v", b, err)
+	}
+	writeFile(t, filepath.Join(f.root, "README.md"), "# changed on the host\n", 0o644)
+	testenv.Within(t, 20*time.Second, "the changed README through the mount", func() error {
+		if b, err := os.ReadFile(through); err != nil || string(b) != "# changed on the host\n" {
+			return fmt.Errorf("%q %v", b, err)
+		}
+		return nil
+	})
+}

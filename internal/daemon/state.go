@@ -96,6 +96,9 @@ func (d *Daemon) facts(ctl *control.Server) *session.DaemonFacts {
 	if b := d.srv.Unwatched(); b != nil {
 		f.Unwatched, f.UnwatchedErr, f.UnwatchedSince = b.Dir, b.Err, b.Since
 	}
+	if w := d.srv.WatchedAgain(); w != nil {
+		f.WatchedAgain, f.UnwatchedFrom, f.WatchedAgainAt = w.Dir, w.Since, w.At
+	}
 	f.JournalPath = d.cfg.JournalPath
 	f.Connected = ctl.Connected()
 	t := d.state

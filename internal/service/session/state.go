@@ -33,7 +33,12 @@ type DaemonFacts struct {
 	// UnwatchedErr why, UnwatchedSince since when.
 	Unwatched, UnwatchedErr string
 	UnwatchedSince          time.Time
-	JournalPath             string
+	// WatchedAgain is the directory that was last unwatched and is
+	// watched again (mount.Server.WatchedAgain), "" if none ever was;
+	// WatchedAgainAt when, UnwatchedFrom since when it was not.
+	WatchedAgain                  string
+	WatchedAgainAt, UnwatchedFrom time.Time
+	JournalPath                   string
 	// Sessions and Connected are counted per uid: sessions the daemon
 	// served since it started, connections open now.
 	Sessions, Connected map[uint32]int
@@ -87,6 +92,17 @@ type MountState struct {
 	// Unwatched, when set, is a directory the watch cannot watch now: the
 	// view is served with short cache timeouts until it can.
 	Unwatched *UnwatchedState `json:"unwatched,omitempty"`
+	// WatchedAgain, when set, is the last directory that could not be
+	// watched and now is: Since is when it could not, At when it was
+	// watched again.
+	WatchedAgain *WatchedAgainState `json:"watchedAgain,omitempty"`
+}
+
+// WatchedAgainState is the last part of the tree watched again.
+type WatchedAgainState struct {
+	Dir   string    `json:"dir"`
+	Since time.Time `json:"since"`
+	At    time.Time `json:"at"`
 }
 
 // UnwatchedState is the part of the tree the watch cannot see.
@@ -185,6 +201,9 @@ func (s *Service) State() (*DaemonState, error) {
 		if !op {
 			st.Mount.Unwatched.Error = "" // it names host paths
 		}
+	}
+	if f.WatchedAgain != "" {
+		st.Mount.WatchedAgain = &WatchedAgainState{Dir: s.hostShown(f.WatchedAgain, op), Since: f.UnwatchedFrom.UTC().Truncate(time.Second), At: f.WatchedAgainAt.UTC().Truncate(time.Second)}
 	}
 	st.Journal.Path = f.JournalPath
 	if s.Journal == nil {
@@ -286,6 +305,9 @@ func RenderState(st *DaemonState, err error) Output {
 			fmt.Fprintf(&b, ": %s", termsafe.Escape(u.Error))
 		}
 		b.WriteString("\n")
+	}
+	if w := st.Mount.WatchedAgain; w != nil && st.Mount.Unwatched == nil {
+		fmt.Fprintf(&b, "          watched again since %s: %s (not watched from %s)\n", w.At.Format(time.RFC3339), termsafe.Quote(w.Dir), w.Since.Format(time.RFC3339))
 	}
 	if st.Journal.Error != "" {
 		fmt.Fprintf(&b, "journal:  %s (not recording: %s)\n", termsafe.Quote(st.Journal.Path), termsafe.Escape(st.Journal.Error))

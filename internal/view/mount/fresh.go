@@ -42,6 +42,9 @@ func (s *Server) startWatch(g *roots.Guard) error {
 	s.blind.Store(nil)
 	s.v.open.Store(&fds{max: keptFDs()}) // the watch can now drop what changed
 	s.log.Info("watching the backing tree", "backend", w.Backend(), "roots", len(dirs))
+	if b := w.Blind(); b != nil {
+		s.sight(*b) // blind from the start: as if a directory became so
+	}
 	return nil
 }
 
@@ -75,6 +78,18 @@ type Blind struct {
 // the whole tree (or there is no watch at all: see Watch).
 func (s *Server) Unwatched() *Blind { return s.blind.Load() }
 
+// Sighted is the last time the watch saw the whole tree again after part
+// of it could not be watched: what was blind, since when, and when it was
+// watched again (At).
+type Sighted struct {
+	Blind
+	At time.Time
+}
+
+// WatchedAgain returns the last Sighted, nil when the watch was never
+// blind.
+func (s *Server) WatchedAgain() *Sighted { return s.sighted.Load() }
+
 // sight follows whether the watch sees the whole tree. While a
 // directory cannot be watched, nothing would tell the view of a change
 // there, so the view is served as with no watch at all: short cache
@@ -96,10 +111,13 @@ func (s *Server) sight(e watch.Event) {
 		args := []any{}
 		if b != nil {
 			args = append(args, "dir", b.Dir, "seconds", time.Since(b.Since).Seconds())
+			s.sighted.Store(&Sighted{Blind: *b, At: time.Now()})
 		}
 		s.log.Info("every directory beneath the roots is watched again", args...)
 	}
-	s.invalidate()
+	if s.live.Load() {
+		s.invalidate()
+	}
 }
 
 // Watch names the watch in use ("fanotify", "inotify"), or "" when there
@@ -128,6 +146,14 @@ func (s *Server) Refresh(real string) {
 // Changed).
 func (s *Server) apply(evs []watch.Event) {
 	if !s.live.Load() {
+		// Nothing is cached yet; only whether the watch sees the whole
+		// tree is followed (a watch blind from its start may see again
+		// before the mount exists).
+		for _, e := range evs {
+			if e.Op == watch.Blind || e.Op == watch.Sighted {
+				s.sight(e)
+			}
+		}
 		return
 	}
 	s.v.changes.Add(1)

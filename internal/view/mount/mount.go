@@ -95,6 +95,7 @@ type Server struct {
 	onEvent   func(string)
 	relieve   func() // unregisters the descriptor-pressure reliever
 	blind     atomic.Pointer[Blind]
+	sighted   atomic.Pointer[Sighted]
 	stopRoots chan struct{}
 	stopOnce  sync.Once
 	closeOnce sync.Once // the guard, once unmounted

@@ -106,8 +106,16 @@ func startInotify(roots []string, o Options, fn func([]Event)) (*Watcher, error)
 		}
 	}
 	w.started = true
+	// Out of watches at start (a root or a directory beneath one): the
+	// watch starts blind there, says so (Watcher.Blind), and retries as
+	// for a directory made later.
+	var blind *Event
+	if b := w.sight(nil); len(b) > 0 {
+		blind = &b[0]
+		w.f.SetReadDeadline(w.retryAt)
+	}
 	go w.loop()
-	return &Watcher{backend: Inotify, stop: func() error {
+	return &Watcher{backend: Inotify, blind: blind, stop: func() error {
 		err := w.f.Close()
 		<-w.done
 		return err
@@ -143,8 +151,8 @@ func (w *inotify) addTree(dir string) error {
 			if errors.Is(err, unix.ENOSPC) {
 				err = fmt.Errorf("inotify: out of watches at %s (fs.inotify.max_user_watches): %w", p, err)
 			}
-			if !w.started {
-				if errors.Is(err, unix.ENOSPC) || p == dir {
+			if !w.started && !errors.Is(err, unix.ENOSPC) {
+				if p == dir {
 					return err
 				}
 				return nil

@@ -91,10 +91,16 @@ const (
 type Watcher struct {
 	backend string
 	stop    func() error
+	blind   *Event
 }
 
 // Backend names the mechanism in use.
 func (w *Watcher) Backend() string { return w.backend }
+
+// Blind is the Blind event of a watch that started without watching part
+// of the tree (out of inotify watches), nil for one that watches it all.
+// No callback reports it; the Sighted that ends it is reported as usual.
+func (w *Watcher) Blind() *Event { return w.blind }
 
 // Close stops the watch; no callback runs after it returns.
 func (w *Watcher) Close() error { return w.stop() }
@@ -126,11 +132,22 @@ func Start(roots []string, backend string, o Options, fn func([]Event)) (*Watche
 			first, second = startFanotify, startInotify
 		}
 		w, err1 := first(roots, o, fn)
-		if err1 == nil {
+		if err1 == nil && w.blind == nil {
 			return w, nil
 		}
-		w, err2 := second(roots, o, fn)
-		if err2 == nil {
+		// The first is blind in part, or failed: the other, if it
+		// sees everything, else the blind one, retrying.
+		w2, err2 := second(roots, o, fn)
+		if err2 == nil && (w2.blind == nil || err1 != nil) {
+			if w != nil {
+				w.Close()
+			}
+			return w2, nil
+		}
+		if w2 != nil {
+			w2.Close()
+		}
+		if err1 == nil {
 			return w, nil
 		}
 		return nil, errors.Join(err1, err2)

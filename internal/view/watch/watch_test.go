@@ -297,3 +297,32 @@ func TestUnwatchableDirectoryReportedAndRetried(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("x"), 0o644)
 	c.await(t, Event{Op: Added, Dir: dir, Name: "a.txt"})
 }
+
+// TestUnwatchableRootAtStartRetried: a root that cannot be watched when
+// the watch starts (out of watches) does not fail the start: the watch
+// starts blind (Watcher.Blind names the root), tries again, reports
+// Sighted once it watches it, and sees changes from then on.
+func TestUnwatchableRootAtStartRetried(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var full atomic.Bool
+	full.Store(true)
+	c := &collector{ch: make(chan Event, 1024)}
+	w, err := Start([]string{root}, Inotify, Options{failAdd: func(dir string) error {
+		if full.Load() {
+			return unix.ENOSPC
+		}
+		return nil
+	}}, c.fn)
+	if err != nil {
+		t.Fatalf("a root out of watches at start fails the start: %v", err)
+	}
+	defer w.Close()
+	if b := w.Blind(); b == nil || b.Op != Blind || b.Dir != root || !strings.Contains(b.Name, "out of watches") {
+		t.Fatalf("Blind() at start: %+v", b)
+	}
+	full.Store(false)
+	c.await(t, Event{Op: Sighted})
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("x"), 0o644)
+	c.await(t, Event{Op: Added, Dir: root, Name: "a.txt"})
+}
