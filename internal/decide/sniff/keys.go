@@ -345,18 +345,38 @@ func awsAt(data []byte, at int) bool {
 	return awsValue.Match(data[at+len("aws_secret_access_key"):])
 }
 
-// base64At: a base64 run that decodes to a key written as text.
+// base64At: a base64 run that decodes to a key written as text. The run
+// goes on across line breaks and the indentation after them: `base64`
+// wraps its output at 76 columns, and a YAML block or an indented string
+// holds it in lines, so the first line alone decodes to the header and
+// too little material. At most maxB64Run characters are taken.
 func base64At(data []byte, at int) bool {
-	end := at
-	for end < len(data) && end-at < 6<<10 && isBase64(data[end]) {
-		end++
+	run := make([]byte, 0, min(len(data)-at, maxB64Run))
+	for i := at; i < len(data) && len(run) < maxB64Run; i++ {
+		c := data[i]
+		if isBase64(c) {
+			run = append(run, c)
+			continue
+		}
+		if c != '\n' && c != '\r' {
+			break
+		}
+		// A line break: the run goes on on the next line, after its
+		// indentation.
+		for i+1 < len(data) && (data[i+1] == '\n' || data[i+1] == '\r' || data[i+1] == ' ' || data[i+1] == '\t') {
+			i++
+		}
 	}
-	run := data[at:end]
 	run = run[:len(run)/4*4]
 	dec := make([]byte, base64.StdEncoding.DecodedLen(len(run)))
 	n, _ := base64.StdEncoding.Decode(dec, run)
 	return plainKey(dec[:n])
 }
+
+// maxB64Run bounds the base64 characters base64At decodes: a key's header
+// and its first lines of material are well within it, and its line breaks
+// and indentation still fit in a check's window (lookAhead).
+const maxB64Run = 6 << 10
 
 // wideAt decodes the window around a UTF-16 (unit 2) or UTF-32 (unit 4)
 // marker as little-endian from the marker's alignment (big-endian text is

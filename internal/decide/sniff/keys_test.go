@@ -79,6 +79,12 @@ var placements = map[string]func(key string) string{
 	"base64": func(k string) string {
 		return "data:\n  tls.key: " + base64.StdEncoding.EncodeToString([]byte(k)) + "\n"
 	},
+	// As `base64` writes it (76 columns), and wrapped in an indented
+	// YAML block with CRLF: the first line alone holds too little.
+	"base64 wrapped": func(k string) string { return wrapB64(k, 76, "", "\n") },
+	"base64 yaml crlf": func(k string) string {
+		return "data:\r\n  tls.key: >\r\n" + wrapB64(k, 64, "    ", "\r\n")
+	},
 	"utf-16":   func(k string) string { return utf16LE("\ufeff" + k) },
 	"utf-16be": func(k string) string { return encode(k, charset.UTF16BE) },
 	"utf-32":   func(k string) string { return encode(k, charset.UTF32LE) },
@@ -93,6 +99,19 @@ func encode(k string, e charset.Encoding) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// wrapB64 is k base64-encoded in lines of width characters, each after
+// indent and ending with eol.
+func wrapB64(k string, width int, indent, eol string) string {
+	s := base64.StdEncoding.EncodeToString([]byte(k))
+	var b strings.Builder
+	for len(s) > 0 {
+		n := min(width, len(s))
+		b.WriteString(indent + s[:n] + eol)
+		s = s[n:]
+	}
+	return b.String()
 }
 
 func indent(s, with string) string {
@@ -117,7 +136,7 @@ func TestKeysFoundWhereverTheySit(t *testing.T) {
 	t.Parallel()
 	for kind, key := range keyKinds(t) {
 		for where, place := range placements {
-			if kind == "aws" && (where == "base64" || strings.HasPrefix(where, "utf-")) {
+			if kind == "aws" && (strings.HasPrefix(where, "base64") || strings.HasPrefix(where, "utf-")) {
 				continue // an AWS key is a line of a credentials file, not a PEM
 			}
 			data := place(key)
