@@ -101,6 +101,12 @@ func TestMountServesOnlyWhatIsAdmitted(t *testing.T) {
 		t.Errorf("head -c: %q", got)
 	}
 
+	// The key named notes.txt is hidden as a denied name is once its
+	// content is decided (here by its read; see TestAttackKeyListedColdThenReadIsGone
+	// for a key listed before): refused by its content, it is not there.
+	if out, err := run(t, 5*time.Second, "cat", filepath.Join(f.mp, "notes.txt")); err == nil || !strings.Contains(out, "No such file") {
+		t.Errorf("cat notes.txt (a private key): %v %q", err, out)
+	}
 	// Denied, escaping and special entries are absent from listings.
 	ls := mustRun(t, "ls", "-a", f.mp)
 	for _, hidden := range []string{".env", "notes.txt", "abs-link", "rel-link", "chain1", "chain2", "env-link", "fifo", "sock", "abs-inside"} {
@@ -132,11 +138,6 @@ func TestMountServesOnlyWhatIsAdmitted(t *testing.T) {
 		if err == nil || strings.Contains(out, canary) {
 			t.Errorf("cat %s succeeded or leaked: %q", name, out)
 		}
-	}
-	// The key named notes.txt is hidden as a denied name is: refused by
-	// its content, it is not there.
-	if out, err := run(t, 5*time.Second, "cat", filepath.Join(f.mp, "notes.txt")); err == nil || !strings.Contains(out, "No such file") {
-		t.Errorf("cat notes.txt (a private key): %v %q", err, out)
 	}
 	// grep -r over the whole mount never meets the canary.
 	if out, _ := run(t, 30*time.Second, "grep", "-r", canary, f.mp); strings.Contains(out, canary) {

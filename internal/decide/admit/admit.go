@@ -175,6 +175,12 @@ type Keep struct {
 	// directory and its version (the mount declines a version the kernel
 	// was given a moment ago, by a refill).
 	Want func(name string, id fileid.Identity) bool
+	// ByName: a listing that decides its files by name and place alone
+	// (deny rules, type, links), as an agent's listing of what it has not
+	// asked to read: a single-link file whose verdict is not known yet is
+	// shown unread, with its stat; a verdict already known still hides
+	// it. Its content is decided when it is read (see VisibleByName).
+	ByName bool
 }
 
 // wants reports whether keep asks for the content of the file name,
@@ -451,6 +457,43 @@ func (d *Decider) visible(g *roots.Guard, p roots.Path, st *unix.Stat_t, keep fu
 	return d.decideOpen(g, f, keep)
 }
 
+// VisibleByName decides, by name and place, whether a directory entry may
+// be shown (a listing's or a LOOKUP's): a regular file is hidden only when
+// a verdict on its version is already known and refuses it, or it has
+// other names (decided whole each time, content too); otherwise it is
+// shown unread. Its bytes are never served unread: every way they reach a
+// reader (a READ, an open, a push) decides the version first. st is the
+// entry's own stat, from the guard.
+func (d *Decider) VisibleByName(g *roots.Guard, p roots.Path, st *unix.Stat_t) error {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
+	if ok, err := d.decided(g, p, st, false); ok {
+		return err
+	}
+	if st.Nlink > 1 {
+		return d.visible(g, p, st, nil, false)
+	}
+	return nil
+}
+
+// Undecided reports whether the entry of stat st is a single-link regular
+// file shown by name alone: no verdict on its version is known yet.
+func (d *Decider) Undecided(g *roots.Guard, st *unix.Stat_t) bool {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink > 1 {
+		return false
+	}
+	_, ok := d.cached(key{fileid.Of(st), g.Policy()})
+	return !ok
+}
+
+// EntryByName is ShownEntry deciding by name and place (see
+// VisibleByName): the mount's LOOKUP of a name no listing has just
+// decided.
+func (d *Decider) EntryByName(g *roots.Guard, p roots.Path) (roots.Entry, error) {
+	return d.shownEntry(g, p, &Keep{ByName: true})
+}
+
 // decided answers for the regular file version st from the verdicts
 // already made, with no open; ok is false when the file must be opened:
 // its version is not decided yet, it has other names (decided afresh each
@@ -571,22 +614,26 @@ func (d *Decider) ShownEntry(g *roots.Guard, p roots.Path) (roots.Entry, error) 
 func (d *Decider) shownEntry(g *roots.Guard, p roots.Path, keep *Keep) (roots.Entry, error) {
 	base := path.Base(p.Rel)
 	var known error
-	answered := false
+	answered, unread := false, false
+	byName := keep != nil && keep.ByName
 	ent, f, err := g.EntryFile(p, func(st *unix.Stat_t) bool {
 		answered, known = d.decided(g, p, st, keep.wants(base, st))
-		return !answered
+		unread = !answered && byName && st.Nlink <= 1
+		return !answered && !unread
 	})
 	if err != nil {
 		return ent, err
 	}
 	var kept func([]byte)
-	if keep != nil {
+	if keep != nil && keep.Fn != nil {
 		id := fileid.Of(&ent.Stat)
 		kept = func(data []byte) { keep.Fn(p.Rel, id, data) }
 	}
 	switch {
 	case answered:
 		err = known
+	case unread:
+		err = nil // shown by name and place: its content is decided when read
 	case f != nil:
 		err = d.decideOpen(g, f, kept)
 		f.Close()

@@ -87,7 +87,7 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 			n.v.warm.ReadIn(ref{&n.Inode})
 			n.v.warm.ReadOf(ref{&n.Inode}, h.id, off, len(dest))
 			n.tell(h.id)
-			r, _, fresh, errno := n.v.reply(reading{g: g, f: h.f, s: served{h.id, h.masks}, who: who}, dest, off)
+			r, _, fresh, errno := n.v.reply(reading{g: g, f: h.f, s: served{h.id, h.masks}, who: who, n: n}, dest, off)
 			if fresh {
 				c.drop(n) // decided afresh: the next READ admits anew
 			}
@@ -108,12 +108,12 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 		if f.Stat.Nlink != 1 {
 			// Another name may be denied, or become so: decided afresh.
 			defer f.Close()
-			r, _, _, errno := n.v.reply(reading{g: g, f: f, s: served{f.Identity(), res.Masks}, who: who}, dest, off)
+			r, _, _, errno := n.v.reply(reading{g: g, f: f, s: served{f.Identity(), res.Masks}, who: who, n: n}, dest, off)
 			return r, errno
 		}
 		n.v.warm.ReadOf(ref{&n.Inode}, f.Identity(), off, len(dest))
 		h := c.put(n, g, f, res.Masks)
-		r, _, fresh, errno := n.v.reply(reading{g: g, f: h.f, s: served{h.id, h.masks}, who: who}, dest, off)
+		r, _, fresh, errno := n.v.reply(reading{g: g, f: h.f, s: served{h.id, h.masks}, who: who, n: n}, dest, off)
 		if fresh {
 			c.drop(n)
 		}
@@ -133,7 +133,7 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 		}
 	}
 	g := n.v.guard.Load()
-	r, _, _, errno := n.v.reply(reading{g: g, f: f, s: served{f.Identity(), res.Masks}, who: who}, dest, off)
+	r, _, _, errno := n.v.reply(reading{g: g, f: f, s: served{f.Identity(), res.Masks}, who: who, n: n}, dest, off)
 	return r, errno
 }
 
@@ -168,6 +168,9 @@ type reading struct {
 	s      served
 	who    *fuse.Caller
 	decide func(st *unix.Stat_t) (sniff.Result, syscall.Errno)
+	// n is the node read (nil: none); a version of it found refused is
+	// taken out of the view (see hide).
+	n *node
 }
 
 // maxRechecks bounds the fresh decisions one READ makes because the bytes
@@ -233,6 +236,9 @@ func (v *view) decideAt(r reading, st *unix.Stat_t) (sniff.Result, syscall.Errno
 	now.Stat = *st
 	res, err := v.admit.Decide(r.g, &now)
 	if err != nil {
+		if denied(err) && r.n != nil {
+			v.hide(r.n)
+		}
 		return res, v.refuse(r.who, now.Path(), err)
 	}
 	return res, 0
@@ -343,6 +349,9 @@ func (v *view) push(r warm.Node, id fileid.Identity, data, buf []byte, wait bool
 	}
 	res, err := v.admit.Decide(g, f)
 	if err != nil {
+		if denied(err) {
+			v.hide(n) // listed by name, refused by content: out of the view
+		}
 		return 0, ""
 	}
 	if data == nil {

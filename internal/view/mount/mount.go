@@ -78,6 +78,12 @@ type Admitter interface {
 	Visible(g *roots.Guard, p roots.Path, st *unix.Stat_t) error
 	Shown(g *roots.Guard, dir roots.Path, ents []roots.DirEntry, skip func(rel string) bool, keep *admit.Keep) []roots.DirEntry
 	ShownEntry(g *roots.Guard, p roots.Path) (roots.Entry, error)
+	// VisibleByName, EntryByName and Undecided: a name is listed and
+	// looked up by its name and place, its content decided when read
+	// (see lazy.go).
+	VisibleByName(g *roots.Guard, p roots.Path, st *unix.Stat_t) error
+	EntryByName(g *roots.Guard, p roots.Path) (roots.Entry, error)
+	Undecided(g *roots.Guard, st *unix.Stat_t) bool
 	// Check and Forget: the bytes a READ serves are checked as admission
 	// checks a file (see admit.Check).
 	Check(g *roots.Guard, f *roots.File, id fileid.Identity, masks []sniff.Mask, w admit.Window) bool
@@ -146,7 +152,8 @@ func Mount(cfg Config) (*Server, error) {
 		cfg.Admit = admit.New(1 << 16)
 	}
 	v := &view{audit: cfg.Audit, admit: cfg.Admit, mountPoint: mp, devs: map[uint64]uint64{}, odd: map[idKey]uint64{}, nodes: map[uint64]*node{}, graves: map[uint64]grave{},
-		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency, unrecordable: cfg.Unrecordable, work: newWorkers(mp)}
+		kernelOpen: cfg.Policy.Mount.Open == "kernel", latency: cfg.Latency, unrecordable: cfg.Unrecordable, work: newWorkers(mp),
+		lazy: make(chan lazyJob, maxUndecided)}
 	if v.audit == nil {
 		v.audit = LogLines{Log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	}
@@ -215,6 +222,7 @@ func Mount(cfg Config) (*Server, error) {
 	s.raiseReadahead()
 	s.stopRoots = make(chan struct{})
 	v.work.Go(s.watchRoots)
+	v.work.Go(v.decideLazily)
 	return s, nil
 }
 

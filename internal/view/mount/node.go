@@ -238,11 +238,11 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 	var err error
 	if listed != nil {
 		e.Stat = *st // the guard's Entry of this name, a moment ago
-		err = n.v.admit.Visible(g, p, &e.Stat)
+		err = n.v.admit.VisibleByName(g, p, &e.Stat)
 	} else {
-		// As a listing decides it: one resolution for the stat and, when
-		// the verdict is not known yet, the content.
-		e, err = n.v.admit.ShownEntry(g, p)
+		// As a listing decides it: by name and place, one resolution
+		// for the stat (and the content of a file with other names).
+		e, err = n.v.admit.EntryByName(g, p)
 	}
 	if err != nil {
 		errno := n.v.refuse(fuseCaller(ctx), p, err)
@@ -305,6 +305,9 @@ func (n *node) lookup(ctx context.Context, name string, out *fuse.EntryOut, list
 		n.v.remember(kept, renamed)
 		if key.typ == unix.S_IFREG {
 			kept.tell(fileid.Of(&e.Stat))
+			if listed == nil && n.v.admit.Undecided(g, &e.Stat) { // a listing's are queued by it
+				n.v.undecided(n.EmbeddedInode(), name, fileid.Of(&e.Stat))
+			}
 		}
 	}
 	if c.index {
@@ -454,6 +457,15 @@ func (l *listing) load() syscall.Errno {
 			l.again = n.listed.Swap(true)
 			keep = l.w.Keep(ref{&n.Inode}, l.again)
 		}
+		if !l.walk() && (keep == nil || !keep.Known) {
+			// An agent's listing that pushes nothing at once decides its
+			// files by name and place (see lazy.go); the warm walk's, and
+			// one whose files go into the page cache now, read them.
+			if keep == nil {
+				keep = &admit.Keep{}
+			}
+			keep.ByName = true
+		}
 		list = n.v.admit.Shown(g, p, list, func(crel string) bool { return n.v.hidesMountPoint(r, crel) }, keep)
 	}
 	l.ents = make([]fuse.DirEntry, 0, len(list))
@@ -466,6 +478,9 @@ func (l *listing) load() syscall.Errno {
 				l.seen = make(map[string]*unix.Stat_t)
 			}
 			l.seen[e.Name] = e.Stat
+			if e.Mode == unix.S_IFREG && n.v.admit.Undecided(g, e.Stat) {
+				n.v.undecided(&n.Inode, e.Name, fileid.Of(e.Stat))
+			}
 		}
 		if e.Mode == unix.S_IFDIR {
 			known, ch := false, n.GetChild(e.Name)
@@ -522,6 +537,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		now.Stat = *st
 		res, err := n.v.admit.Decide(g, &now)
 		if err != nil {
+			if denied(err) {
+				n.v.hide(n)
+			}
 			return sniff.Result{}, n.v.refuse(who, p, err)
 		}
 		return res, 0
@@ -563,7 +581,9 @@ func (n *node) admit(ctx context.Context) (*roots.File, sniff.Result, syscall.Er
 	}
 	var res sniff.Result
 	if err == nil {
-		res, err = n.v.admit.Decide(g, f)
+		if res, err = n.v.admit.Decide(g, f); denied(err) {
+			n.v.hide(n) // listed by name, refused by content: out of the view
+		}
 	}
 	if err != nil {
 		if f != nil {

@@ -79,6 +79,9 @@ type view struct {
 	warm *warm.Engine
 	// work runs the mount's own goroutines (see workers).
 	work *workers
+	// lazy are the files shown without a content verdict, waiting to be
+	// decided in the background (see lazy.go).
+	lazy chan lazyJob
 }
 
 type idKey struct {

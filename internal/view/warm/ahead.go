@@ -194,7 +194,10 @@ func (a *ahead) make(x *Ahead) {
 	// listing's 8 MiB past it); what the listing then declines to keep
 	// gives its share back.
 	var reserved atomic.Int64
-	keep := &admit.Keep{Known: a.e.readKnown(x.known), Want: a.e.wantedIn(x.in), Fn: func(rel string, id fileid.Identity, data []byte) {
+	known := a.e.readKnown(x.known)
+	// As the walker's own listing would decide it (see the mount's
+	// lazy.go): by name and place unless its files are pushed now.
+	keep := &admit.Keep{Known: known, ByName: !known, Want: a.e.wantedIn(x.in), Fn: func(rel string, id fileid.Identity, data []byte) {
 		n := int64(len(data))
 		if a.bytes.Add(n) > maxAheadBytes {
 			a.bytes.Add(-n)
