@@ -131,6 +131,10 @@ func TestPDFSecretsThroughEveryDoor(t *testing.T) {
 		t.Fatalf("plain.pdf through the mount: %v", err)
 	}
 	for _, name := range []string{"key.pdf", "token.pdf"} {
+		// Listed by name until its content is decided, by its first read.
+		if got, err := os.ReadFile(filepath.Join(mp, name)); !os.IsNotExist(err) || len(got) > 0 {
+			t.Errorf("%s read through the mount: %d bytes, %v, want it hidden", name, len(got), err)
+		}
 		if _, err := os.Stat(filepath.Join(mp, name)); !os.IsNotExist(err) {
 			t.Errorf("%s through the mount: %v, want it hidden", name, err)
 		}
