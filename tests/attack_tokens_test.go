@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,5 +180,82 @@ func TestAttackTokenInBinaryZipMember(t *testing.T) {
 		if strings.Contains(strings.ReplaceAll(out+errs, "\x00", ""), pat.Secret) {
 			t.Errorf("fsguard read shows the token in %s", name)
 		}
+	}
+}
+
+// TestAttackURLEncodedTokens writes tokens URL-encoded as a browser, curl
+// or a logged request writes them — the first letter as %67, every byte
+// percent-encoded, encoded twice (a URL inside a URL), a form body with
+// '+' for spaces — and reads them through the mount (cat) and with
+// fsguard read: decoding is one command away, so neither shows the secret
+// in any of those forms, and the mount serves the file's size.
+func TestAttackURLEncodedTokens(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	pct := func(s string) string {
+		var b strings.Builder
+		for i := range len(s) {
+			fmt.Fprintf(&b, "%%%02X", s[i])
+		}
+		return b.String()
+	}
+	forms := map[string]func(v string) string{
+		"first": func(v string) string { return fmt.Sprintf("GET /cb?token=%%%02x%s&x=1 HTTP/1.1", v[0], v[1:]) },
+		"all":   func(v string) string { return "curl -d 't=" + pct(v) + "' https://api.test/" },
+		"twice": func(v string) string {
+			return fmt.Sprintf("next=https%%3A%%2F%%2Fa.test%%2F%%3Ft%%3D%%25%02x%s", v[0], v[1:])
+		},
+		"form": func(v string) string { return "note=the+token+is+" + pct(v[:2]) + v[2:] + "&ok=1" },
+	}
+	type placed struct{ name, text, secret string }
+	var files []placed
+	n := 0
+	for _, s := range sniff.SampleCredentials(20261207) {
+		if strings.ContainsAny(s.Value, " =/:;") || len(s.Secret) < 12 || n == 6 {
+			continue
+		}
+		n++
+		for fname, form := range forms {
+			name := fmt.Sprintf("u/%s-%s.log", s.Family, fname)
+			text := form(s.Value)
+			writeFile(t, filepath.Join(f.root, name), "first\n"+text+"\nlast\n", 0o644)
+			files = append(files, placed{name, text, s.Secret})
+		}
+	}
+	startMount(t, f.mp, "--policy", f.policy)
+	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=url"}
+	leaked := map[string][]string{}
+	shows := func(out, secret string) bool {
+		// The secret's second half, as written (plain or encoded) or
+		// decoded.
+		half := secret[len(secret)/2:]
+		dec, err := url.QueryUnescape(out)
+		if err != nil {
+			dec = out
+		}
+		if twice, err := url.QueryUnescape(dec); err == nil {
+			dec += twice
+		}
+		return strings.Contains(out, half) || strings.Contains(out, pct(half)) || strings.Contains(dec, half)
+	}
+	for _, p := range files {
+		got, err := os.ReadFile(filepath.Join(f.mp, p.name))
+		if err != nil {
+			t.Errorf("the mount did not serve %s: %v", p.name, err)
+		} else if shows(string(got), p.secret) {
+			leaked["mount"] = append(leaked["mount"], p.name)
+		} else if len(got) != len("first\n"+p.text+"\nlast\n") {
+			t.Errorf("the mount served %d bytes of %s", len(got), p.name)
+		}
+		out, errs, _, _ := runBinary(t, f.root, env, "", "read", p.name, "--no-dedupe")
+		if !strings.Contains(out, "last") {
+			t.Errorf("fsguard read did not show %s: %s", p.name, out+errs)
+		}
+		if shows(out+errs, p.secret) {
+			leaked["read"] = append(leaked["read"], p.name)
+		}
+	}
+	for door, names := range leaked {
+		t.Errorf("%s: %d of %d URL-encoded tokens shown: %v", door, len(names), len(files), names)
 	}
 }

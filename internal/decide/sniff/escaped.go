@@ -4,7 +4,8 @@ import "bytes"
 
 // Credentials written with escapes — a webhook URL behind JSON's escaped
 // slashes (https:\/\/hooks.slack.com\/services\/...), a token with a
-// letter as \u0067, \x67 or &#103; — are found by decoding the text
+// letter as \u0067, \x67, &#103; or %67 (URL-encoded, '+' for a space in
+// a form) — are found by decoding the text
 // around the escapes and looking into it with the same rules; the mask
 // covers the escaped bytes the credential was written with, keeping the
 // escaped form of its public prefix, so it has the length and shape of any
@@ -52,6 +53,8 @@ func escapeAt(c []byte, i int) bool {
 		}
 	case c[i] == '&' && c[i+1] == '#':
 		return i+2 < len(c) && (isDigit(c[i+2]) || (c[i+2] == 'x' || c[i+2] == 'X') && hexRun(c, i+3, 1))
+	case c[i] == '%':
+		return hexRun(c, i+1, 2)
 	}
 	return false
 }
@@ -81,18 +84,18 @@ func hexRun(c []byte, i, n int) bool {
 	return true
 }
 
-// escapes walks the escapes of c[:to) in order: the next backslash and
-// the next ampersand are each looked for once, so a walk is linear in the
-// text whatever it holds.
+// escapes walks the escapes of c[:to) in order: the next backslash, the
+// next ampersand and the next percent sign are each looked for once, so a
+// walk is linear in the text whatever it holds.
 type escapes struct {
-	c          []byte
-	to         int
-	bs, amp, i int // the next '\\' and '&' at or after i (to: none)
+	c               []byte
+	to              int
+	bs, amp, pct, i int // the next '\\', '&' and '%' at or after i (to: none)
 }
 
 func newEscapes(c []byte, from, to int) *escapes {
 	e := &escapes{c: c, to: to, i: from}
-	e.bs, e.amp = e.find('\\', from), e.find('&', from)
+	e.bs, e.amp, e.pct = e.find('\\', from), e.find('&', from), e.find('%', from)
 	return e
 }
 
@@ -109,14 +112,17 @@ func (e *escapes) find(b byte, from int) int {
 // next is the next escape (-1: none).
 func (e *escapes) next() int {
 	for {
-		q := min(e.bs, e.amp)
+		q := min(e.bs, e.amp, e.pct)
 		if q >= e.to {
 			return -1
 		}
-		if q == e.bs {
+		switch q {
+		case e.bs:
 			e.bs = e.find('\\', q+1)
-		} else {
+		case e.amp:
 			e.amp = e.find('&', q+1)
+		default:
+			e.pct = e.find('%', q+1)
 		}
 		if escapeAt(e.c, q) {
 			return q
@@ -163,30 +169,38 @@ func (sc *scratch) decodeWindow(inner *Detector, c []byte, ws, we int, spans []s
 	for i := ws; i <= we; i++ {
 		sc.init = append(sc.init, int32(i))
 	}
-	dec, pos := c[ws:we], sc.init
-	for k := range escRounds {
-		var changed bool
-		dec, pos, changed = unescape(sc.b[k%2][:0], sc.pos[k%2][:0], dec, pos)
-		sc.b[k%2], sc.pos[k%2] = dec, pos
-		if !changed || newEscapes(dec, 0, len(dec)).next() < 0 {
-			break
-		}
+	// A form's '+' is a space, anywhere else a '+' is itself: a window
+	// holding both a percent escape and a '+' is decoded both ways.
+	forms := 1
+	if bytes.IndexByte(c[ws:we], '%') >= 0 && bytes.IndexByte(c[ws:we], '+') >= 0 {
+		forms = 2
 	}
-	for _, m := range inner.chunk(dec, 0, len(dec), 0, 1, false, nil) {
-		s, e := int(m.Off), int(m.Off)+m.Len
-		spans = append(spans, span{s: int(pos[s]), e: int(pos[e]), keep: int(pos[s+m.Keep] - pos[s]), family: m.Family})
+	for form := range forms {
+		dec, pos := c[ws:we], sc.init
+		for k := range escRounds {
+			var changed bool
+			dec, pos, changed = unescape(sc.b[k%2][:0], sc.pos[k%2][:0], dec, pos, form == 1)
+			sc.b[k%2], sc.pos[k%2] = dec, pos
+			if !changed || newEscapes(dec, 0, len(dec)).next() < 0 {
+				break
+			}
+		}
+		for _, m := range inner.chunk(dec, 0, len(dec), 0, 1, false, nil) {
+			s, e := int(m.Off), int(m.Off)+m.Len
+			spans = append(spans, span{s: int(pos[s]), e: int(pos[e]), keep: int(pos[s+m.Keep] - pos[s]), family: m.Family})
+		}
 	}
 	return spans
 }
 
 // unescape decodes one level of escapes in b, whose byte i came from c at
 // pos[i] (pos[len(b)]: where b ends), into out, their places into op: JSON's and JavaScript's backslash
-// escapes, \xHH, and HTML's numeric character references. A character
-// beyond ASCII is decoded as 0x80, which no credential holds (as narrow
-// does).
+// escapes, \xHH, HTML's numeric character references, and URLs' %XX (and
+// '+' as a space, when plus). A character beyond ASCII is decoded as 0x80,
+// which no credential holds (as narrow does).
 //
 // out and op are appended to (and returned); b and pos are not changed.
-func unescape(out []byte, op []int32, b []byte, pos []int32) ([]byte, []int32, bool) {
+func unescape(out []byte, op []int32, b []byte, pos []int32, plus bool) ([]byte, []int32, bool) {
 	changed := false
 	for i := 0; i < len(b); {
 		r, n := rune(b[i]), 1
@@ -212,6 +226,10 @@ func unescape(out []byte, op []int32, b []byte, pos []int32) ([]byte, []int32, b
 			}
 		case b[i] == '&' && i+2 < len(b) && b[i+1] == '#':
 			r, n = charRef(b, i)
+		case b[i] == '%' && hexRun(b, i+1, 2):
+			r, n = hexOf(b[i+1:i+3]), 3
+		case b[i] == '+' && plus:
+			r, changed = ' ', true
 		}
 		if n > 1 {
 			changed = true

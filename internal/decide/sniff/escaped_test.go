@@ -23,7 +23,7 @@ func decodedText(s string) string {
 	pos := make([]int32, len(b)+1)
 	for range escRounds {
 		var changed bool
-		if b, pos, changed = unescape(nil, nil, b, pos); !changed {
+		if b, pos, changed = unescape(nil, nil, b, pos, false); !changed {
 			break
 		}
 	}
@@ -57,6 +57,10 @@ func TestEscapedCredentials(t *testing.T) {
 		"\\u in the body": {`t: ` + pat.Value[:10] + `\u00` + fmt.Sprintf("%x", pat.Value[10]) + pat.Value[11:] + "\n", pat.Secret},
 		"all \\u":         {`x = "` + escapeAll(pat.Value, func(c byte) string { return fmt.Sprintf(`\u%04x`, c) }) + `";`, pat.Secret},
 		"all &#":          {escapeAll(pat.Value, func(c byte) string { return fmt.Sprintf(`&#%d;`, c) }), pat.Secret},
+		"%67 first":       {`https://x.test/cb?token=` + first(`%67`) + `&x=1`, pat.Secret},
+		"%2567 twice":     {`u=https%3A%2F%2Fx.test%2F%3Ft%3D` + first(`%2567`), pat.Secret},
+		"all %XX":         {`curl -d "t=` + escapeAll(pat.Value, func(c byte) string { return fmt.Sprintf(`%%%02X`, c) }) + `"`, pat.Secret},
+		"form, + a space": {`body=aws_secret_access_key+%3D+` + samples["aws-secret-key"].Secret + `&next=1`, samples["aws-secret-key"].Secret},
 	}
 	for name, c := range cases {
 		b := []byte(c.text)
@@ -83,6 +87,7 @@ func TestEscapedCredentials(t *testing.T) {
 		`char s[] = "\x41\x42\x43\x00\xff"; /* \\ \n */`,
 		`<p>&#169; 2026 &#x2014; &#60;b&#62;</p>`,
 		`C:\\Users\\me\\ghp_notatoken`,
+		`printf("%02x %08X %d%%\n", a, b, c); q := "a%20b%2Fc"`,
 	} {
 		if ms := d.Find([]byte(clean)); len(ms) != 0 {
 			t.Errorf("%q: %+v", clean, ms)
@@ -155,7 +160,7 @@ func FuzzUnescape(f *testing.F) {
 		}
 		dec, p := b, pos
 		for range escRounds {
-			dec, p, _ = unescape(nil, nil, dec, p)
+			dec, p, _ = unescape(nil, nil, dec, p, true)
 			if len(p) != len(dec)+1 || p[len(dec)] != int32(len(b)) {
 				t.Fatalf("positions %v for %d bytes", p, len(dec))
 			}
