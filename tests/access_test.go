@@ -382,6 +382,39 @@ func TestAccessStormNeverSilent(t *testing.T) {
 	t.Logf("%d open events counted for %d opens; lost: %v", counted, n, lost)
 }
 
+// TestAccessRecordNamesAFileItsNameDropped: a process opens a file
+// through the mount, and before its open is recorded the mount has the
+// kernel drop the name (here a policy reload, which drops every name; the
+// watch does so for a file written just before it is opened, which under
+// load is handled after the open). The kernel then calls the open's path
+// "… (deleted)", but the file is there: the access record names its path.
+// Another process opening files without a pause keeps the batch of opens,
+// the holder's among them, unrecorded until a pause, past the reload.
+func TestAccessRecordNamesAFileItsNameDropped(t *testing.T) {
+	t.Parallel()
+	e := newAccessEnv(t, "")
+	busy := exec.Command("sh", "-c", "while :; do cat sentinel.txt; done >/dev/null")
+	busy.Dir = e.mp
+	testenv.Must(t, busy.Start())
+	stopBusy := func() { busy.Process.Kill(); busy.Wait() }
+	defer stopBusy()
+	holder, release := held(t, nil, e.mp, "sh", "-c", "exec 3< conf/prod.yaml; read w")
+	defer release()
+	testenv.Within(t, testenv.HangGuard, "the holder's open", func() error {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", holder.Process.Pid)); err != nil || filepath.Base(link) != "prod.yaml" {
+			return fmt.Errorf("fd 3: %q %v", link, err)
+		}
+		return nil
+	})
+	testenv.Must(t, e.d.cmd.Process.Signal(syscall.SIGHUP))
+	e.d.log.waitFor(t, "policy reloaded", 1, testenv.HangGuard)
+	stopBusy()
+	conf := filepath.Join(e.mp, "conf", "prod.yaml")
+	awaitAccess(t, e.d, "the holder's open, named as it opened it", func(r *journal.Record) bool {
+		return r.Pid == uint32(holder.Process.Pid) && r.Path == conf
+	})
+}
+
 // TestAccessOff: with [audit] opens = "off" nothing is recorded, and the
 // readiness line says so.
 func TestAccessOff(t *testing.T) {

@@ -349,3 +349,29 @@ func TestHistoryLooksWhereItWalks(t *testing.T) {
 		t.Fatalf("handed %q, want %q", got, want)
 	}
 }
+
+// TestOpenedPathIsWhereTheFileIs: an open's path as the kernel names it
+// after the mount had it drop the name (" (deleted)" appended) is the
+// file's path when the file is still there under that name; a file deleted
+// since, one whose own name ends so, or one known under another name keep
+// what the kernel said.
+func TestOpenedPathIsWhereTheFileIs(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		path     string
+		unlinked bool
+		rel      string
+		want     string
+	}{
+		{"/mnt/conf/a.yaml (deleted)", false, "conf/a.yaml", "/mnt/conf/a.yaml"},
+		{"/mnt/conf/a.yaml", false, "conf/a.yaml", "/mnt/conf/a.yaml"},
+		{"/mnt/conf/a.yaml (deleted)", true, "conf/a.yaml", "/mnt/conf/a.yaml (deleted)"},
+		{"/mnt/a (deleted)", false, "a (deleted)", "/mnt/a (deleted)"},
+		{"/mnt/a (deleted) (deleted)", false, "a (deleted)", "/mnt/a (deleted)"},
+		{"/mnt/old.txt (deleted)", false, "new.txt", "/mnt/old.txt (deleted)"},
+	} {
+		if got := openedPath(c.path, c.unlinked, c.rel); got != c.want {
+			t.Errorf("openedPath(%q, %v, %q) = %q, want %q", c.path, c.unlinked, c.rel, got, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/fileid"
@@ -69,6 +70,7 @@ func (d *Daemon) appendOpens(batch []opens.Access, lost opens.Lost) {
 			if pol.Unaudited(t.Root.Path, t.Root.Real, t.Rel) {
 				continue
 			}
+			r.Path = openedPath(a.Path, a.Unlinked, t.Rel)
 			id := fileid.Identity{Dev: t.Dev, Ino: t.Ino, Size: a.Size, MtimeNs: a.MtimeNs, CtimeNs: a.CtimeNs}
 			r.RealPath, r.StatID = t.Real, fileid.StatID(t.Real, id) // statId names the version; its identity would add a sixth to each record
 		}
@@ -102,4 +104,25 @@ func (d *Daemon) appendOpens(batch []opens.Access, lost opens.Lost) {
 		recs = append(recs, r)
 	}
 	flush()
+}
+
+// unhashed is what the kernel appends to its name of a descriptor whose
+// name it no longer holds ("/a/b (deleted)").
+const unhashed = " (deleted)"
+
+// openedPath is where the opener saw the file, from path, the kernel's name
+// of the open's descriptor, and rel, the file's place in its root. The
+// kernel calls a name it dropped "deleted", and the mount has it drop a
+// name it holds whenever the watch sees that name made in the backing tree
+// (a file written just before it was opened, its event handled after the
+// open) or the policy is reloaded: the file is there, and the record must
+// name it. The suffix is cut only when the file still has a link and the
+// name without it is the file's own, so a file whose own name ends so, or
+// one deleted since, keeps it.
+func openedPath(path string, unlinked bool, rel string) string {
+	p, ok := strings.CutSuffix(path, unhashed)
+	if !ok || unlinked || filepath.Base(p) != filepath.Base(rel) {
+		return path
+	}
+	return p
 }

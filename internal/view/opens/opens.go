@@ -59,6 +59,9 @@ type Access struct {
 	// later, give or take a tick), so the version above may be newer than
 	// the one opened.
 	Changed bool
+	// Unlinked says that the file had no link left when the open was
+	// named: deleted since.
+	Unlinked bool
 }
 
 // Lost counts opens that could not be recorded one by one between From
@@ -557,7 +560,7 @@ func (r *Recorder) nameOldest(n int) {
 func (r *Recorder) name(h heldOpen) {
 	var stx unix.Statx_t
 	if err := unix.Statx(h.fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC,
-		unix.STATX_TYPE|unix.STATX_INO|unix.STATX_SIZE|unix.STATX_MTIME|unix.STATX_CTIME, &stx); err != nil {
+		unix.STATX_TYPE|unix.STATX_INO|unix.STATX_NLINK|unix.STATX_SIZE|unix.STATX_MTIME|unix.STATX_CTIME, &stx); err != nil {
 		return
 	}
 	if stx.Mode&unix.S_IFMT != unix.S_IFREG {
@@ -587,7 +590,7 @@ func (r *Recorder) name(h heldOpen) {
 	// a ctime just before it: a tick of slack, and "may". (A change between
 	// the open and its read cannot be told, as before naming waited.)
 	a := &Access{Time: h.at, Pid: h.pid, Process: h.proc, Path: path, Opens: 1, Ino: k.ino, Size: k.size,
-		MtimeNs: k.mtimeNs, CtimeNs: k.ctime, Changed: k.ctime > h.at.Add(-tick).UnixNano()}
+		MtimeNs: k.mtimeNs, CtimeNs: k.ctime, Changed: k.ctime > h.at.Add(-tick).UnixNano(), Unlinked: stx.Nlink == 0}
 	r.mu.Lock()
 	r.pending[k] = a // only the reader adds to pending
 	r.mu.Unlock()
