@@ -304,3 +304,60 @@ func TestAttackReadInsideLongKeyBodyAfterRestart(t *testing.T) {
 		unix.Close(fd)
 	}
 }
+
+// TestAttackKeyHeaderBeforeCleanBody is a key's body already in a file
+// admitted clean (base64 lines with no header are no key), and its header
+// stored later through a shared mapping (no ctime moves), blocks before a
+// READ deep in the body: the READ's own blocks are the bytes admitted,
+// and must still not serve the body, now a key's.
+func TestAttackKeyHeaderBeforeCleanBody(t *testing.T) {
+	t.Parallel()
+	testenv.RequireRoot(t, needsRoot)
+	f := newFixture(t)
+	// On a tmpfs a store through a shared mapping never moves ctime once
+	// its page was stored to.
+	if err := unix.Mount("tmpfs", f.root, "tmpfs", 0, "mode=0755,size=16m"); err != nil {
+		t.Fatalf("a tmpfs for the root: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(f.root, unix.MNT_DETACH) })
+	key := longOpenSSHKey(t, 96<<10)
+	const hdr = "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+	if !strings.HasPrefix(key, hdr) {
+		t.Fatalf("the key does not start with %q", hdr)
+	}
+	const at = 8 << 10 // where the body starts
+	text := strings.Repeat("an ordinary line of text; nothing more.\n", at/40+1)[:at-1] + "\n"
+	content := text + key[len(hdr):] + text
+	const from, n = 112 << 10, 4096
+	if at+len(key)-len(hdr) < from+n+1024 {
+		t.Fatalf("the key is %d bytes: too short to test", len(key))
+	}
+	p, mp := filepath.Join(f.root, "notes.txt"), filepath.Join(f.mp, "notes.txt")
+	writeFile(t, p, content, 0o644)
+	m := sharedMapping(t, p)
+	for i := 0; i < len(m); i += 4096 { // every page's first store moves ctime, later ones do not
+		copy(m[i:i+1], []byte{m[i]})
+	}
+	startMount(t, f.mp, "--policy", f.policy)
+	if b, err := os.ReadFile(mp); err != nil || string(b) != content {
+		t.Fatalf("the body without a header, through the mount: %d bytes, %v", len(b), err)
+	}
+	before := ctimeOf(t, p)
+	copy(m[at-len(hdr):], hdr)
+	if ctimeOf(t, p) != before {
+		t.Fatalf("the store moved ctime: the test proves nothing")
+	}
+	body := content[from : from+n]
+	rb := directBuf(n)
+	if k, err := preadDirect(mp, rb, from); err == nil && strings.Contains(string(rb[:k]), body[:64]) {
+		t.Errorf("an O_DIRECT READ inside the body, its key's header stored blocks before, served it")
+	}
+	dropMountCache(t, mp)
+	if fd, err := unix.Open(mp, unix.O_RDONLY, 0); err == nil {
+		b := make([]byte, n)
+		if k, err := unix.Pread(fd, b, from); err == nil && strings.Contains(string(b[:k]), body[:64]) {
+			t.Errorf("a READ inside the body, its key's header stored blocks before, served it")
+		}
+		unix.Close(fd)
+	}
+}

@@ -19,6 +19,19 @@ import (
 // the same hashes are the same bytes, checked; any other is a version the
 // verdict did not see, decided afresh whatever its identity says.
 //
+// A window's blocks are not all a READ depends on: a key's header written
+// before a body that was already there (admitted clean, unchanged) makes
+// the body key material, and the header may lie blocks before the
+// window. So when the window's bytes before the range served are all
+// bytes a key's body is made of (leadUnchanged: base64, hex, escapes,
+// white space, with digits), the lookBack blocks before the window are compared with
+// their hashes too: a header further back than that leaves the range more
+// than 128 KiB into its key's body, past the secret of every key format
+// (an RSA key of 16384 bits is 12.5 KiB of PEM; an OpenSSH key keeps its
+// secret before its comment). Text and code break the run of body bytes
+// within the margins and cost nothing; a file of body bytes only (base64,
+// hex) costs reading and hashing those blocks at each READ.
+//
 // The key is the daemon's own, random, never shown: a writer cannot make
 // other bytes with the same hashes without it. Hashes take 8 bytes per
 // block, at most maxBlocks per version and maxSumBytes for all remembered
@@ -34,6 +47,7 @@ const (
 	maxBlockShift = 20
 	maxBlocks     = 16 << 10
 	maxSumBytes   = 64 << 20
+	lookBack      = 2
 )
 
 // errChangedScanning is a block read twice by one admission's scans with
@@ -210,3 +224,53 @@ func (rec *recorder) sums() *sums {
 	}
 	return &sums{shift: rec.shift, size: rec.size, head: append([]byte(nil), rec.head[:min(4, rec.size)]...), block: rec.sum}
 }
+
+// bodyByte marks the bytes a key's body may be written in: base64 (and
+// its URL-safe letters), hex, white space, and the escapes a body takes
+// in a string or a URL.
+var bodyByte = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_ \t\r\n\\%\"") {
+		t[c] = true
+	}
+	return t
+}()
+
+// bodyLike reports whether b is all body bytes, a digit among them: a
+// key's body, base64 or hex of random bytes, holds digits all along, and
+// letters and white space alone (a file of words) are no key's.
+func bodyLike(b []byte) bool {
+	digit := false
+	for _, c := range b {
+		if !bodyByte[c] {
+			return false
+		}
+		digit = digit || c-'0' < 10
+	}
+	return digit
+}
+
+// leadUnchanged reports whether the lookBack blocks before w (read from
+// r), in which a key reaching into w's range could start, are the bytes
+// admission read: true at once when w starts the file, or when its bytes
+// before the range are not all body bytes (see the comment at the top).
+func (s *sums) leadUnchanged(r io.ReaderAt, w Window) bool {
+	if w.Base == 0 || w.From < w.Base || !bodyLike(w.Bytes[:w.From-w.Base]) {
+		return true
+	}
+	b := int64(1) << s.shift
+	bp := leads.Get().(*[]byte)
+	defer leads.Put(bp)
+	if int64(cap(*bp)) < b {
+		*bp = make([]byte, b)
+	}
+	buf := (*bp)[:b]
+	for i := w.Base>>s.shift - 1; i >= 0 && i >= w.Base>>s.shift-lookBack; i-- {
+		if n, _ := r.ReadAt(buf, i<<s.shift); int64(n) < b || maphash.Bytes(sumKey, buf) != s.block[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// leads holds the buffers leadUnchanged reads blocks into.
+var leads = sync.Pool{New: func() any { return new([]byte) }}

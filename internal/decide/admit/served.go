@@ -66,7 +66,7 @@ func (d *Decider) Check(g *roots.Guard, f *roots.File, id fileid.Identity, masks
 		// the same identity, which a fresher decision refused or masked
 		// otherwise.
 		res, err := verdict(pol, p, rem.res)
-		return err == nil && slices.Equal(res.Masks, masks) && rem.sums.matches(w.Bytes, w.Base, w.Head)
+		return err == nil && slices.Equal(res.Masks, masks) && rem.sums.matches(w.Bytes, w.Base, w.Head) && rem.sums.leadUnchanged(f, w)
 	case !ok:
 		// Not remembered (dropped): decided afresh, the hashes are kept.
 		if _, hashed := blockShift(id.Size); hashed {
