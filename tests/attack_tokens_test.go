@@ -259,3 +259,48 @@ func TestAttackURLEncodedTokens(t *testing.T) {
 		t.Errorf("%s: %d of %d URL-encoded tokens shown: %v", door, len(names), len(files), names)
 	}
 }
+
+// TestAttackTokenInFileName names a file, and a directory, after a token
+// (`ghp_….txt`, as a tool that saves a token under its own name does):
+// the name is what shows it, so neither the mount's listing nor its
+// lookup, nor fsguard read (the file, or its directory's listing) shows
+// it; fsguard read says why (credential-in-name). Names that merely look
+// like one stay shown.
+func TestAttackTokenInFileName(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	pat := githubSample(t)
+	file := pat.Value + ".txt"
+	writeFile(t, filepath.Join(f.root, "n", file), "hello\n", 0o644)
+	writeFile(t, filepath.Join(f.root, "n", pat.Value, "inner.txt"), "hello\n", 0o644)
+	writeFile(t, filepath.Join(f.root, "n", "ghp_notatoken_just_a_long_name.txt"), "hello\n", 0o644)
+	startMount(t, f.mp, "--policy", f.policy)
+	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=names"}
+	ents, err := os.ReadDir(filepath.Join(f.mp, "n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); strings.Contains(got, pat.Secret) || !strings.Contains(got, "ghp_notatoken") {
+		t.Errorf("the mount lists %q", got)
+	}
+	for _, p := range []string{filepath.Join("n", file), filepath.Join("n", pat.Value), filepath.Join("n", pat.Value, "inner.txt")} {
+		if _, err := os.Stat(filepath.Join(f.mp, p)); err == nil {
+			t.Errorf("the mount's lookup finds %s", p)
+		}
+		out, errs, _, _ := runBinary(t, f.root, env, "", "read", p, "--no-dedupe")
+		if strings.Contains(out, "hello") {
+			t.Errorf("fsguard read shows %s", p)
+		}
+		if !strings.Contains(out+errs, "credential") {
+			t.Errorf("fsguard read of %s does not say a credential is in the name: %s", p, out+errs)
+		}
+	}
+	out, errs, _, _ := runBinary(t, f.root, env, "", "read", "n", "--no-dedupe")
+	if strings.Contains(out, pat.Value[4:]) || !strings.Contains(out, "ghp_notatoken") {
+		t.Errorf("fsguard read of the directory shows: %s", out+errs)
+	}
+}

@@ -167,6 +167,7 @@ const (
 	LinkLoop           Reason = "link-loop"
 	TopHoldsRoots      Reason = "top-holds-roots"
 	DeniedName         Reason = "denied-name"
+	CredentialInName   Reason = "credential-in-name"
 	WriteDeniedRule    Reason = "write-denied" // Rule: the [write] deny glob
 	GitDir             Reason = "git-dir"      // Detail: what makes it git's own
 	GitHooks           Reason = "git-hooks"    // Detail: which hooks directory
@@ -337,9 +338,10 @@ var table = map[Reason]row{
 		}
 		return "not found; check the path (fsguard resolves it relative to the current directory)"
 	}),
-	LinkLoop:      why(NotFound, "too many levels of symbolic links (a link loop); name the file itself"),
-	TopHoldsRoots: why(NotFound, "not found; the top of the mount holds only the roots"),
-	DeniedName:    why(Denied, "denied by policy; this path is not available to the agent"),
+	LinkLoop:         why(NotFound, "too many levels of symbolic links (a link loop); name the file itself"),
+	TopHoldsRoots:    why(NotFound, "not found; the top of the mount holds only the roots"),
+	DeniedName:       why(Denied, "denied by policy; this path is not available to the agent"),
+	CredentialInName: why(Denied, "its name holds a credential (a token), and a name cannot be masked, so fsguard hides it; rename the file on the host to a name without the token, and revoke the token"),
 	WriteDeniedRule: whyf(WriteDenied, func(e *Error, _ *words) string {
 		return fmt.Sprintf("the policy does not let the agent write here (rule %q in [write] deny_globs): files the host runs on its own are not the agent's to change; leave this change to a person", e.Rule)
 	}),

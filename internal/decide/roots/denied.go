@@ -114,7 +114,7 @@ func (g *Guard) deniedIn(root *Root, r *entryRules, name, child string) bool {
 }
 
 func (g *Guard) entryDenied(r *entryRules, name string) bool {
-	if IsTemp(name) {
+	if IsTemp(name) || g.credentialInName(name) {
 		return true
 	}
 	if r.fold {

@@ -71,7 +71,7 @@ func (g *Guard) entry(p Path, want func(*unix.Stat_t) bool) (Entry, *File, error
 	at := p.Root.At(p.Rel)
 	e := Entry{Name: p.Base(), Rel: p.Rel}
 	if g.Denied(p.Root, p.Rel) {
-		return e, nil, deniedErr(at.Shown)
+		return e, nil, g.deniedErr(at.Shown)
 	}
 	if want != nil {
 		if f, ok := g.openListed(p, &e, want); ok {
@@ -185,7 +185,7 @@ func (g *Guard) linkEntry(pfd int, p Path) (string, error) {
 		return "", refusal.Of(refusal.LinkLeadsOutside, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
 	if g.Denied(p.Root, target.Rel) {
-		return "", deniedErr(p.Shown)
+		return "", g.deniedErr(p.Shown)
 	}
 	tfd, _, err := g.open(p.Root, target.Rel, unix.O_PATH)
 	if err == unix.EXDEV {
@@ -246,7 +246,7 @@ var ErrTooManyEntries = errors.New("more entries than one listing takes")
 func (g *Guard) listAtMost(root *Root, rel string, max int) ([]DirEntry, error) {
 	at := root.At(rel)
 	if rel != "." && g.Denied(root, rel) {
-		return nil, deniedErr(at.Shown)
+		return nil, g.deniedErr(at.Shown)
 	}
 	fd, viaLink, err := g.open(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
@@ -353,7 +353,7 @@ func (g *Guard) ListDir(name, cwd string, max int) (*Listing, error) {
 		return nil, err
 	}
 	if p.Rel != "." && g.Denied(p.Root, p.Rel) {
-		return nil, deniedErr(p.Shown)
+		return nil, g.deniedErr(p.Shown)
 	}
 	pfd, viaLink, err := g.open(p.Root, p.Rel, unix.O_PATH|unix.O_DIRECTORY)
 	switch {

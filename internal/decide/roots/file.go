@@ -187,7 +187,7 @@ func (g *Guard) OpenParent(p Path) (*Dir, string, error) {
 		return nil, "", notAFile(p.Shown, "directory")
 	}
 	if g.Denied(p.Root, p.Rel) {
-		return nil, "", deniedErr(p.Shown)
+		return nil, "", g.deniedErr(p.Shown)
 	}
 	name := p.Base()
 	d, err := g.OpenDir(p.Parent())
@@ -196,7 +196,7 @@ func (g *Guard) OpenParent(p Path) (*Dir, string, error) {
 	}
 	if g.Denied(p.Root, filepath.Join(d.Rel, name)) {
 		d.Close()
-		return nil, "", deniedErr(p.Shown)
+		return nil, "", g.deniedErr(p.Shown)
 	}
 	if err := g.writeIntoGitDir(d, name, p.Shown); err != nil {
 		d.Close()
@@ -232,7 +232,7 @@ func (g *Guard) OpenDir(p Path) (*Dir, error) {
 	}
 	if g.Denied(p.Root, d.Rel) {
 		d.Close()
-		return nil, deniedErr(p.Shown)
+		return nil, g.deniedErr(p.Shown)
 	}
 	return d, nil
 }

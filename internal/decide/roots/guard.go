@@ -24,6 +24,7 @@ import (
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 	"github.com/fsguard/fsguard/internal/concept/refusal"
+	"github.com/fsguard/fsguard/internal/decide/sniff"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,6 +44,9 @@ type Guard struct {
 	// does not (see folds); absGlobs: some deny glob is absolute.
 	denyPaths, foldedDenyPaths []string
 	absGlobs                   bool
+	// names finds credentials in names (credentialInName): nil when the
+	// policy masks none.
+	names *sniff.Detector
 }
 
 // Access runs file-system work with some identity's rights (a
@@ -148,6 +152,13 @@ func (r *Root) ReadOnly() bool {
 // New opens every root of the policy.
 func New(p *policy.Policy) (*Guard, error) {
 	g := &Guard{pol: p, denials: &denials{}}
+	if p.Secrets.Masks() {
+		d, err := sniff.NewDetector(p.Secrets)
+		if err != nil {
+			return nil, err
+		}
+		g.names = d
+	}
 	for _, d := range p.Deny.Paths {
 		folded := "/" + strings.Join(policy.SplitName(d, true), "/")
 		g.foldedDenyPaths = append(g.foldedDenyPaths, folded)
@@ -210,7 +221,9 @@ func (g *Guard) Denied(root *Root, rel string) bool {
 	if denied, ok := g.denials.get(k); ok {
 		return denied
 	}
-	denied := g.deniedAbs(root, rel, filepath.Join(root.Real, rel)) ||
+	// The one name decision: deny rules, fsguard's temporary files, and a
+	// name holding a credential.
+	denied := g.credentialInName(rel) || g.deniedAbs(root, rel, filepath.Join(root.Real, rel)) ||
 		(root.Path != root.Real && g.deniedAbs(root, rel, filepath.Join(root.Path, rel)))
 	g.denials.put(k, denied)
 	return denied
@@ -412,7 +425,7 @@ func (g *Guard) landed(fd int, p Path, within bool) (Path, error) {
 		return Path{}, g.outside(p.Shown)
 	}
 	if g.Denied(r, rel) {
-		return Path{}, deniedErr(p.Shown)
+		return Path{}, g.deniedErr(p.Shown)
 	}
 	return p.In(r, rel), nil
 }
@@ -434,7 +447,7 @@ func (g *Guard) OpenIn(p Path) (*File, error) {
 
 func (g *Guard) openIn(p Path, hops int) (*File, error) {
 	if g.Denied(p.Root, p.Rel) {
-		return nil, deniedErr(p.Shown)
+		return nil, g.deniedErr(p.Shown)
 	}
 	var st unix.Stat_t
 	if fd, ok := g.openNodev(p.Root, p.Rel, 0, &st); ok {
@@ -547,8 +560,34 @@ func unwrap(err error) error {
 	return err
 }
 
-func deniedErr(shown string) error {
-	return refusal.Of(refusal.DeniedName, refusal.OpRead, shown, refusal.Facts{})
+// deniedErr is the refusal of a denied path: a name holding a credential
+// says so, any other is a deny rule's.
+func (g *Guard) deniedErr(shown string) error {
+	reason := refusal.DeniedName
+	if g.credentialInName(shown) {
+		reason = refusal.CredentialInName
+	}
+	return refusal.Of(reason, refusal.OpRead, shown, refusal.Facts{})
+}
+
+// minCredentialName is the shortest name looked into for a credential:
+// no family's token is shorter.
+const minCredentialName = 16
+
+// credentialInName reports whether a name on path (any of its components)
+// holds a credential, as the policy's [secrets] finds them in text: such
+// a name is denied like a deny rule's, since the name is what shows it and
+// a name cannot be masked without breaking every path through it.
+func (g *Guard) credentialInName(path string) bool {
+	if g.names == nil || len(path) < minCredentialName {
+		return false
+	}
+	for name := range strings.SplitSeq(path, "/") {
+		if len(name) >= minCredentialName && len(g.names.Find([]byte(name))) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrDirectory is the cause of a NOT_A_FILE refusal of a directory: a
