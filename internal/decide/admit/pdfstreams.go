@@ -124,8 +124,8 @@ func (s *streamSearch) packed(b []byte) (*sniff.Inside, error) {
 		return nil, nil
 	}
 	kind, err := sniff.PackedKindIn(b, bytes.NewReader(b), int64(len(b)))
-	if err != nil || kind == "" {
-		return nil, nil
+	if err != nil || kind == "" || kind == sniff.Zlib {
+		return nil, nil // a zlib layer is decoded as a stream's (decode), held or not
 	}
 	in, err := s.unpacker.Inspect(bytes.NewReader(b), int64(len(b)), kind)
 	if err != nil || in == nil {

@@ -6,17 +6,19 @@ import (
 	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
+	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/fsguard/fsguard/internal/concept/policy"
 )
 
-// Packed files — gzip streams, tar and zip archives, recognised by their
-// magic bytes, never by their names — are looked into: a key or a
+// Packed files — gzip, bzip2 and bare zlib streams, tar and zip archives,
+// recognised by their magic bytes, never by their names — are looked into: a key or a
 // credential compressed, or a denied file (.env, id_rsa) packed in an
 // archive, is out of the view's reach only if what is inside is checked as
 // a file of the tree would be. Members are checked by name (the policy's
@@ -52,6 +54,7 @@ const (
 const (
 	Gzip  = "gzip"
 	Bzip2 = "bzip2"
+	Zlib  = "zlib"
 	Zip   = "zip"
 	Tar   = "tar"
 )
@@ -68,10 +71,12 @@ var unreadPacked = []struct{ kind, magic string }{
 }
 
 // PackedKind names the packing of content that starts with head (at
-// least 512 bytes when there are): "gzip", "bzip2", "zip", "tar", one of
-// unreadPacked's, or "".
+// least 512 bytes when there are): "gzip", "bzip2", "zlib", "zip", "tar",
+// one of unreadPacked's, or "".
 func PackedKind(head []byte) string {
 	switch {
+	case isZlib(head):
+		return Zlib
 	case len(head) >= 3 && head[0] == 0x1f && head[1] == 0x8b && head[2] == 8:
 		return Gzip
 	case len(head) >= 10 && string(head[:3]) == "BZh" && head[3] >= '1' && head[3] <= '9' &&
@@ -122,6 +127,61 @@ func PackedKindIn(head []byte, r io.ReaderAt, size int64) (string, error) {
 		return Zip, nil
 	}
 	return "", nil
+}
+
+// zlibHead is how much of a zlib stream's output isZlib inflates.
+const zlibHead = 4096
+
+// isZlib: head starts a zlib stream (RFC 1950: deflate, a 32 KiB window
+// or less, no preset dictionary, its header's check right) that inflates
+// as one: to its end with its checksum right, or to zlibHead bytes, or,
+// cut at the end of head, to half of head's length at least. A zlib
+// header is two bytes that text can start with ("x^"), so the header
+// alone does not decide. A git object (zlib of "blob 12\x00...") is not
+// one: a repository's objects are the history scan's to report, not the
+// view's to refuse.
+func isZlib(head []byte) bool {
+	if len(head) < 8 || head[0]&0x0f != 8 || head[0]>>4 > 7 || head[1]&0x20 != 0 || (uint(head[0])<<8|uint(head[1]))%31 != 0 {
+		return false
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(head))
+	if err != nil {
+		return false
+	}
+	out := make([]byte, zlibHead)
+	n := 0
+	for n < zlibHead {
+		k, err := zr.Read(out[n:])
+		n += k
+		if err == io.EOF {
+			break // its end, its checksum checked
+		}
+		if err == io.ErrUnexpectedEOF && n >= len(head)/2 {
+			break // cut with head
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return !isGitObject(out[:n])
+}
+
+// isGitObject: b starts as a git object does ("blob 12\x00").
+func isGitObject(b []byte) bool {
+	kind, rest, ok := bytes.Cut(b, []byte(" "))
+	if !ok || !slices.Contains([]string{"blob", "tree", "commit", "tag"}, string(kind)) {
+		return false
+	}
+	size, _, ok := bytes.Cut(rest, []byte{0})
+	if !ok || len(size) == 0 || len(size) > 20 {
+		return false
+	}
+	for _, c := range size {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isTarHeader: a tar header, POSIX, GNU or older, whose checksum is
@@ -237,6 +297,12 @@ func (p *unpack) inspect(r io.ReaderAt, size int64, kind, prefix string, depth i
 		return p.tar(io.NewSectionReader(r, 0, size), prefix, depth, true)
 	case Bzip2:
 		return p.stream(bzip2.NewReader(io.NewSectionReader(r, 0, size)), prefix+"-", depth)
+	case Zlib:
+		zr, err := zlib.NewReader(io.NewSectionReader(r, 0, size))
+		if err != nil {
+			return unchecked(prefix, "damaged zlib: "+err.Error()), nil
+		}
+		return p.stream(zr, prefix+"-", depth)
 	}
 	for _, u := range unreadPacked {
 		if kind == u.kind {
