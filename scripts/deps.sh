@@ -10,7 +10,8 @@
 # scripts/check-release.sh checks the packages with (file, groff, dpkg-deb,
 # lintian), and bindfs, the FUSE mirror scripts/benchmount measures fsguard
 # against, and strace, whose fault injection (-e inject) the fault tests drive
-# (TestWrittenThoughTheDirectorySyncFailed). Idempotent; needs
+# (TestWrittenThoughTheDirectorySyncFailed), and qpdf, which attaches files
+# to PDFs and encrypts them (TestAttackEncryptedPDFThroughEveryDoor). Idempotent; needs
 # root and apt (Debian, Ubuntu). CI runs it; on another machine the tests
 # that need a missing tool skip (FSGUARD_REQUIRE_TOOLS=1 makes that fail).
 set -euo pipefail
@@ -19,7 +20,7 @@ if [ ! -d tests/tsclient/node_modules/@modelcontextprotocol/sdk ]; then
   npm ci --prefix tests/tsclient --no-audit --no-fund > /dev/null
 fi
 need=()
-for tool in zsh fish promtool rsyslogd file groff dpkg-deb lintian bindfs strace; do
+for tool in zsh fish promtool rsyslogd file groff dpkg-deb lintian bindfs strace qpdf; do
   pkg=$tool
   [ "$tool" = promtool ] && pkg=prometheus
   [ "$tool" = rsyslogd ] && pkg=rsyslog

@@ -1,6 +1,7 @@
 package admit_test
 
 import (
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,6 +28,23 @@ func BenchmarkShownCold(b *testing.B) {
 		d := admit.New(1 << 16)
 		if got := d.Shown(e.g, roots.Path{Root: e.g.Roots()[0], Rel: "d", Shown: "d"}, ents, nil, nil); len(got) != 100 {
 			b.Fatalf("shown %d of 100", len(got))
+		}
+	}
+}
+
+// BenchmarkDecideLargeBinary is the first decision of a 32 MiB binary of
+// noise (a fresh decider each time): the whole-file key scan, and the
+// look at its start for a packing.
+func BenchmarkDecideLargeBinary(b *testing.B) {
+	e := newEnv(&testing.T{}, "")
+	noise := make([]byte, 32<<20)
+	rand.Read(noise)
+	e.write("big.bin", string(noise))
+	b.SetBytes(int64(len(noise)))
+	b.ResetTimer()
+	for b.Loop() {
+		if err := e.decide(admit.New(1<<16), "big.bin"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -13,25 +13,31 @@ import (
 )
 
 // A PDF's text is not all it holds: its streams also carry attachments
-// (embedded files), metadata, forms and scripts, which no text extraction
-// returns and which the mount serves as the PDF's bytes, where any PDF
-// tool (or zlib) gets them back. A stream is usually compressed, so no
-// scan of the file's bytes finds a key in one. So every stream's body is
-// also decoded as its filters would decode it (FlateDecode, with or
-// without zlib's header, ASCIIHexDecode, ASCII85Decode, chained up to
-// maxStreamLayers deep) and every layer is searched for keys and
+// (embedded files), metadata, forms and scripts, and its strings carry
+// form values and annotations, which no text extraction returns and which
+// the mount serves as the PDF's bytes, where any PDF tool (or zlib) gets
+// them back. A stream is usually compressed, and in an encrypted PDF
+// encrypted too, so no scan of the file's bytes finds a key in one. So
+// every stream is decrypted when the PDF opens with the empty user
+// password (pdfcrypt.go), decoded through the filter chain its dictionary
+// names (pdffilters.go: FlateDecode, LZWDecode, RunLengthDecode, the
+// ASCII ones, predictors), and every layer is searched for keys and
 // credentials, and looked into when it is itself a packed file (a zip
-// attached to the PDF). The filters are not parsed: each decoder is tried
-// on each body, so a stream whose dictionary lies about its filter is
-// decoded all the same.
+// attached to the PDF); every object's strings are searched, decrypted.
+// Since a dictionary can lie, a stream body is also decoded by each
+// decoder that takes it (FlateDecode, with or without zlib's header,
+// ASCIIHexDecode, ASCII85Decode, chained up to maxStreamLayers deep):
+// when its chain is empty or does not decode it, beyond what the chain
+// decodes, and for a body no object header parses.
 //
 // Memory is bounded: a layer is held whole only up to maxStreamBytes (it
 // may be decoded further); a larger one (a big image's pixels) is searched
 // as it is inflated, a window at a time, and refused as unreadable only if
 // it starts as another encoding would (it would need decoding further to
 // be searched). Time is bounded: at most maxStreamsDecoded bytes are
-// inflated per PDF, past which it is refused as one fsguard cannot read,
-// never served unchecked.
+// decoded or decrypted per PDF (every layer of a chain counts), and
+// object headers parsed past maxStreamsParsed, past which it is refused as
+// one fsguard cannot read, never served unchecked.
 
 const (
 	maxStreamLayers   = 4
@@ -44,18 +50,201 @@ const (
 // streamFinding searches the decoded streams of the PDF data for what its
 // text search would refuse: a key, a credential (det, nil for none), a
 // packed file holding either. It returns the finding (nil: none).
+// Every object is parsed from its header (pdfobj.go): a stream is
+// decrypted when the PDF is (pdfcrypt.go), decoded through its /Filter
+// chain (pdffilters.go), and searched as below; its strings are searched
+// too. A stream body no header parses is searched as it is found.
 func (d *Decider) streamFinding(data []byte, det *sniff.Detector, unpacker *sniff.Unpacker) (*sniff.Inside, error) {
 	s := &streamSearch{det: det, unpacker: unpacker, budget: maxStreamsDecoded}
+	o := newPDFObjects(data)
+	keys, encrypted := pdfKeys(o)
+	if encrypted && len(keys) == 0 {
+		return &sniff.Inside{Why: insideDocUnreadable, Detail: "it is encrypted, and not with an empty user password (a password is needed to read it)"}, nil
+	}
+	if len(keys) > maxPDFKeys {
+		return &sniff.Inside{Why: insideDocUnreadable, Detail: "it is encrypted with more keys than fsguard tries"}, nil
+	}
+	seen := map[int]bool{}
+	parsed := int64(0)
+	for _, h := range o.hs {
+		v, end, ok, over := pdfValueOver(data, h.at)
+		if parsed += int64(end - h.at); parsed > maxStreamsParsed(len(data)) || over {
+			return unreadableIf(errObjectsTooLarge), nil
+		}
+		if !ok {
+			continue
+		}
+		if in := s.strings(v, h, keys); in != nil {
+			return in, nil
+		}
+		st, ok := pdfStreamAt(data, h, v, end, o.length)
+		if !ok {
+			continue
+		}
+		seen[st.start] = true
+		if in, err := s.stream(st, keys); err != nil || in != nil {
+			return in, err
+		}
+	}
 	for rest := data; ; {
 		body, next, ok := nextStream(rest)
 		if !ok {
 			return nil, nil
 		}
 		rest = next
-		if in, err := s.layers(body); err != nil || in != nil {
+		if seen[cap(data)-cap(body)] { // parsed from its header above
+			continue
+		}
+		if in, err := s.layers(body, 0); err != nil || in != nil {
 			return in, err
 		}
 	}
+}
+
+// maxStreamsParsed bounds the bytes parsed from object headers in a PDF
+// of size bytes: headers inside other objects (in a string, a stream) are
+// parsed too, but never more than this over all.
+func maxStreamsParsed(size int) int64 { return 8*int64(size) + 1<<20 }
+
+// errObjectsTooLarge is a PDF whose objects overlap past the parsing
+// bound, or one of whose objects nests or holds more than a parse does.
+var errObjectsTooLarge = errors.New("its objects are larger or deeper than fsguard parses")
+
+// stream searches one stream object: each body, decrypted with each key
+// (and as it is: an encrypted PDF leaves some streams plain), decoded
+// through its filter chain; when the chain does not decode it, by the
+// decoders that take it.
+func (s *streamSearch) stream(st pdfStream, keys []pdfKey) (*sniff.Inside, error) {
+	fs, ps := filtersOf(st.dict)
+	xref := st.dict["Type"] == pdfName("XRef")
+	for _, body := range st.bodies {
+		if in, err := s.chain(body, fs, ps); err != nil || in != nil {
+			return in, err
+		}
+		if xref {
+			continue // never encrypted
+		}
+		// One decryption held at a time.
+		for _, k := range keys {
+			for _, n := range st.nums {
+				if k.stm == pdfPlain {
+					continue
+				}
+				if s.budget -= int64(len(body)); s.budget < 0 {
+					return unreadableIf(errStreamsTooLarge), nil
+				}
+				if b := k.decrypt(k.stm, n, st.gen, body); b != nil {
+					if in, err := s.chain(b, fs, ps); err != nil || in != nil {
+						return in, err
+					}
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// chain searches body decoded through its filter chain, and what that
+// decodes to further; by the decoders that take it when the chain is
+// empty or does not decode it.
+func (s *streamSearch) chain(body []byte, fs []pdfName, ps []pdfDict) (*sniff.Inside, error) {
+	if len(fs) == 0 {
+		return s.layers(body, 0)
+	}
+	r, err := chainReader(body, fs, ps, s.counted)
+	if err != nil {
+		if errors.Is(err, errFilterChain) {
+			return unreadableIf(err), nil
+		}
+		return s.layers(body, 0)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, maxStreamBytes+1))
+	if errors.Is(err, errStreamsTooLarge) {
+		return unreadableIf(err), nil
+	}
+	if len(out) == 0 {
+		return s.layers(body, 0)
+	}
+	if len(out) > maxStreamBytes {
+		if in := s.find(out); in != nil {
+			return in, nil
+		}
+		if _, again, _ := s.decodeHead(out); again {
+			return &sniff.Inside{Why: insideDocUnreadable, Detail: "a stream decodes to more than fsguard holds, encoded again"}, nil
+		}
+		return s.rest(out, r)
+	}
+	return s.layers(out, 1)
+}
+
+// counted counts what r reads against the budget.
+func (s *streamSearch) counted(r io.Reader) io.Reader { return &budgeted{r: r, s: s} }
+
+type budgeted struct {
+	r io.Reader
+	s *streamSearch
+}
+
+func (b *budgeted) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.s.budget -= int64(n); b.s.budget < 0 {
+		return n, errStreamsTooLarge
+	}
+	return n, err
+}
+
+// maxPDFStrings bounds the strings of one object searched.
+const maxPDFStrings = 1 << 16
+
+// strings searches the strings of the object v (header h), decrypted
+// with each key when the PDF is encrypted, joined by new lines.
+func (s *streamSearch) strings(v any, h pdfHeader, keys []pdfKey) *sniff.Inside {
+	var strs [][]byte
+	var walk func(v any, depth int)
+	walk = func(v any, depth int) {
+		if len(strs) >= maxPDFStrings || depth > maxPDFDepth {
+			return
+		}
+		switch v := v.(type) {
+		case []byte:
+			strs = append(strs, v)
+		case []any:
+			for _, e := range v {
+				walk(e, depth+1)
+			}
+		case pdfDict:
+			for _, e := range v {
+				walk(e, depth+1)
+			}
+		}
+	}
+	walk(v, 0)
+	if len(strs) == 0 {
+		return nil
+	}
+	if in := s.find(bytes.Join(strs, []byte("\n"))); in != nil {
+		return in
+	}
+	for _, k := range keys {
+		if k.str == pdfPlain {
+			continue
+		}
+		for _, n := range h.nums {
+			var plain [][]byte
+			for _, str := range strs {
+				if s.budget -= int64(len(str)); s.budget < 0 {
+					return unreadableIf(errStreamsTooLarge)
+				}
+				if b := k.decrypt(k.str, n, h.gen, str); b != nil {
+					plain = append(plain, b)
+				}
+			}
+			if in := s.find(bytes.Join(plain, []byte("\n"))); in != nil {
+				return in
+			}
+		}
+	}
+	return nil
 }
 
 // streamSearch is one PDF's search of its streams, with its budget.
@@ -66,8 +255,9 @@ type streamSearch struct {
 }
 
 // layers searches the layers one stream body decodes to.
-func (s *streamSearch) layers(layer []byte) (*sniff.Inside, error) {
-	for depth := 0; ; depth++ {
+// depth is the layers decoded before layer (0: it is a stream's body).
+func (s *streamSearch) layers(layer []byte, depth int) (*sniff.Inside, error) {
+	for ; ; depth++ {
 		if depth > 0 {
 			if in := s.find(layer); in != nil {
 				return in, nil

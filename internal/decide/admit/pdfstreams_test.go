@@ -49,7 +49,7 @@ func TestStreamSearchLargeLayers(t *testing.T) {
 		t.Fatalf("a large image: %+v %v", in, err)
 	}
 	s := &streamSearch{budget: 4 << 20}
-	if in, err := s.layers(zlibOf(bytes.Repeat([]byte{0}, 8<<20))); err != nil || in == nil || in.Why != insideDocUnreadable {
+	if in, err := s.layers(zlibOf(bytes.Repeat([]byte{0}, 8<<20)), 0); err != nil || in == nil || in.Why != insideDocUnreadable {
 		t.Fatalf("past the budget: %+v %v", in, err)
 	}
 	// Layers: hex inside flate inside flate.
