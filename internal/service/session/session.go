@@ -48,6 +48,9 @@ type Service struct {
 	// OnUnrecorded, when set, is given a denial the journal could not
 	// record; it returns whether it keeps it to record later.
 	OnUnrecorded func(*journal.Record) bool
+	// noTmpfile, in tests, has writes take the path of a file system
+	// without O_TMPFILE.
+	noTmpfile bool
 	// Held, when set, keeps the content sessions were handed, so a
 	// changed file can be answered with a diff.
 	Held *blobs.Store

@@ -467,3 +467,60 @@ func TestRecoverKnowsTheWriterByItsStart(t *testing.T) {
 		t.Errorf("left dangling: %+v, want only this process's own", left)
 	}
 }
+
+// TestNamedTempsAreFoundAtStart: on a file system without O_TMPFILE a
+// write's new version is named from the start; its name is recorded before
+// the file is made. A write that completes leaves no intent dangling; one
+// killed before its own intent (a temp-name intent dangling, the named
+// file holding part of the content) has that file removed by the next
+// start; a temp an older version's killed write left (its intent naming
+// no temp) is removed when it holds the intended content, and a look-alike
+// holding anything else is left.
+func TestNamedTempsAreFoundAtStart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.svc.noTmpfile = true
+	if _, err := e.svc.Write("new.txt", e.root, "s1", strings.NewReader("made named\n")); err != nil {
+		t.Fatalf("a write on a file system without O_TMPFILE: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "new.txt")); string(b) != "made named\n" {
+		t.Fatalf("new.txt: %q", b)
+	}
+	if left, _ := e.svc.Journal.Dangling(); len(left) != 0 {
+		t.Fatalf("a completed write left %d intents dangling", len(left))
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := uint32(dead.Process.Pid)
+	target := e.write("t.txt", "the old content\n")
+	dir := filepath.Dir(target)
+	killed := ".t.txt" + roots.TempMark + "dddddddddddd"
+	older := ".t.txt" + roots.TempMark + "eeeeeeeeeeee"
+	lookalike := ".t.txt" + roots.TempMark + "ffffffffffff"
+	for name, content := range map[string]string{killed: "the new con", older: "the new content\n", lookalike: "a user's own\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := e.svc.sess("s1").Owner
+	id := fileid.ContentID(sha256.Sum256([]byte("the new content\n")))
+	if err := e.svc.Journal.Append(
+		&journal.Record{Kind: journal.KindIntent, Detail: "temp", Session: "s1", Owner: owner, RealPath: target, Writer: gone, Temp: killed},
+		&journal.Record{Kind: journal.KindIntent, Session: "s1", Owner: owner, RealPath: target, ContentID: id, Writer: gone},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.svc.Recover(true); err != nil || n != 2 {
+		t.Fatalf("Recover: %d resolved, %v; want 2", n, err)
+	}
+	for _, name := range []string{killed, older} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("a killed write's temporary file is still there: %s", name)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, lookalike)); err != nil {
+		t.Errorf("a file that only looks like a temporary one was removed: %v", err)
+	}
+}

@@ -27,19 +27,29 @@ type temp struct {
 	named bool   // it has the name
 }
 
-func newTemp(g *roots.Guard, dfd int, base string) (*temp, error) {
+func newTemp(g *roots.Guard, dfd int, base string, noTmpfile bool, named func(name string) error) (*temp, error) {
 	t := &temp{base: base, name: tempName(base)}
 	fd := -1
 	err := g.Do(func() (err error) {
-		fd, err = unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
-		if err == nil || !(errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL)) {
-			return err
+		if noTmpfile {
+			return unix.EOPNOTSUPP // as a file system without O_TMPFILE says
 		}
-		// A file system without O_TMPFILE: named from the start.
-		fd, err = unix.Openat(dfd, t.name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
-		t.named = err == nil
+		fd, err = unix.Openat(dfd, ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 		return err
 	})
+	if err != nil && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL)) {
+		// A file system without O_TMPFILE: named from the start, and
+		// the name recorded first (named), so a kill at any point
+		// leaves a name the next start finds.
+		if err = named(t.name); err != nil {
+			return nil, err
+		}
+		err = g.Do(func() (err error) {
+			fd, err = unix.Openat(dfd, t.name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+			return err
+		})
+		t.named = err == nil
+	}
 	if err != nil {
 		return nil, err
 	}

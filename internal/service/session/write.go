@@ -266,7 +266,11 @@ func fileFacts(path string) (sum string, total int64, id fileid.Identity, ok boo
 // exactly the intended content. Anything else under that name, a user's
 // file that merely looks like one, is left as it is.
 func removeTemp(in *journal.Record) {
-	if in.Temp == "" || filepath.Base(in.Temp) != in.Temp || !roots.IsTemp(in.Temp) || in.ContentID == "" {
+	if in.Temp == "" {
+		removeOldTemps(in)
+		return
+	}
+	if filepath.Base(in.Temp) != in.Temp || !roots.IsTemp(in.Temp) {
 		return
 	}
 	dfd, err := unix.Open(filepath.Dir(in.RealPath), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -284,9 +288,14 @@ func removeTemp(in *journal.Record) {
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
 		return
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil || fileid.ContentID([32]byte(h.Sum(nil))) != in.ContentID {
-		return
+	// A name recorded before its content (no O_TMPFILE) is the file
+	// made O_EXCL under it, whatever it holds; any other holds exactly
+	// the intended content.
+	if in.ContentID != "" || in.Detail != "temp" {
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil || fileid.ContentID([32]byte(h.Sum(nil))) != in.ContentID {
+			return
+		}
 	}
 	// The name still names the file checked: unlinked only then.
 	var now unix.Stat_t
@@ -294,6 +303,32 @@ func removeTemp(in *journal.Record) {
 		unix.Unlinkat(dfd, in.Temp, 0)
 	}
 }
+
+// removeOldTemps removes what an older version's write left, whose intent
+// recorded no temporary name: in the target's directory, the names of
+// fsguard's temp form for the target's base (at most maxOldTemps looked
+// at) that are regular files with one link holding exactly the intended
+// content.
+func removeOldTemps(in *journal.Record) {
+	if in.ContentID == "" || in.RealPath == "" {
+		return
+	}
+	dir, base := filepath.Dir(in.RealPath), filepath.Base(in.RealPath)
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(maxOldTemps)
+	d.Close()
+	for _, name := range names {
+		if roots.IsTemp(name) && strings.HasPrefix(name, "."+base+roots.TempMark) {
+			removeTemp(&journal.Record{RealPath: in.RealPath, ContentID: in.ContentID, Temp: name})
+		}
+	}
+}
+
+// maxOldTemps bounds the names removeOldTemps reads in one directory.
+const maxOldTemps = 1 << 16
 
 // beforeRename lets a test change the target between the check and the
 // rename, where only a re-check can catch it.
@@ -451,7 +486,30 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 		}
 	}
 	dfd := int(dir.Fd())
-	tmp, err := newTemp(s.Guard, dfd, base)
+	real := filepath.Join(dir.Root.Real, dir.Rel, base)
+	// Where the new version must be named from the start (no O_TMPFILE),
+	// the name is recorded before the file is made: an intent of its own
+	// (no content yet), resolved once the write's intent follows, or by
+	// the next start, which removes the name (removeTemp).
+	var named *journal.Record
+	namedOutcome := "NOT_WRITTEN"
+	defer func() {
+		if named != nil {
+			s.append(&journal.Record{Kind: journal.KindOutcome, Intent: named.Seq, Session: session, Owner: s.who.Owner(), Path: named.Path, RealPath: real, Code: namedOutcome})
+		}
+	}()
+	tmp, err := newTemp(s.Guard, dfd, base, s.noTmpfile, func(name string) error {
+		rec := &journal.Record{Kind: journal.KindIntent, Detail: "temp", Session: session, Owner: s.who.Owner(), Writer: uint32(os.Getpid()), WriterStart: selfStart(),
+			Path: s.shown(p.Shown), RealPath: real, Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Temp: name}
+		if err := s.append(rec); err != nil {
+			return refusal.Of(refusal.JournalFailed, refusal.OpWrite, p.Shown, refusal.Facts{Detail: err.Error()}).Because(err)
+		}
+		named = rec
+		return nil
+	})
+	if refused, ok := errors.AsType[*refusal.Error](err); ok {
+		return nil, refused
+	}
 	if err != nil {
 		return nil, writeErr(p.Shown, err)
 	}
@@ -491,7 +549,6 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	// write the journal cannot record does not happen. The intent names
 	// the temporary name too, so one left by a writer killed before the
 	// rename is found and removed at the next start (Recover).
-	real := filepath.Join(dir.Root.Real, dir.Rel, base)
 	intent := &journal.Record{Kind: journal.KindIntent, Detail: journal.OriginWrite, Session: session, Owner: s.who.Owner(), Writer: uint32(os.Getpid()), WriterStart: selfStart(),
 		Path: s.shown(p.Shown), RealPath: real, ContentID: fileid.ContentID(scan.Sum), Pid: s.who.Pid, Uid: s.who.Uid, Process: s.who.Process, Request: s.request,
 		Temp: tmp.name}
@@ -501,6 +558,7 @@ func (s *Service) replace(name, cwd, session string, newContent produce) (*Write
 	if err := s.append(intent); err != nil {
 		return nil, refusal.Of(refusal.JournalFailed, refusal.OpWrite, p.Shown, refusal.Facts{Detail: err.Error()}).Because(err)
 	}
+	namedOutcome = "SUPERSEDED" // the intent names the temporary file now
 	notWritten := func(why string) {
 		s.append(&journal.Record{Kind: journal.KindOutcome, Intent: intent.Seq, Session: session, Owner: s.who.Owner(), Path: intent.Path, RealPath: real, Code: why})
 	}
