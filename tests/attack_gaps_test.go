@@ -5,7 +5,6 @@ package tests
 // the gap stays written down where it can be run (README, "Known gaps").
 
 import (
-	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,31 +80,5 @@ func TestAttackUnmaskedInBinaryClass(t *testing.T) {
 		if strings.Contains(strings.ReplaceAll(string(b), "\x00", ""), pat.Secret) {
 			t.Errorf("%s through the mount shows the credential unmasked", name)
 		}
-	}
-}
-
-// TestAttackBase64InKubernetesSecret keeps a credential where Kubernetes
-// keeps it: base64-encoded under a Secret's data. Decoding it is one
-// command away for the agent, so it is as exposed as the credential
-// itself: it must be shown masked.
-func TestAttackBase64InKubernetesSecret(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=k8s"}
-	var leaked []string
-	for _, s := range sniff.SampleCredentials(20261207) {
-		if strings.ContainsAny(s.Value, " =/:;") {
-			continue
-		}
-		enc := base64.StdEncoding.EncodeToString([]byte(s.Value))
-		name := "secret-" + s.Family + ".yaml"
-		writeFile(t, filepath.Join(f.root, name), "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ntype: Opaque\ndata:\n  token: "+enc+"\n", 0o644)
-		out, errs, _, _ := runBinary(t, f.root, env, "", "read", name, "--no-dedupe")
-		if strings.Contains(out+errs, enc) {
-			leaked = append(leaked, s.Family)
-		}
-	}
-	if len(leaked) > 0 {
-		t.Errorf("%d families shown in a Secret's data, base64-encoded, unmasked: %v", len(leaked), leaked)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,12 +217,13 @@ func TestAttackURLEncodedTokens(t *testing.T) {
 			continue
 		}
 		n++
-		for fname, form := range forms {
-			name := fmt.Sprintf("u/%s-%s.log", s.Family, fname)
-			text := form(s.Value)
-			writeFile(t, filepath.Join(f.root, name), "first\n"+text+"\nlast\n", 0o644)
-			files = append(files, placed{name, text, s.Secret})
+		text := ""
+		for _, fname := range slices.Sorted(maps.Keys(forms)) {
+			text += forms[fname](s.Value) + "\n"
 		}
+		name := fmt.Sprintf("u/%s.log", s.Family)
+		writeFile(t, filepath.Join(f.root, name), "first\n"+text+"last\n", 0o644)
+		files = append(files, placed{name, text, s.Secret})
 	}
 	startMount(t, f.mp, "--policy", f.policy)
 	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=url"}
@@ -244,7 +247,7 @@ func TestAttackURLEncodedTokens(t *testing.T) {
 			t.Errorf("the mount did not serve %s: %v", p.name, err)
 		} else if shows(string(got), p.secret) {
 			leaked["mount"] = append(leaked["mount"], p.name)
-		} else if len(got) != len("first\n"+p.text+"\nlast\n") {
+		} else if len(got) != len("first\n"+p.text+"last\n") {
 			t.Errorf("the mount served %d bytes of %s", len(got), p.name)
 		}
 		out, errs, _, _ := runBinary(t, f.root, env, "", "read", p.name, "--no-dedupe")
@@ -302,5 +305,37 @@ func TestAttackTokenInFileName(t *testing.T) {
 	out, errs, _, _ := runBinary(t, f.root, env, "", "read", "n", "--no-dedupe")
 	if strings.Contains(out, pat.Value[4:]) || !strings.Contains(out, "ghp_notatoken") {
 		t.Errorf("fsguard read of the directory shows: %s", out+errs)
+	}
+}
+
+// TestAttackBase64InKubernetesSecret keeps credentials where Kubernetes
+// keeps them: each base64-encoded whole under a Secret's data. Decoding
+// is one command away for the agent, so fsguard read must show none.
+func TestAttackBase64InKubernetesSecret(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=k8s"}
+	text := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\ntype: Opaque\ndata:\n"
+	encs := map[string]string{}
+	for _, s := range sniff.SampleCredentials(20261207) {
+		if strings.ContainsAny(s.Value, " =/:;") {
+			continue
+		}
+		encs[s.Family] = base64.StdEncoding.EncodeToString([]byte(s.Value))
+		text += "  " + s.Family + ": " + encs[s.Family] + "\n"
+	}
+	writeFile(t, filepath.Join(f.root, "secret.yaml"), text, 0o644)
+	out, errs, _, _ := runBinary(t, f.root, env, "", "read", "secret.yaml", "--no-dedupe")
+	if !strings.Contains(out, "kind: Secret") {
+		t.Fatalf("fsguard read did not show the Secret: %s", out+errs)
+	}
+	var leaked []string
+	for fam, enc := range encs {
+		if strings.Contains(out+errs, enc) {
+			leaked = append(leaked, fam)
+		}
+	}
+	if len(leaked) > 0 {
+		t.Errorf("%d families shown in a Secret's data, base64-encoded, unmasked: %v", len(leaked), leaked)
 	}
 }
