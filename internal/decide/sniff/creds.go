@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/fsguard/fsguard/internal/concept/charset"
 	"github.com/fsguard/fsguard/internal/concept/policy"
@@ -234,14 +235,17 @@ const commonPairs = "  \x00\x00\n\t, \t\t 0inere 0xrent= teon tes: storths 00att
 // commonness is how often two bytes follow each other in code, as
 // Zipf's law has it from their rank: 1000 for the most frequent pair, 500
 // for the second, ..., 0 past the 256th.
-func commonness(g uint16) int {
-	for i := 0; i+1 < len(commonPairs); i += 2 {
-		if le16([]byte(commonPairs[i:])) == g {
-			return 1000 / (i/2 + 1)
-		}
+func commonness(g uint16) int { return int(commonnessTable()[g]) }
+
+// commonnessTable is commonness of every pair, worked out once: a detector
+// has thousands of anchors (base64's among them) to place.
+var commonnessTable = sync.OnceValue(func() *[1 << 16]uint16 {
+	var t [1 << 16]uint16
+	for i := len(commonPairs) - 2; i >= 0; i -= 2 {
+		t[le16([]byte(commonPairs[i:]))] = uint16(1000 / (i/2 + 1))
 	}
-	return 0
-}
+	return &t
+})
 
 // expand returns every four bytes an anchor may start with: its letters
 // in both cases when fold, and the bytes of next after a shorter one.
