@@ -134,6 +134,13 @@ func (s *streamSearch) stream(st pdfStream, keys []pdfKey) (*sniff.Inside, error
 					return unreadableIf(errStreamsTooLarge), nil
 				}
 				if b := k.decrypt(k.stm, n, st.gen, body); b != nil {
+					// Decrypted bytes are nowhere in the file, so the
+					// file-wide scan never saw them: searched as they
+					// are (a stream with no filter, or one whose chain
+					// does not decode), then through the chain.
+					if in := s.find(b); in != nil {
+						return in, nil
+					}
 					if in, err := s.chain(b, fs, ps); err != nil || in != nil {
 						return in, err
 					}
