@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/bzip2"
+	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
 	"errors"
@@ -133,20 +134,35 @@ func PackedKindIn(head []byte, r io.ReaderAt, size int64) (string, error) {
 const zlibHead = 4096
 
 // isZlib: head starts a zlib stream (RFC 1950: deflate, a 32 KiB window
-// or less, no preset dictionary, its header's check right) that inflates
-// as one: to its end with its checksum right, or to zlibHead bytes, or,
-// cut at the end of head, to half of head's length at least. A zlib
+// or less, its header's check right) that inflates as one: to its end
+// (its checksum right, when it has no preset dictionary: see below), or
+// to zlibHead bytes, or, cut at the end of head, to half of head's length at least. A zlib
 // header is two bytes that text can start with ("x^"), so the header
 // alone does not decide. A git object (zlib of "blob 12\x00...") is not
 // one: a repository's objects are the history scan's to report, not the
 // view's to refuse.
 func isZlib(head []byte) bool {
-	if len(head) < 8 || head[0]&0x0f != 8 || head[0]>>4 > 7 || head[1]&0x20 != 0 || (uint(head[0])<<8|uint(head[1]))%31 != 0 {
+	if len(head) < 8 || head[0]&0x0f != 8 || head[0]>>4 > 7 || (uint(head[0])<<8|uint(head[1]))%31 != 0 {
 		return false
 	}
-	zr, err := zlib.NewReader(bytes.NewReader(head))
-	if err != nil {
-		return false
+	var zr io.Reader
+	if head[1]&0x20 != 0 {
+		// A preset dictionary (its id in the next 4 bytes): what the
+		// stream holds cannot be read without it, so it is reported
+		// unchecked (inspect's reader refuses it), never served as
+		// opaque bytes. That it is a zlib stream at all is decided as
+		// for any: it must inflate, here over a stand-in dictionary
+		// (a deflate stream's structure does not depend on it).
+		if len(head) < 10 {
+			return false
+		}
+		zr = flate.NewReaderDict(bytes.NewReader(head[6:]), make([]byte, 32<<10))
+	} else {
+		r, err := zlib.NewReader(bytes.NewReader(head))
+		if err != nil {
+			return false
+		}
+		zr = r
 	}
 	out := make([]byte, zlibHead)
 	n := 0

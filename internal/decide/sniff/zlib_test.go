@@ -59,6 +59,22 @@ func TestPackedZlib(t *testing.T) {
 			t.Errorf("%q...: %q", s[:8], k)
 		}
 	}
+	// A preset dictionary: unreadable without it, so unchecked, never
+	// opaque; text that starts like such a header ("x ", "x?", "x}") stays text.
+	var zd bytes.Buffer
+	zw, _ := zlib.NewWriterLevelDict(&zd, 6, []byte("-----BEGIN"))
+	zw.Write(key)
+	zw.Close()
+	if k := PackedKind(zd.Bytes()); k != Zlib {
+		t.Errorf("a preset dictionary: %q", k)
+	} else if in := inspect(t, u, zd.Bytes()); in == nil || in.Why != InsideUnchecked {
+		t.Errorf("a preset dictionary: %+v", in)
+	}
+	for _, s := range []string{"x = 1\nprint(x)\n# and more text after it\n", "x?y:z; more text after it, and more\n", "x} else { y(); more text after it }\n"} {
+		if k := PackedKind([]byte(s)); k != "" {
+			t.Errorf("%q...: %q", s[:8], k)
+		}
+	}
 	if k := PackedKind(zlibOf(append([]byte("blob 1234\x00"), key...), 1)); k != "" {
 		t.Errorf("a git object: %q", k)
 	}
