@@ -277,7 +277,14 @@ func TestAttackTokenInFileName(t *testing.T) {
 	writeFile(t, filepath.Join(f.root, "n", file), "hello\n", 0o644)
 	writeFile(t, filepath.Join(f.root, "n", pat.Value, "inner.txt"), "hello\n", 0o644)
 	writeFile(t, filepath.Join(f.root, "n", "ghp_notatoken_just_a_long_name.txt"), "hello\n", 0o644)
+	// A link whose text holds the token, though it leads to a clean file.
+	if err := os.Symlink(pat.Value+"/../ghp_notatoken_just_a_long_name.txt", filepath.Join(f.root, "n", "link")); err != nil {
+		t.Fatal(err)
+	}
 	startMount(t, f.mp, "--policy", f.policy)
+	if text, err := os.Readlink(filepath.Join(f.mp, "n", "link")); err == nil || strings.Contains(text, pat.Secret) {
+		t.Errorf("the mount shows a link whose text holds a token: %q, %v", text, err)
+	}
 	env := []string{"FSGUARD_POLICY=" + f.policy, "FSGUARD_JOURNAL=" + filepath.Join(f.base, "j.db"), "FSGUARD_SESSION=names"}
 	ents, err := os.ReadDir(filepath.Join(f.mp, "n"))
 	if err != nil {

@@ -177,6 +177,11 @@ func (g *Guard) linkEntry(pfd int, p Path) (string, error) {
 	if err != nil {
 		return "", ioErr(p.Shown, err)
 	}
+	if g.credentialInName(link) {
+		// The link's text is shown (readlink) as it is, not cleaned:
+		// "d/ghp_…/../x" names x but shows the token.
+		return "", refusal.Of(refusal.CredentialInName, refusal.OpRead, p.Shown, refusal.Facts{})
+	}
 	if filepath.IsAbs(link) {
 		return "", refusal.Of(refusal.AbsoluteLink, refusal.OpRead, p.Shown, refusal.Facts{})
 	}
