@@ -135,34 +135,22 @@ const zlibHead = 4096
 
 // isZlib: head starts a zlib stream (RFC 1950: deflate, a 32 KiB window
 // or less, its header's check right) that inflates as one: to its end
-// (its checksum right, when it has no preset dictionary: see below), or
-// to zlibHead bytes, or, cut at the end of head, to half of head's length at least. A zlib
+// with its checksum right, or to zlibHead bytes, or, cut at the end of
+// head, to half of head's length at least. A zlib
 // header is two bytes that text can start with ("x^"), so the header
 // alone does not decide. A git object (zlib of "blob 12\x00...") is not
 // one: a repository's objects are the history scan's to report, not the
-// view's to refuse.
+// view's to refuse. One with a preset dictionary: isDictZlib.
 func isZlib(head []byte) bool {
 	if len(head) < 8 || head[0]&0x0f != 8 || head[0]>>4 > 7 || (uint(head[0])<<8|uint(head[1]))%31 != 0 {
 		return false
 	}
-	var zr io.Reader
 	if head[1]&0x20 != 0 {
-		// A preset dictionary (its id in the next 4 bytes): what the
-		// stream holds cannot be read without it, so it is reported
-		// unchecked (inspect's reader refuses it), never served as
-		// opaque bytes. That it is a zlib stream at all is decided as
-		// for any: it must inflate, here over a stand-in dictionary
-		// (a deflate stream's structure does not depend on it).
-		if len(head) < 10 {
-			return false
-		}
-		zr = flate.NewReaderDict(bytes.NewReader(head[6:]), make([]byte, 32<<10))
-	} else {
-		r, err := zlib.NewReader(bytes.NewReader(head))
-		if err != nil {
-			return false
-		}
-		zr = r
+		return isDictZlib(head)
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(head))
+	if err != nil {
+		return false
 	}
 	out := make([]byte, zlibHead)
 	n := 0
@@ -180,6 +168,30 @@ func isZlib(head []byte) bool {
 		}
 	}
 	return !isGitObject(out[:n])
+}
+
+// isDictZlib: head is a whole zlib stream with a preset dictionary (its
+// id in the 4 bytes after the header). What it holds cannot be read
+// without the dictionary, so such a stream is reported unchecked
+// (inspect's reader refuses it), never served as opaque bytes. Over a
+// stand-in dictionary any back reference resolves, and bytes of text
+// decode as fixed-Huffman deflate for a long way, so a stream is taken
+// for one only when it inflates to its final block's end with exactly
+// its checksum's 4 bytes after it: head must hold it whole.
+func isDictZlib(head []byte) bool {
+	if len(head) < 14 {
+		return false
+	}
+	br := bytes.NewReader(head[6:]) // a ByteReader: flate reads no further than the stream's end
+	fr := flate.NewReaderDict(br, make([]byte, 32<<10))
+	if _, err := io.Copy(io.Discard, io.LimitReader(fr, 64<<20)); err != nil {
+		return false
+	}
+	var one [1]byte
+	if n, err := fr.Read(one[:]); n != 0 || err != io.EOF {
+		return false // more than the bound: not decided as one
+	}
+	return br.Len() == 4
 }
 
 // isGitObject: b starts as a git object does ("blob 12\x00").

@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"crypto/rand"
 	"encoding/pem"
+	"strings"
 	"testing"
 )
 
@@ -73,6 +74,20 @@ func TestPackedZlib(t *testing.T) {
 	for _, s := range []string{"x = 1\nprint(x)\n# and more text after it\n", "x?y:z; more text after it, and more\n", "x} else { y(); more text after it }\n"} {
 		if k := PackedKind([]byte(s)); k != "" {
 			t.Errorf("%q...: %q", s[:8], k)
+		}
+	}
+	// Text after such a header decodes as fixed-Huffman deflate for a
+	// long way over a stand-in dictionary: it must stay text.
+	words := strings.Fields("the a of x y func return if else for range := + - * 1 2 3 line text version notes")
+	for i := range 2000 {
+		var b strings.Builder
+		b.WriteString([]string{"x ", "x?", "x}"}[i%3])
+		for b.Len() < 600+i {
+			b.WriteString(words[(i*7+b.Len()*13)%len(words)])
+			b.WriteString(" \n"[b.Len()%2 : b.Len()%2+1])
+		}
+		if k := PackedKind([]byte(b.String())); k != "" {
+			t.Fatalf("text %q...: %q", b.String()[:20], k)
 		}
 	}
 	if k := PackedKind(zlibOf(append([]byte("blob 1234\x00"), key...), 1)); k != "" {
