@@ -108,23 +108,47 @@ func checkDir(t *testing.T, mp, root, rel string) {
 	for _, e := range ents {
 		got = append(got, e.Name())
 	}
+	keys := map[string]bool{}
 	backing, err := os.ReadDir(filepath.Join(root, rel))
 	testenv.Must(t, err)
 	for _, e := range backing {
 		b, err := os.ReadFile(filepath.Join(root, rel, e.Name()))
 		testenv.Must(t, err)
-		if !strings.Contains(string(b), "PRIVATE KEY") {
+		if strings.Contains(string(b), "PRIVATE KEY") {
+			keys[e.Name()] = true
+		} else {
 			want = append(want, e.Name())
 		}
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("%s lists %q, want %q", rel, got, want)
+	// A key may be listed by its name before its content is decided
+	// (lazy.go); it is never served, and once its read was refused the
+	// listing no longer holds it.
+	shown := slices.DeleteFunc(slices.Clone(got), func(n string) bool { return keys[n] })
+	if !slices.Equal(shown, want) {
+		t.Errorf("%s lists %q, want %q (and keys at most)", rel, got, want)
 	}
 	for _, name := range got {
 		b, err := os.ReadFile(filepath.Join(mp, rel, name))
+		if keys[name] {
+			if err == nil {
+				t.Errorf("%s/%s, a key, was served: %q", rel, name, b)
+			}
+			continue
+		}
 		now, _ := os.ReadFile(filepath.Join(root, rel, name))
 		if err != nil || string(b) != string(now) {
 			t.Errorf("%s/%s reads %q (%v), want %q", rel, name, b, err, now)
+		}
+	}
+	if len(shown) < len(got) {
+		again, err := os.ReadDir(filepath.Join(mp, rel))
+		testenv.Must(t, err)
+		var names []string
+		for _, e := range again {
+			names = append(names, e.Name())
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("%s lists %q after its keys were refused, want %q", rel, names, want)
 		}
 	}
 }
